@@ -1,0 +1,1 @@
+"""Numba kernels behind validating wrappers. Importing a submodule imports numba; this package does not."""

@@ -1,0 +1,1 @@
+"""fasteval.models: model folders, sources, ONNX export and the onnxruntime encoder."""
