@@ -1,0 +1,177 @@
+"""Exam 1, measurement geometry (METHOD 1): per-cell Kendall tau and PACC against the anchor row,
+the per-model aggregates, digits-vs-words matrices and unit-conversion curves.
+
+Exams take an EmbeddingTable (text -> embedding); they never load a model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import comb, isnan
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.embeddings import EmbeddingTable
+
+
+def exam1_groups() -> list[list[str]]:
+    """The encode calls of Exam 1 in notebook order: 20 cells, digits/words per quantity, conversion sides."""
+    groups = [cell.texts for cell in P.exam1_cells()]
+    for quantity in P.QUANTITIES:
+        groups.extend(P.digits_words_texts(quantity))
+    for pair in P.CONVERSION_PAIRS:
+        groups.extend(P.conversion_texts(pair))
+    return groups
+
+
+@dataclass
+class CellResult:
+    quantity: str
+    range_name: str
+    n: int
+    tau: float
+    pacc: float
+    # Exact numerators over C(n, 2) when the anchor similarities have no ties (the normal case), else None.
+    tau_numerator: int | None = None
+    pacc_numerator: int | None = None
+
+    @property
+    def pairs(self) -> int:
+        return comb(self.n, 2)
+
+
+@dataclass
+class ConversionCurve:
+    panel: str
+    unit_a: str
+    unit_b: str
+    x: list[float]
+    raw: list[float]
+    smoothed: list[float]
+
+
+@dataclass
+class Exam1Result:
+    metric: str
+    cells: list[CellResult]
+    heatmaps: dict[str, list[list[float]]] = field(default_factory=dict)  # "quantity/range" -> n x n
+    digits_words: dict[str, list[list[float]]] = field(default_factory=dict)  # quantity -> 12 x 12
+    conversions: list[ConversionCurve] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float | None]:
+        """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (METHOD 1.5)."""
+        return table1_row(self.cells)
+
+
+def _mean_exact(cells: list[CellResult], attr: str) -> Fraction | None:
+    nums = [getattr(c, attr + "_numerator") for c in cells]
+    if any(n is None for n in nums):
+        return None
+    return sum((Fraction(n, c.pairs) for n, c in zip(nums, cells)), Fraction(0)) / len(cells)
+
+
+def round_half_up(x: Fraction | float | None, digits: int = 2) -> float | None:
+    """Round half away from zero on the exact value (METHOD 1.5: AVG often lands on a half-cent)."""
+    if x is None or (isinstance(x, float) and isnan(x)):
+        return None
+    q = Fraction(x) * 10 ** digits
+    sign = -1 if q < 0 else 1
+    return sign * int(abs(q) + Fraction(1, 2)) / 10 ** digits
+
+
+def table1_row(cells: list[CellResult]) -> dict[str, float | None]:
+    taus = np.array([c.tau for c in cells], dtype=float)
+    paccs = np.array([c.pacc for c in cells], dtype=float)
+    tau_exact, pacc_exact = _mean_exact(cells, "tau"), _mean_exact(cells, "pacc")
+    if tau_exact is not None and pacc_exact is not None:
+        tau100, pacc100 = tau_exact * 100, pacc_exact * 100
+        avg = (tau100 + pacc100) / 2
+    else:
+        tau100, pacc100 = float(np.mean(taus) * 100), float(np.mean(paccs) * 100)
+        avg = (tau100 + pacc100) / 2
+    std = (lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else float("nan"))
+    return {
+        "tau": float(tau100), "pacc": float(pacc100), "avg": float(avg),
+        "tau_display": round_half_up(tau100), "pacc_display": round_half_up(pacc100),
+        "avg_display": round_half_up(avg),
+        "kendall_mean": float(np.mean(taus)), "pairwise_mean": float(np.mean(paccs)),
+        "kendall_std": std(taus), "pairwise_std": std(paccs),
+    }
+
+
+def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
+    if tied or isnan(stat):
+        return None
+    return int(round(stat * pairs))
+
+
+def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True) -> Exam1Result:
+    """Score every cell of METHOD 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8."""
+    from scipy.ndimage import gaussian_filter1d
+
+    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
+
+    cells = P.exam1_cells()
+    matrices = [similarity_matrix(table[c.texts], metric=metric) for c in cells]
+    cell_results: list[CellResult] = []
+    by_n: dict[int, list[int]] = {}
+    for i, c in enumerate(cells):
+        by_n.setdefault(len(c.values), []).append(i)
+    taus, paccs = np.empty(len(cells)), np.empty(len(cells))
+    for n, idx in by_n.items():
+        values = np.stack([cells[i].values for i in idx])
+        anchor_sims = np.stack([matrices[i][0].astype(np.float64) for i in idx])
+        # tau = kendalltau(values, -s); PACC: the smaller value must have the strictly larger similarity.
+        taus[idx] = kendall_tau_b_rows(values, -anchor_sims)
+        paccs[idx] = pairwise_accuracy_rows(values, anchor_sims)
+    for i, c in enumerate(cells):
+        s = matrices[i][0]
+        tied = len(np.unique(s)) < len(s)
+        pairs = comb(len(s), 2)
+        cell_results.append(CellResult(c.quantity, c.range_name, len(s), float(taus[i]), float(paccs[i]),
+                                       _exact_numerator(taus[i], pairs, tied),
+                                       _exact_numerator(paccs[i], pairs, tied)))
+    result = Exam1Result(metric=metric, cells=cell_results)
+    if not keep_matrices:
+        return result
+    result.heatmaps = {f"{c.quantity}/{c.range_name}": m.tolist() for c, m in zip(cells, matrices)}
+    for quantity in P.QUANTITIES:
+        digits, words = P.digits_words_texts(quantity)
+        result.digits_words[quantity] = similarity_matrix(table[words], table[digits], metric=metric).tolist()
+    x = P.conversion_values()
+    for pair in P.CONVERSION_PAIRS:
+        a_texts, b_texts = P.conversion_texts(pair)
+        raw = paired_similarity(table[a_texts], table[b_texts], metric=metric).astype(np.float64)
+        smoothed = gaussian_filter1d(raw, sigma=P.CONVERSION_SIGMA)
+        result.conversions.append(ConversionCurve(pair.panel, pair.unit_a, pair.unit_b, x.tolist(), raw.tolist(),
+                                                  smoothed.tolist()))
+    return result
+
+
+def exam1_files(result: Exam1Result, model: str, model_id: str) -> dict[str, str]:
+    """The CSVs of METHOD 1.6, one model per file."""
+    from fasteval.core.results import csv_text
+
+    full = [{"model": model_id, "unit": c.quantity, "range": c.range_name, "kendall": c.tau, "pairwise": c.pacc}
+            for c in result.cells]
+    summary = result.summary()
+    return {
+        f"{model_id}_benchmark_full.csv": csv_text(full, ["model", "unit", "range", "kendall", "pairwise"]),
+        f"{model_id}_benchmark_summary.csv": csv_text(
+            [{"model": model_id, **summary}], ["model", "kendall_mean", "pairwise_mean", "kendall_std",
+                                               "pairwise_std"]),
+    }
+
+
+def exam1_text(result: Exam1Result) -> str:
+    """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
+    lines = []
+    for quantity in P.QUANTITIES:
+        lines.append(f"[{quantity}]")
+        for c in result.cells:
+            if c.quantity == quantity:
+                tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
+                lines.append(f"  {c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""The paper protocol as data: quantities, value grids, phrase templates, seeds and splits (METHOD 1-3).
+
+Everything is generated from the rules in ../shared/METHOD.md, never typed in, and this module is the one
+source of truth for every constant: exams and tests import from here. Importing it costs only numpy.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+PROTOCOL_VERSION = "paper-1"
+
+# --- Exam 1 (METHOD 1.1, 1.2) -------------------------------------------------------------------------------
+QUANTITIES: tuple[str, ...] = ("meter", "kilogram", "liter", "second")
+RANGE_NAMES: tuple[str, ...] = ("local_0_10", "medium_0_1000", "log_1_100k", "sign_split", "scientific")
+
+
+def _range_values(name: str) -> np.ndarray:
+    if name == "local_0_10":
+        return np.arange(0, 10.5, 0.5)
+    if name == "medium_0_1000":
+        return np.arange(0, 1001, 50).astype(float)
+    if name == "log_1_100k":
+        return np.unique(np.round(np.logspace(0, 5, 25))).astype(int).astype(float)
+    if name == "sign_split":
+        return np.arange(-100, 101, 10).astype(float)
+    if name == "scientific":
+        return np.logspace(-6, 6, 25)
+    raise KeyError(name)
+
+
+@lru_cache(maxsize=None)
+def _range_values_cached(name: str) -> np.ndarray:
+    values = _range_values(name)
+    values.setflags(write=False)
+    return values
+
+
+def range_values(name: str) -> np.ndarray:
+    """The raw values of one range (float64, ascending, read-only)."""
+    return _range_values_cached(name)
+
+
+def plural_unit(value: float, unit: str) -> str:
+    """Singular iff |value| == 1 exactly (METHOD 1.2)."""
+    return unit if abs(value) == 1 else unit + "s"
+
+
+def format_quantity(value: float, unit: str) -> str:
+    """`"{:g} <unit(s)>"`: the non-scientific template of METHOD 1.2 (also used by the conversion pairs)."""
+    return f"{value:g} {plural_unit(value, unit)}"
+
+
+def format_scientific(value: float, unit: str) -> str:
+    """`"{:.0e} <unit>"`, unit always singular: the scientific-range template of METHOD 1.2."""
+    return f"{value:.0e} {unit}"
+
+
+def cell_texts(quantity: str, range_name: str) -> list[str]:
+    """The strings of one (quantity, range) cell, in range order; one encode call in the paper."""
+    fmt = format_scientific if range_name == "scientific" else format_quantity
+    return [fmt(float(v), quantity) for v in range_values(range_name)]
+
+
+@dataclass(frozen=True)
+class Cell:
+    quantity: str
+    range_name: str
+
+    @property
+    def values(self) -> np.ndarray:
+        return range_values(self.range_name)
+
+    @property
+    def texts(self) -> list[str]:
+        return cell_texts(self.quantity, self.range_name)
+
+
+def exam1_cells() -> list[Cell]:
+    """The 20 cells, quantity-major in METHOD order (meter x 5 ranges, then kilogram, ...)."""
+    return [Cell(q, r) for q in QUANTITIES for r in RANGE_NAMES]
+
+
+# --- Exam 1, digits vs words (METHOD 1.7) ---------------------------------------------------------------------
+DIGITS: tuple[str, ...] = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "100")
+WORDS: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                          "one-hundred")
+
+
+def digits_words_texts(quantity: str) -> tuple[list[str], list[str]]:
+    """(digit texts, word texts), unit always singular: `5 meter`, `five meter`."""
+    return [f"{d} {quantity}" for d in DIGITS], [f"{w} {quantity}" for w in WORDS]
+
+
+# --- Exam 1, unit-conversion curves (METHOD 1.8) --------------------------------------------------------------
+CONVERSION_SIGMA = 0.8
+
+
+@dataclass(frozen=True)
+class ConversionPair:
+    panel: str
+    unit_a: str
+    unit_b: str
+    factor: float  # B value = A value * factor (liter->gallon multiplies by 3.785 as the paper does, sic)
+
+    @property
+    def label(self) -> str:
+        return f"{self.unit_a} ↔ {self.unit_b}"
+
+
+CONVERSION_PAIRS: tuple[ConversionPair, ...] = (
+    ConversionPair("Length", "meter", "centimeter", 100.0),
+    ConversionPair("Length", "meter", "millimeter", 1000.0),
+    ConversionPair("Length", "meter", "kilometer", 1 / 1000),
+    ConversionPair("Mass", "kilogram", "gram", 1000.0),
+    ConversionPair("Mass", "gram", "milligram", 1000.0),
+    ConversionPair("Mass", "kilogram", "ton", 1 / 1000),
+    ConversionPair("Volume", "liter", "milliliter", 1000.0),
+    ConversionPair("Volume", "liter", "gallon", 3.785),
+    ConversionPair("Time", "second", "millisecond", 1000.0),
+    ConversionPair("Time", "minute", "second", 60.0),
+    ConversionPair("Time", "hour", "minute", 60.0),
+)
+
+
+def conversion_values() -> np.ndarray:
+    """40 log-spaced A values from 1e-2 to 1e3."""
+    return np.logspace(-2, 3, 40)
+
+
+def _convert(value: float, factor: float) -> float:
+    # The paper writes `v / 1000` for the down-conversions; `v * (1/1000)` rounds differently.
+    return value / round(1 / factor) if factor < 1 else value * factor
+
+
+def conversion_texts(pair: ConversionPair) -> tuple[list[str], list[str]]:
+    """(A texts, B texts) of one conversion pair, both with the non-scientific template."""
+    a_values = conversion_values()
+    return ([format_quantity(float(v), pair.unit_a) for v in a_values],
+            [format_quantity(_convert(float(v), pair.factor), pair.unit_b) for v in a_values])
+
+
+# --- Exam 2 (METHOD 2.1) --------------------------------------------------------------------------------------
+EXAM2_SEED = 12345
+EXAM2_N_FLOATS = 50
+EXAM2_N_INTS = 50
+
+
+@dataclass(frozen=True)
+class BareNumber:
+    text: str
+    value: float
+    kind: str  # "float" | "int"
+
+    @property
+    def sign(self) -> str:
+        return "positive" if self.value >= 0 else "negative"
+
+
+@lru_cache(maxsize=1)
+def exam2_items() -> tuple[BareNumber, ...]:
+    """The 100 bare numbers: 50 floats then 50 ints from one `random.Random(12345)` stream."""
+    rng = random.Random(EXAM2_SEED)
+    floats = [round(rng.uniform(-1000, 1000), 5) for _ in range(EXAM2_N_FLOATS)]
+    ints = [rng.randint(-1000, 1000) for _ in range(EXAM2_N_INTS)]
+    return tuple([BareNumber(f"{v:.5f}", float(v), "float") for v in floats]
+                 + [BareNumber(str(v), float(v), "int") for v in ints])
+
+
+# --- Exam 3 (METHOD 3.1, 3.3) ---------------------------------------------------------------------------------
+PROBE_TEST_FRACTION = 0.35
+PROBE_MIN_TEST = 4
+PROBE_N_SPLITS = 5
+PROBE_SEED = 12345
+PROBE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 4, 13))
+
+
+def probe_split(n: int, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """(test, train) sorted index arrays of item-level split `split` for a range of n items (METHOD 3.3)."""
+    perm = np.random.default_rng(PROBE_SEED + split).permutation(n)
+    n_test = min(max(PROBE_MIN_TEST, int(round(PROBE_TEST_FRACTION * n))), n - 3)
+    return np.sort(perm[:n_test]), np.sort(perm[n_test:])
+
+
+def model_id(name: str) -> str:
+    """The paper's file-name id: the part after the last '/', every '-' replaced by '_' (METHOD 0.2)."""
+    return name.rstrip("/").rsplit("/", 1)[-1].replace("-", "_")

@@ -1,0 +1,137 @@
+"""Results: typed objects -> strict JSON (NaN as null), CSV and Markdown, written atomically.
+
+A model's results are assembled in a hidden staging folder beside the destination and renamed into place,
+so a crash never leaves a half-written result where a reader (or a resumed sweep) would take it for done.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fasteval.core.errors import OutputError
+
+RESULT_FILE = "results.json"
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON: NaN/inf become null, and anything else non-standard raises."""
+    return json.dumps(to_jsonable(obj), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v)
+                         for k, v in ((c, row.get(c)) for c in columns)})
+    return buf.getvalue()
+
+
+def markdown_table(rows: list[dict[str, Any]], columns: list[str], floatfmt: str = "{:.3f}") -> str:
+    def fmt(v: Any) -> str:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return "—"
+        return floatfmt.format(v) if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def check_writable(folder: Path) -> Path:
+    """Create ``folder`` if needed and prove we can write there; OutputError otherwise."""
+    folder = Path(folder).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise OutputError(f"Cannot write to the output folder {folder}: {err.strerror or err}.",
+                          "pass a writable folder with --out DIR.") from None
+    return folder
+
+
+@dataclass
+class ModelResult:
+    """Everything one model's sweep produced, plus what it was computed under."""
+    model: str
+    model_id: str
+    settings: dict[str, Any]
+    protocol: str
+    fasteval_version: str
+    exams: dict[str, Any] = field(default_factory=dict)  # "exam1" -> Exam1Result, ...
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def write_result_folder(dest: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (name -> text) as the folder ``dest``, all at once: staged, then renamed into place."""
+    dest = Path(dest)
+    check_writable(dest.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
+    try:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8")
+        if dest.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            os.replace(dest, trash / "old")
+            os.replace(staging, dest)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(staging, dest)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OutputError(f"Could not write results to {dest}: {err.strerror or err}.",
+                          "free disk space or pass another folder with --out DIR.") from None
+    return dest

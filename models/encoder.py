@@ -1,0 +1,211 @@
+"""The encoder: tokenizers -> onnxruntime session -> pooling -> Dense -> Normalize, float32 out. No torch.
+
+``OnnxEncoder(folder).encode(texts)`` reproduces ``SentenceTransformer(folder).encode(texts)`` (fp32): same
+tokenisation (the folder's tokenizer.json, its max sequence length, padding to the longest text in a batch),
+same pooling and normalisation, and by default the same batches (sentence-transformers sorts by character
+length, longest first, and cuts batches of 32; batch composition changes the last bits of an embedding).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from fasteval.core.errors import ModelError
+from fasteval.models.folder import ModelFolder
+from fasteval.models.pooling import dense, normalize, pool
+
+PROVIDERS = ("auto", "cuda", "cpu")
+ORDERS = ("text-length", "token-length")
+
+
+def _gpu_driver_present() -> bool:
+    """True when the NVIDIA driver library loads (asking onnxruntime for CUDA without it prints errors)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+    available = ort.get_available_providers()
+    wanted = []
+    if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and _gpu_driver_present():
+        if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
+            try:
+                ort.preload_dlls()
+            except Exception:  # noqa: BLE001 - a failed preload only means the system libraries are used
+                pass
+        wanted.append("CUDAExecutionProvider")
+    wanted.append("CPUExecutionProvider")
+    try:
+        session = ort.InferenceSession(str(onnx_file), sess_options=options, providers=wanted)
+    except Exception as err:  # onnxruntime raises its own exception types
+        raise ModelError(f"onnxruntime cannot load {onnx_file}: {str(err).splitlines()[0]}",
+                         "re-export the model (delete the cached export folder).") from None
+    used = session.get_providers()
+    on_gpu = "CUDAExecutionProvider" in used
+    if provider == "cuda" and not on_gpu:
+        raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
+                         "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
+    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu and not quiet:
+        print("fasteval: warning: onnxruntime-gpu could not use the GPU; running on the CPU.", file=sys.stderr)
+    return session, ("cuda" if on_gpu else "cpu")
+
+
+class OnnxEncoder:
+    """Embed texts with an exported model folder. ``encode(list[str]) -> float32 (n, dim)``."""
+
+    def __init__(self, folder: ModelFolder, *, provider: str = "auto", batch_size: int = 32,
+                 threads: int | None = None, order: str = "text-length", prompt: str | None = None,
+                 quiet: bool = False):
+        if folder.onnx_file is None:
+            raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
+        if provider not in PROVIDERS:
+            raise ModelError(f"Unknown provider {provider!r}.", f"use one of {', '.join(PROVIDERS)}.")
+        if order not in ORDERS:
+            raise ModelError(f"Unknown batch order {order!r}.", f"use one of {', '.join(ORDERS)}.")
+        if batch_size < 1:
+            raise ModelError(f"batch_size must be >= 1, got {batch_size}.", "pass a positive batch size.")
+        from tokenizers import Tokenizer
+
+        self.folder = folder
+        self.batch_size = batch_size
+        self.order = order
+        self.prompt = prompt or ""
+        self.tokenizer = Tokenizer.from_file(str(folder.tokenizer_file))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        if folder.max_seq_length:
+            self.tokenizer.enable_truncation(max_length=folder.max_seq_length)
+        self.pad_id, pad_token = self._pad()
+        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token,
+                                      direction=self._padding_side())
+        self.do_lower_case = self._do_lower_case()
+        self.session, self.provider = _session(folder.onnx_file, provider, threads, quiet)
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        outputs = [o.name for o in self.session.get_outputs()]
+        self.output_name = next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), outputs[0])
+        self.dense_weights = [self._load_dense(layer) for layer in folder.dense]
+        self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
+
+    # --- folder details -------------------------------------------------------------------------------------
+    def _pad(self) -> tuple[int, str]:
+        import json
+
+        spec = json.loads(self.folder.tokenizer_file.read_text(encoding="utf-8"))
+        padding = spec.get("padding") or {}
+        if "pad_id" in padding and "pad_token" in padding:
+            return int(padding["pad_id"]), str(padding["pad_token"])
+        for token in ("[PAD]", "<pad>", "<|endoftext|>", "<|end_of_text|>", "</s>"):
+            token_id = self.tokenizer.token_to_id(token)
+            if token_id is not None:
+                return int(token_id), token
+        return 0, ""
+
+    def _tokenizer_config(self) -> dict:
+        import json
+
+        for base in (self.folder.path, self.folder.transformer_path):
+            cfg = base / "tokenizer_config.json"
+            if cfg.exists():
+                return json.loads(cfg.read_text(encoding="utf-8"))
+        return {}
+
+    def _padding_side(self) -> str:
+        return "left" if self._tokenizer_config().get("padding_side") == "left" else "right"
+
+    def _do_lower_case(self) -> bool:
+        import json
+
+        cfg = self.folder.path / "sentence_bert_config.json"
+        return bool(cfg.exists() and json.loads(cfg.read_text()).get("do_lower_case"))
+
+    def _load_dense(self, layer) -> tuple[np.ndarray, np.ndarray | None]:
+        npz = self.folder.path / layer.path / "dense.npz"
+        if not npz.exists():
+            raise ModelError(f"Dense weights {npz} are missing.", "re-export the model with `fasteval export`.")
+        with np.load(npz) as data:
+            return data["weight"].astype(np.float32), (data["bias"].astype(np.float32) if "bias" in data else None)
+
+    def _count_prompt_tokens(self) -> int:
+        """Tokens of the prompt with the leading special tokens but without the trailing ones."""
+        enc = self.tokenizer.encode(self.prompt)
+        special_tail = 0
+        for is_special in reversed(enc.special_tokens_mask):
+            if not is_special:
+                break
+            special_tail += 1
+        return len(enc.ids) - special_tail
+
+    @property
+    def dimension(self) -> int:
+        return int(self.encode(["a"]).shape[1])
+
+    # --- encoding -------------------------------------------------------------------------------------------
+    def _batch_order(self, texts: list[str]) -> np.ndarray:
+        if self.order == "text-length":  # sentence-transformers' own grouping
+            return np.argsort([-len(t) for t in texts])
+        lengths = [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
+        return np.argsort([-n for n in lengths], kind="stable")
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(batch)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.input_names:
+            feed["token_type_ids"] = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
+        if "position_ids" in self.input_names:
+            feed["position_ids"] = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+        feed = {k: v for k, v in feed.items() if k in self.input_names}
+        tokens = self.session.run([self.output_name], feed)[0].astype(np.float32, copy=False)
+        if self._prompt_length and not self.folder.pooling.include_prompt:
+            mask = mask.copy()
+            if self._padding_side() == "left":
+                starts = mask.shape[1] - mask.sum(axis=1)
+                for row, start in enumerate(starts):
+                    mask[row, start:start + self._prompt_length] = 0
+            else:
+                mask[:, :self._prompt_length] = 0
+        out = pool(tokens, mask, self.folder.pooling)
+        for layer, (weight, bias) in zip(self.folder.dense, self.dense_weights):
+            out = dense(out, layer, weight, bias)
+        if self.folder.normalize:
+            out = normalize(out)
+        return out.astype(np.float32, copy=False)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts`` in one call (batched, order preserved). float32 (len(texts), dim)."""
+        if isinstance(texts, str):
+            raise ModelError("encode() takes a list of strings, not one string.", "wrap it: encode([text]).")
+        texts = [self.prompt + t for t in texts]
+        if self.do_lower_case:
+            texts = [t.lower() for t in texts]
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        order = self._batch_order(texts)
+        parts = [self._run([texts[i] for i in order[s:s + self.batch_size]])
+                 for s in range(0, len(texts), self.batch_size)]
+        sorted_out = np.concatenate(parts, axis=0)
+        out = np.empty_like(sorted_out)
+        out[order] = sorted_out
+        if not np.isfinite(out).all():
+            raise ModelError(f"{self.folder.path.name} produced NaN or infinite embeddings.",
+                             "check the export (try fp32) or the model weights.")
+        return out
+
+
+def cpu_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

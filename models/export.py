@@ -1,0 +1,114 @@
+"""Export a model folder to ONNX with Hugging Face Optimum, once, cached by the source's content hash.
+
+The exported folder is self-contained for evaluation without torch: ``model.onnx`` (the transformer, output
+``last_hidden_state``), the source's own ``tokenizer.json`` and sentence-transformers configs (pooling,
+Normalize, max length, prompts), Dense weights as ``.npz``, and ``fasteval_export.json`` (what it came from).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from fasteval.core.errors import ModelError
+from fasteval.models.folder import ModelFolder, content_hash, load_folder
+
+EXPORT_FORMAT = 1
+DTYPES = ("fp32", "fp16")
+_COPY_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "LICENSE",
+               "NOTICE", "README.md")
+
+
+def export_dir(cache_root: Path, source_hash: str, dtype: str) -> Path:
+    return cache_root / "onnx" / f"{source_hash[:20]}-{dtype}"
+
+
+def _copy_st_files(folder: ModelFolder, dest: Path) -> None:
+    shutil.copy2(folder.tokenizer_file, dest / "tokenizer.json")
+    for name in _COPY_FILES:
+        if (folder.path / name).exists():
+            shutil.copy2(folder.path / name, dest / name)
+    # A transformer module in a subfolder is exported to the root: point modules.json there.
+    if (dest / "modules.json").exists():
+        modules = json.loads((dest / "modules.json").read_text())
+        for module in modules:
+            if str(module.get("type", "")).endswith("Transformer"):
+                module["path"] = ""
+        (dest / "modules.json").write_text(json.dumps(modules, indent=2))
+    for sub in folder.path.iterdir():
+        if sub.is_dir() and (sub / "config.json").exists() and sub.name.split("_", 1)[0].isdigit():
+            if sub.resolve() == folder.transformer_path.resolve():
+                continue
+            (dest / sub.name).mkdir(exist_ok=True)
+            shutil.copy2(sub / "config.json", dest / sub.name / "config.json")
+    for layer in folder.dense:
+        _dense_to_npz(folder.path / layer.path, dest / layer.path / "dense.npz")
+
+
+def _dense_to_npz(src: Path, target: Path) -> None:
+    import numpy as np
+    import torch
+
+    if (src / "model.safetensors").exists():
+        from safetensors.torch import load_file
+        state = load_file(str(src / "model.safetensors"))
+    elif (src / "pytorch_model.bin").exists():
+        state = torch.load(src / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    else:
+        raise ModelError(f"Dense module {src} has no weights.", "pass a complete sentence-transformers folder.")
+    arrays = {k.removeprefix("linear."): v.float().numpy() for k, v in state.items()}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(target, **arrays)
+
+
+def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bool = False) -> Path:
+    """Return the exported folder for ``folder`` (exporting it first if it is not cached)."""
+    if folder.onnx_file is not None:
+        return folder.path
+    if dtype not in DTYPES:
+        raise ModelError(f"Unknown dtype {dtype!r}.", f"use one of {', '.join(DTYPES)}.")
+    source_hash = content_hash(folder.path)
+    dest = export_dir(cache_root, source_hash, dtype)
+    if (dest / "fasteval_export.json").exists():
+        return dest
+    try:
+        from optimum.exporters.onnx import main_export
+    except ImportError:
+        raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch.",
+                         "install the export extra: pip install 'fasteval[export]'.") from None
+    if not quiet:
+        print(f"fasteval: exporting {folder.path.name} to ONNX ({dtype}) with Optimum, once; "
+              f"cached in {dest}", file=sys.stderr, flush=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=dest.parent) as tmp:
+        staging = Path(tmp) / "out"
+        try:
+            main_export(str(folder.transformer_path), staging, task="feature-extraction",
+                        library_name="transformers", local_files_only=True, do_validation=False,
+                        dtype="fp16" if dtype == "fp16" else None, device="cuda" if dtype == "fp16" else "cpu")
+        except Exception as err:  # Optimum raises many types; the user needs one line.
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first}",
+                             "check that the architecture is supported by optimum-onnx, or pass an "
+                             "already exported folder (model.onnx + tokenizer.json).") from None
+        _copy_st_files(folder, staging)
+        import optimum.version
+        info = {"format": EXPORT_FORMAT, "source": str(folder.path), "source_sha256": source_hash,
+                "dtype": dtype, "optimum": optimum.version.__version__}
+        (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
+        try:
+            os.replace(staging, dest)
+        except OSError:
+            if not (dest / "fasteval_export.json").exists():  # another process won the race: fine
+                raise
+    return dest
+
+
+def load_export(path: Path) -> ModelFolder:
+    folder = load_folder(path)
+    if folder.onnx_file is None:
+        raise ModelError(f"No model.onnx in {path}.", "export it first: fasteval export PATH.")
+    return folder

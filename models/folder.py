@@ -1,0 +1,201 @@
+"""A model is a folder. This module reads the folder contract of sentence-transformers / Hugging Face.
+
+Accepted layouts (the docstring is the contract; every case is handled below):
+
+* sentence-transformers folder: ``modules.json`` lists Transformer -> Pooling -> [Dense ...] -> [Normalize];
+  the transformer files (``config.json``, weights, ``tokenizer.json``) sit at the module's path (usually the
+  root); ``1_Pooling/config.json`` says the pooling; ``sentence_bert_config.json`` the max sequence length.
+* plain Hugging Face folder: ``config.json`` + weights + ``tokenizer.json`` and no ``modules.json``:
+  mean pooling, no normalisation (what sentence-transformers itself assumes for such a folder).
+* an exported folder: ``model.onnx`` (or ``onnx/model.onnx``) + ``tokenizer.json``, with the same optional
+  sentence-transformers files beside it (fasteval's own export writes them there).
+
+Reading a folder imports nothing heavy.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fasteval.core.errors import ModelError
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json")
+POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+# sentence-transformers' flag names, in the order it concatenates the pooled vectors.
+_ST_POOLING_FLAGS = (
+    ("pooling_mode_cls_token", "cls"),
+    ("pooling_mode_max_tokens", "max"),
+    ("pooling_mode_mean_tokens", "mean"),
+    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"),
+    ("pooling_mode_weightedmean_tokens", "weightedmean"),
+    ("pooling_mode_lasttoken", "lasttoken"),
+)
+
+
+@dataclass(frozen=True)
+class PoolingConfig:
+    modes: tuple[str, ...] = ("mean",)
+    include_prompt: bool = True
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.modes)
+
+
+@dataclass(frozen=True)
+class DenseLayer:
+    """A sentence-transformers Dense module: y = activation(x W^T + b)."""
+    path: str
+    in_features: int
+    out_features: int
+    bias: bool
+    activation: str
+
+
+@dataclass
+class ModelFolder:
+    path: Path
+    transformer_path: Path
+    tokenizer_file: Path
+    onnx_file: Path | None
+    pooling: PoolingConfig
+    normalize: bool
+    max_seq_length: int | None
+    dense: tuple[DenseLayer, ...] = ()
+    prompts: dict[str, str] = field(default_factory=dict)
+    default_prompt_name: str | None = None
+
+    @property
+    def has_weights(self) -> bool:
+        return any((self.transformer_path / w).exists() for w in WEIGHT_FILES)
+
+    def settings(self) -> dict:
+        """What of the folder changes an embedding (goes into result keys)."""
+        return {"pooling": self.pooling.name, "include_prompt": self.pooling.include_prompt,
+                "normalize": self.normalize, "max_seq_length": self.max_seq_length,
+                "dense": [asdict(d) for d in self.dense]}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ModelError(f"Cannot read {path}: {err}.", "repair or re-download the model folder.") from None
+
+
+def parse_pooling(cfg: dict) -> PoolingConfig:
+    """Pooling from a 1_Pooling/config.json in either the flag format or the newer ``pooling_mode`` string."""
+    if isinstance(cfg.get("pooling_mode"), str):
+        modes = tuple(m.strip() for m in cfg["pooling_mode"].split("+"))
+        modes = tuple({"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max", "last_token": "lasttoken",
+                       "mean_sqrt_len": "mean_sqrt_len_tokens"}.get(m, m) for m in modes)
+    else:
+        modes = tuple(mode for flag, mode in _ST_POOLING_FLAGS if cfg.get(flag))
+    unknown = [m for m in modes if m not in POOLING_MODES]
+    if unknown or not modes:
+        raise ModelError(f"Unsupported pooling config {cfg!r}.",
+                         f"use one of the pooling modes {', '.join(POOLING_MODES)}.")
+    return PoolingConfig(modes, bool(cfg.get("include_prompt", True)))
+
+
+def _find_onnx(path: Path) -> Path | None:
+    for candidate in (path / "model.onnx", path / "onnx" / "model.onnx"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _max_seq_length(st_dir: Path, tf_dir: Path) -> int | None:
+    """sentence_bert_config.json first, then tokenizer_config.json, capped by the position embeddings."""
+    for cfg_path in (st_dir / "sentence_bert_config.json", tf_dir / "sentence_bert_config.json"):
+        if cfg_path.exists():
+            value = _read_json(cfg_path).get("max_seq_length")
+            if value:
+                return int(value)
+    limit = None
+    if (tf_dir / "tokenizer_config.json").exists():
+        value = _read_json(tf_dir / "tokenizer_config.json").get("model_max_length")
+        if isinstance(value, int) and value < 1_000_000:
+            limit = value
+    if (tf_dir / "config.json").exists():
+        positions = _read_json(tf_dir / "config.json").get("max_position_embeddings")
+        if isinstance(positions, int) and (limit is None or positions < limit):
+            limit = positions
+    return limit
+
+
+def load_folder(path: str | Path) -> ModelFolder:
+    """Read a model folder; raise ModelError naming the missing piece and the fix."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ModelError(f"Model path {path} does not exist.",
+                         "pass a model folder, or a name listed by `fasteval models`.")
+    if not path.is_dir():
+        raise ModelError(f"Model path {path} is not a folder.", "pass the folder that holds config.json.")
+    pooling, normalize, dense, transformer_path = PoolingConfig(), False, [], path
+    modules_file = path / "modules.json"
+    if modules_file.exists():
+        modules = _read_json(modules_file)
+        for module in modules:
+            kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+            mpath = path / module.get("path", "")
+            if kind == "Transformer":
+                transformer_path = mpath
+            elif kind == "Pooling":
+                pooling = parse_pooling(_read_json(mpath / "config.json"))
+            elif kind == "Normalize":
+                normalize = True
+            elif kind == "Dense":
+                cfg = _read_json(mpath / "config.json")
+                dense.append(DenseLayer(str(mpath.relative_to(path)), int(cfg["in_features"]),
+                                        int(cfg["out_features"]), bool(cfg.get("bias", True)),
+                                        str(cfg.get("activation_function", "torch.nn.modules.linear.Identity"))))
+            else:
+                raise ModelError(f"{modules_file} lists a module fasteval does not support: {module.get('type')}.",
+                                 "use a folder whose modules are Transformer, Pooling, Dense and Normalize.")
+    tokenizer_file = transformer_path / "tokenizer.json"
+    if not tokenizer_file.exists() and (path / "tokenizer.json").exists():
+        tokenizer_file = path / "tokenizer.json"
+    if not tokenizer_file.exists():
+        raise ModelError(f"No tokenizer.json in {path}.",
+                         "save the tokenizer with `tokenizer.save_pretrained(folder)` (a fast tokenizer).")
+    prompts, default_prompt_name = {}, None
+    if (path / "config_sentence_transformers.json").exists():
+        st_cfg = _read_json(path / "config_sentence_transformers.json")
+        prompts = dict(st_cfg.get("prompts") or {})
+        default_prompt_name = st_cfg.get("default_prompt_name")
+    folder = ModelFolder(
+        path=path, transformer_path=transformer_path, tokenizer_file=tokenizer_file, onnx_file=_find_onnx(path),
+        pooling=pooling, normalize=normalize, max_seq_length=_max_seq_length(path, transformer_path),
+        dense=tuple(dense), prompts=prompts, default_prompt_name=default_prompt_name)
+    if folder.onnx_file is None and not folder.has_weights:
+        raise ModelError(f"No weights in {path} (neither model.onnx nor model.safetensors / pytorch_model.bin).",
+                         "pass a complete model folder.")
+    return folder
+
+
+def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:
+    """sha256 over the sorted relative paths and bytes of every file below ``path`` (hidden files skipped)."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = file.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        digest.update(rel.encode() + b"\0")
+        with open(file, "rb") as fh:
+            while block := fh.read(chunk):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def file_hash(path: str | Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

