@@ -5,6 +5,7 @@ that need them, so `fasteval --help` stays fast.
 """
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -105,3 +106,10 @@ def main() -> None:
     except FastevalError as err:  # raised outside a command body
         print(f"fasteval: error: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except Exception as err:  # a bug, not bad input: one line unless the user asks for the traceback
+        if os.environ.get("FASTEVAL_DEBUG"):
+            raise
+        first = (str(err).strip().splitlines() or [""])[0]
+        print(f"fasteval: internal error: {type(err).__name__}: {first} "
+              "(rerun with FASTEVAL_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+        sys.exit(1)
