@@ -106,7 +106,15 @@ def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
     return int(round(stat * pairs))
 
 
-def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True) -> Exam1Result:
+def cell_similarities(table: EmbeddingTable, metric: str = "cos") -> dict[tuple[str, str], np.ndarray]:
+    """(quantity, range) -> the n x n similarity matrix of the cell (METHOD 1.3); shared by Exams 1 and 3."""
+    from fasteval.core.kernels.similarity import similarity_matrix
+
+    return {(c.quantity, c.range_name): similarity_matrix(table[c.texts], metric=metric) for c in P.exam1_cells()}
+
+
+def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True,
+              similarities: dict[tuple[str, str], np.ndarray] | None = None) -> Exam1Result:
     """Score every cell of METHOD 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8."""
     from scipy.ndimage import gaussian_filter1d
 
@@ -114,7 +122,8 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
 
     cells = P.exam1_cells()
-    matrices = [similarity_matrix(table[c.texts], metric=metric) for c in cells]
+    similarities = similarities or cell_similarities(table, metric)
+    matrices = [similarities[(c.quantity, c.range_name)] for c in cells]
     cell_results: list[CellResult] = []
     by_n: dict[int, list[int]] = {}
     for i, c in enumerate(cells):

@@ -1,0 +1,137 @@
+"""Exam 2, lexical vs numeric similarity (METHOD 2): Kendall tau-b of the similarity of 100 bare numbers
+against character Levenshtein, token Levenshtein (the model's own token ids) and numeric distance, over all
+4,950 pairs and the subsets of METHOD 2.3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.embeddings import EmbeddingTable
+
+REFERENCES = ("char_lev", "token_lev", "num_dist")
+PIVOT_COLUMNS = ("all", "float-float", "float-int", "int-int")
+# (group_type, groups) in the order of the long table.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("overall", ("all",)),
+    ("type_pair", ("float-float", "float-int", "int-int")),
+    ("same_sign", ("False", "True")),
+    ("sign_pair", ("negative-negative", "negative-positive", "positive-negative", "positive-positive")),
+)
+
+
+def exam2_groups() -> list[list[str]]:
+    """One encode call: the 100 bare numbers in item order."""
+    return [[item.text for item in P.exam2_items()]]
+
+
+@dataclass
+class Exam2Row:
+    group_type: str
+    group: str
+    reference: str
+    tau: float
+    n_pairs: int
+
+
+@dataclass
+class Exam2Result:
+    metric: str
+    rows: list[Exam2Row]
+    token_ids_available: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def pivot(self) -> dict[str, dict[str, float]]:
+        """reference -> {all, float-float, float-int, int-int} -> tau x 100 (METHOD 2.3 printout)."""
+        out: dict[str, dict[str, float]] = {ref: {} for ref in sorted(REFERENCES)}
+        for row in self.rows:
+            if row.group in PIVOT_COLUMNS:
+                out[row.reference][row.group] = row.tau * 100
+        return out
+
+    def summary(self) -> dict[str, float]:
+        """Lexical-table row: 100 tau for Character / Tokenizer / Numeric x Overall, FF, FI, II."""
+        return {f"{ref}_{col}": value for ref, cols in self.pivot().items() for col, value in cols.items()}
+
+
+def pair_labels() -> dict[str, dict[str, np.ndarray]]:
+    """Boolean masks over the 4,950 pairs (i < j, row-major) for every (group_type, group)."""
+    items = P.exam2_items()
+    i, j = np.triu_indices(len(items), k=1)
+    kind = np.array([it.kind for it in items])
+    sign = np.array([it.sign for it in items])
+    type_pair = np.char.add(np.char.add(kind[i], "-"), kind[j])
+    same = np.where(sign[i] == sign[j], "True", "False")
+    sign_pair = np.char.add(np.char.add(sign[i], "-"), sign[j])
+    labels = {"overall": np.full(len(i), "all"), "type_pair": type_pair, "same_sign": same, "sign_pair": sign_pair}
+    return {gt: {g: labels[gt] == g for g in groups} for gt, groups in GROUPS}
+
+
+def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | None]:
+    """char_lev, token_lev (None without token ids) and num_dist over the 4,950 pairs."""
+    from fasteval.core.kernels.levenshtein import encode_strings, levenshtein_all_pairs, pack_sequences
+
+    items = P.exam2_items()
+    values = np.array([it.value for it in items])
+    i, j = np.triu_indices(len(items), k=1)
+    return {
+        "char_lev": levenshtein_all_pairs(encode_strings([it.text for it in items])).astype(np.float64),
+        "token_lev": (levenshtein_all_pairs(pack_sequences(token_ids)).astype(np.float64)
+                      if token_ids is not None else None),
+        "num_dist": np.abs(values[i] - values[j]),
+    }
+
+
+def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: str = "cos") -> Exam2Result:
+    """tau-b = kendalltau(similarity, -distance) for every subset and reference (METHOD 2.3)."""
+    from fasteval.core.kernels.kendall import kendall_tau_b
+    from fasteval.core.kernels.similarity import similarity_matrix
+
+    texts = exam2_groups()[0]
+    sims = similarity_matrix(table[texts], metric=metric)
+    i, j = np.triu_indices(len(texts), k=1)
+    pair_sims = sims[i, j].astype(np.float64)
+    distances = pair_distances(token_ids)
+    rows = []
+    for group_type, masks in pair_labels().items():
+        for group, mask in masks.items():
+            for ref in REFERENCES:
+                dist = distances[ref]
+                tau = float("nan") if dist is None else kendall_tau_b(pair_sims[mask], -dist[mask])
+                rows.append(Exam2Row(group_type, group, ref, tau, int(mask.sum())))
+    notes = [] if token_ids is not None else ["token_lev is null: the encoder exposes no tokenizer"]
+    return Exam2Result(metric=metric, rows=rows, token_ids_available=token_ids is not None, notes=notes)
+
+
+def exam2_files(result: Exam2Result, model: str, model_id: str) -> dict[str, str]:
+    """``<model_id>_lexical.csv``: the long table (METHOD 2.3), 30 rows."""
+    from fasteval.core.results import csv_text
+
+    rows = [{"model": model_id, "group_type": r.group_type, "group": r.group, "reference": r.reference,
+             "tau": r.tau, "n_pairs": r.n_pairs} for r in result.rows]
+    return {f"{model_id}_lexical.csv": csv_text(rows, ["model", "group_type", "group", "reference", "tau",
+                                                       "n_pairs"])}
+
+
+def exam2_text(result: Exam2Result) -> str:
+    """The pivot of METHOD 2.3: rows char_lev, num_dist, token_lev; tau x 100 to one decimal."""
+    lines = [f"{'reference':<10}" + "".join(f"{c:>13}" for c in PIVOT_COLUMNS)]
+    for ref, cols in result.pivot().items():
+        cells = ["n/a" if np.isnan(cols.get(c, np.nan)) else f"{cols[c]:.1f}" for c in PIVOT_COLUMNS]
+        lines.append(f"{ref:<10}" + "".join(f"{v:>13}" for v in cells))
+    return "\n".join(lines + result.notes)
+
+
+def tokenizer_ids(encoder, texts: list[str]) -> list[list[int]] | None:
+    """The encoder's own token ids without special tokens, if it exposes a tokenizer (fasteval or HF-style)."""
+    if callable(getattr(encoder, "token_ids", None)):
+        return encoder.token_ids(texts)
+    tokenizer = getattr(encoder, "tokenizer", None)
+    if tokenizer is not None and callable(getattr(tokenizer, "encode", None)):
+        try:
+            return [list(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+        except TypeError:
+            return None
+    return None

@@ -1,0 +1,161 @@
+"""Exam 3, the recalibration probe (METHOD 3): a ridge probe on |e_a - e_b| against the similarity itself,
+on item-level splits, pooled over the four quantities, evaluated anchor by anchor on the test items.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.embeddings import EmbeddingTable
+
+METRIC_KEYS = ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")
+
+
+@dataclass
+class Exam3Row:
+    """One (quantity, range): means over the 5 splits (METHOD 3.5)."""
+    unit: str
+    range: str
+    kendall: float
+    pairwise: float
+    kendall_cosine: float
+    pairwise_cosine: float
+    kendall_sd_splits: float
+    kendall_cosine_sd_splits: float
+    alpha_median: float
+    n_splits: int
+    n_train_pairs: int
+    n_train_items: int
+    n_test_items: int
+
+
+@dataclass
+class Exam3Result:
+    metric: str
+    rows: list[Exam3Row]
+    alphas: dict[str, list[float]] = field(default_factory=dict)  # range -> chosen alpha per split
+
+    def summary(self) -> dict[str, float]:
+        """Mean and sample std (ddof=1) over the 20 rows; the probe-table row x100 with delta tau."""
+        out: dict[str, float] = {}
+        for key in METRIC_KEYS:
+            values = np.array([getattr(r, key) for r in self.rows], dtype=float)
+            out[f"{key}_mean"] = float(np.mean(values))
+            out[f"{key}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+        out["delta_tau_x100"] = (out["kendall_mean"] - out["kendall_cosine_mean"]) * 100
+        return out
+
+
+def _pairs(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.triu_indices(len(idx), k=1)
+    return idx[a], idx[b]
+
+
+def _anchor_rows(test: np.ndarray):
+    """For every test anchor: its index and the other test items in ascending index order."""
+    return [(anchor, np.delete(test, k)) for k, anchor in enumerate(test)]
+
+
+def run_exam3(table: EmbeddingTable, metric: str = "cos",
+              similarities: dict[tuple[str, str], np.ndarray] | None = None) -> Exam3Result:
+    """Fit one probe per (range, split) pooled over quantities; score probe and similarity per anchor.
+
+    ``similarities``: (quantity, range) -> n x n similarity matrix, when Exam 1 computed them already.
+    """
+    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from fasteval.core.kernels.ridge import fit_ridge_loo_batched
+    from fasteval.core.exam1 import cell_similarities
+
+    embeddings = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}
+    sims = similarities or cell_similarities(table, metric)
+    rows: list[Exam3Row] = []
+    alphas_by_range: dict[str, list[float]] = {}
+    for range_name in P.RANGE_NAMES:
+        values = P.range_values(range_name)
+        n = len(values)
+        splits = [P.probe_split(n, s) for s in range(P.PROBE_N_SPLITS)]
+        # Training sets: one pooled design matrix per split.
+        Xs, ys = [], []
+        for test, train in splits:
+            a, b = _pairs(train)
+            Xs.append(np.concatenate([np.abs(embeddings[(q, range_name)][a] - embeddings[(q, range_name)][b])
+                                      for q in P.QUANTITIES]).astype(np.float64))
+            ys.append(np.tile(np.log1p(np.abs(values[a] - values[b])), len(P.QUANTITIES)))
+        fits = fit_ridge_loo_batched(Xs, ys, P.PROBE_ALPHAS)
+        alphas_by_range[range_name] = [float(f.alpha) for f in fits]
+        # Evaluation: rows = (quantity, split, anchor), columns = the other test items.
+        dist_rows, probe_rows, sim_rows, keys = [], [], [], []
+        for s, ((test, _), fit) in enumerate(zip(splits, fits)):
+            for q in P.QUANTITIES:
+                emb = embeddings[(q, range_name)]
+                for anchor, others in _anchor_rows(test):
+                    dist_rows.append(np.abs(values[others] - values[anchor]))
+                    features = np.abs(emb[others] - emb[anchor]).astype(np.float64)
+                    probe_rows.append(-(features @ fit.coef + fit.intercept))
+                    sim_rows.append(sims[(q, range_name)][anchor, others].astype(np.float64))
+                    keys.append((q, s))
+        D, S_probe, S_sim = np.array(dist_rows), np.array(probe_rows), np.array(sim_rows)
+        tau_probe = kendall_tau_b_rows(D, -S_probe)
+        tau_sim = kendall_tau_b_rows(D, -S_sim)
+        pacc_probe = pairwise_accuracy_rows(D, S_probe, value_ties="as_greater")
+        pacc_sim = pairwise_accuracy_rows(D, S_sim, value_ties="as_greater")
+        keys_arr = np.array([f"{q}|{s}" for q, s in keys])
+        n_test, n_train = len(splits[0][0]), len(splits[0][1])
+        for q in P.QUANTITIES:
+            per_split = {name: [] for name in ("tp", "ts", "pp", "ps")}
+            for s in range(P.PROBE_N_SPLITS):
+                m = keys_arr == f"{q}|{s}"
+                per_split["tp"].append(_nanmean(tau_probe[m]))
+                per_split["ts"].append(_nanmean(tau_sim[m]))
+                per_split["pp"].append(float(np.mean(pacc_probe[m])))
+                per_split["ps"].append(float(np.mean(pacc_sim[m])))
+            rows.append(Exam3Row(
+                unit=q, range=range_name,
+                kendall=float(np.mean(per_split["tp"])), pairwise=float(np.mean(per_split["pp"])),
+                kendall_cosine=float(np.mean(per_split["ts"])), pairwise_cosine=float(np.mean(per_split["ps"])),
+                kendall_sd_splits=float(np.std(per_split["tp"], ddof=1)),
+                kendall_cosine_sd_splits=float(np.std(per_split["ts"], ddof=1)),
+                alpha_median=float(np.median(alphas_by_range[range_name])), n_splits=P.PROBE_N_SPLITS,
+                n_train_pairs=len(P.QUANTITIES) * comb(n_train, 2), n_train_items=n_train, n_test_items=n_test))
+    # METHOD 5 row order: range-major (the probe is fitted per range).
+    return Exam3Result(metric=metric, rows=rows, alphas=alphas_by_range)
+
+
+def _nanmean(x: np.ndarray) -> float:
+    finite = x[~np.isnan(x)]
+    return float(finite.mean()) if len(finite) else float("nan")
+
+
+def exam3_files(result: Exam3Result, model: str, model_id: str) -> dict[str, str]:
+    """The two CSVs of METHOD 3.6."""
+    from dataclasses import asdict
+
+    from fasteval.core.results import csv_text
+
+    full_cols = ["model"] + list(Exam3Row.__dataclass_fields__)
+    full = [{"model": model_id, **asdict(r)} for r in result.rows]
+    s = result.summary()
+    summary_cols = ["model", "kendall_mean", "pairwise_mean", "kendall_std", "pairwise_std", "kendall_cosine_mean",
+                    "pairwise_cosine_mean", "kendall_cosine_std", "pairwise_cosine_std"]
+    return {
+        f"{model_id}_benchmark_full_regression_experiment.csv": csv_text(full, full_cols),
+        f"{model_id}_benchmark_summary_regression_experiment.csv": csv_text([{"model": model_id, **s}],
+                                                                            summary_cols),
+    }
+
+
+def exam3_text(result: Exam3Result) -> str:
+    """Per row: probe tau (+-sd) and PACC | similarity tau (+-sd) and PACC, 3 decimals (METHOD 3.5)."""
+    lines = []
+    for r in result.rows:
+        lines.append(f"  {r.unit:<9} {r.range:<14} probe tau={r.kendall:.3f}(±{r.kendall_sd_splits:.3f}) "
+                     f"pairwise={r.pairwise:.3f} | cosine tau={r.kendall_cosine:.3f}"
+                     f"(±{r.kendall_cosine_sd_splits:.3f}) pairwise={r.pairwise_cosine:.3f}")
+    s = result.summary()
+    lines.append(f"  mean: probe tau={s['kendall_mean']:.3f} pairwise={s['pairwise_mean']:.3f} | cosine "
+                 f"tau={s['kendall_cosine_mean']:.3f} pairwise={s['pairwise_cosine_mean']:.3f} | "
+                 f"delta tau x100={s['delta_tau_x100']:.2f}")
+    return "\n".join(lines)

@@ -1,0 +1,253 @@
+"""The three exams against straightforward re-implementations of METHOD 1.4, 2.2-2.3 and 3.3-3.5 with the
+reference libraries (scipy, rapidfuzz, scikit-learn), on a deterministic fake encoder (no model needed)."""
+from __future__ import annotations
+
+import zlib
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from fasteval.core import protocol as P
+from fasteval.core.embeddings import EmbeddingTable, embed_groups
+from fasteval.core.errors import InputError
+
+
+class FakeEncoder:
+    """Embeddings that depend smoothly on the number in the text, plus text-seeded noise."""
+
+    def __init__(self, dim: int = 24, noise: float = 0.3):
+        self.dim, self.noise, self.calls = dim, noise, []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        rows = []
+        for t in texts:
+            rng = np.random.default_rng(zlib.crc32(t.encode()))
+            try:
+                x = float(t.split()[0])
+            except ValueError:
+                x = 0.0
+            base = np.array([np.sin(np.log1p(abs(x)) * k) for k in range(1, self.dim + 1)])
+            rows.append(base + self.noise * rng.normal(size=self.dim))
+        return np.asarray(rows, dtype=np.float32)
+
+    def token_ids(self, texts):
+        return [[ord(c) % 7 + (3 if c.isdigit() else 0) for c in t] for t in texts]
+
+
+def sims_reference(emb: np.ndarray) -> np.ndarray:
+    """Cosine of unit rows, accumulated in float64 and rounded to float32 (as the kernel promises)."""
+    unit = emb.astype(np.float64) / np.linalg.norm(emb.astype(np.float64), axis=1, keepdims=True)
+    unit32 = unit.astype(np.float32).astype(np.float64)
+    unit32 /= np.linalg.norm(unit32, axis=1, keepdims=True)
+    return (unit32 @ unit32.T).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def table():
+    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.exam2 import exam2_groups
+
+    return embed_groups(FakeEncoder(), exam1_groups() + exam2_groups())
+
+
+def test_each_text_embedded_once_in_paper_groups():
+    from fasteval.core.exam1 import exam1_groups
+
+    enc = FakeEncoder()
+    groups = exam1_groups()
+    table = embed_groups(enc, groups)
+    flat = [t for call in enc.calls for t in call]
+    assert len(flat) == len(set(flat)) == len(table)
+    assert enc.calls[0] == groups[0], "the first cell is one encode call, in range order"
+    np.testing.assert_allclose(np.linalg.norm(table[groups[0]], axis=1), 1, atol=1e-6)
+
+
+def test_embed_groups_rejects_bad_encoders():
+    with pytest.raises(InputError, match="encode"):
+        embed_groups(object(), [["a"]])
+
+    class Wrong:
+        def encode(self, texts):
+            return np.zeros((len(texts) + 1, 3))
+
+    with pytest.raises(InputError, match="shape"):
+        embed_groups(Wrong(), [["a", "b"]])
+
+    class NaNs:
+        def encode(self, texts):
+            return np.full((len(texts), 3), np.nan)
+
+    with pytest.raises(InputError, match="NaN"):
+        embed_groups(NaNs(), [["a"]])
+
+
+def test_exam1_against_scipy(table):
+    from fasteval.core.exam1 import run_exam1
+
+    result = run_exam1(table)
+    for cell, got in zip(P.exam1_cells(), result.cells):
+        s = sims_reference(table[cell.texts])[0].astype(np.float64)
+        values = cell.values
+        tau = kendalltau(values, -s).statistic
+        n = len(values)
+        pacc = sum(s[i] > s[j] for i, j in combinations(range(n), 2)) / (n * (n - 1) / 2)
+        assert got.tau == pytest.approx(tau, abs=1e-12)
+        assert got.pacc == pytest.approx(pacc, abs=1e-12)
+    summary = result.summary()
+    assert summary["tau"] == pytest.approx(np.mean([c.tau for c in result.cells]) * 100, abs=1e-9)
+    assert len(result.heatmaps) == 20 and len(result.digits_words["meter"]) == 12
+    assert len(result.conversions) == 11 and len(result.conversions[0].smoothed) == 40
+
+
+def test_round_half_up_on_exact_fractions():
+    from fractions import Fraction
+
+    from fasteval.core.exam1 import round_half_up
+
+    assert round_half_up(Fraction(52725, 1000)) == 52.73
+    assert round_half_up(Fraction(-7335, 1000)) == -7.34
+    assert round_half_up(float("nan")) is None
+
+
+def test_exam2_against_rapidfuzz_and_scipy(table):
+    from rapidfuzz.distance import Levenshtein
+
+    from fasteval.core.exam2 import run_exam2
+
+    items = P.exam2_items()
+    texts = [it.text for it in items]
+    token_ids = FakeEncoder().token_ids(texts)
+    result = run_exam2(table, token_ids)
+    sims = sims_reference(table[texts]).astype(np.float64)
+    pairs = list(combinations(range(len(items)), 2))
+    sim = np.array([sims[i, j] for i, j in pairs])
+    dist = {
+        "char_lev": np.array([Levenshtein.distance(texts[i], texts[j]) for i, j in pairs], dtype=float),
+        "token_lev": np.array([Levenshtein.distance(token_ids[i], token_ids[j]) for i, j in pairs], dtype=float),
+        "num_dist": np.array([abs(items[i].value - items[j].value) for i, j in pairs]),
+    }
+    label = {
+        "overall": ["all"] * len(pairs),
+        "type_pair": [f"{items[i].kind}-{items[j].kind}" for i, j in pairs],
+        "same_sign": [str(items[i].sign == items[j].sign) for i, j in pairs],
+        "sign_pair": [f"{items[i].sign}-{items[j].sign}" for i, j in pairs],
+    }
+    assert len(result.rows) == 30
+    sizes = {(r.group_type, r.group): r.n_pairs for r in result.rows}
+    assert [sizes[k] for k in [("overall", "all"), ("type_pair", "float-float"), ("type_pair", "float-int"),
+                                ("type_pair", "int-int"), ("same_sign", "False"), ("same_sign", "True"),
+                                ("sign_pair", "negative-negative"), ("sign_pair", "negative-positive"),
+                                ("sign_pair", "positive-negative"), ("sign_pair", "positive-positive")]] == [
+        4950, 1225, 2500, 1225, 2491, 2459, 1378, 1327, 1164, 1081]  # METHOD 5.3
+    for row in result.rows:
+        mask = np.array(label[row.group_type]) == row.group
+        expected = kendalltau(sim[mask], -dist[row.reference][mask]).statistic
+        assert row.tau == pytest.approx(expected, abs=1e-12), (row.group, row.reference)
+    pivot = result.pivot()
+    assert list(pivot) == ["char_lev", "num_dist", "token_lev"]
+
+
+def test_exam2_without_tokenizer(table):
+    from fasteval.core.exam2 import run_exam2
+
+    result = run_exam2(table, None)
+    assert all(np.isnan(r.tau) for r in result.rows if r.reference == "token_lev")
+    assert not any(np.isnan(r.tau) for r in result.rows if r.reference == "char_lev")
+
+
+def pacc_method35(d: np.ndarray, score: np.ndarray) -> float:
+    good = total = 0
+    for i, j in combinations(range(len(d)), 2):
+        total += 1
+        good += (score[i] > score[j]) if d[i] < d[j] else (score[i] < score[j])
+    return good / total
+
+
+def test_exam3_against_sklearn(table):
+    from sklearn.linear_model import RidgeCV
+
+    from fasteval.core.exam3 import run_exam3
+
+    result = run_exam3(table)
+    assert [(r.unit, r.range) for r in result.rows] == [(q, r) for r in P.RANGE_NAMES for q in P.QUANTITIES]
+    emb = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}
+    for range_name in ("local_0_10", "scientific"):  # one 21-value and one 25-value range keep this quick
+        values = P.range_values(range_name)
+        per_q = {q: {"tp": [], "ts": [], "pp": [], "ps": []} for q in P.QUANTITIES}
+        for s in range(P.PROBE_N_SPLITS):
+            test, train = P.probe_split(len(values), s)
+            X, y = [], []
+            for q in P.QUANTITIES:
+                for a, b in combinations(train, 2):
+                    X.append(np.abs(emb[(q, range_name)][a] - emb[(q, range_name)][b]))
+                    y.append(np.log1p(abs(values[a] - values[b])))
+            probe = RidgeCV(alphas=P.PROBE_ALPHAS).fit(np.array(X), np.array(y))
+            for q in P.QUANTITIES:
+                e = emb[(q, range_name)]
+                sims = sims_reference(e)
+                taus_p, taus_s, paccs_p, paccs_s = [], [], [], []
+                for anchor in test:
+                    others = [o for o in test if o != anchor]
+                    d = np.abs(values[others] - values[anchor])
+                    sp = -probe.predict(np.abs(e[others] - e[anchor]))
+                    ss = sims[anchor, others].astype(np.float64)
+                    taus_p.append(kendalltau(d, -sp).statistic)
+                    taus_s.append(kendalltau(d, -ss).statistic)
+                    paccs_p.append(pacc_method35(d, sp))
+                    paccs_s.append(pacc_method35(d, ss))
+                per_q[q]["tp"].append(np.nanmean(taus_p))
+                per_q[q]["ts"].append(np.nanmean(taus_s))
+                per_q[q]["pp"].append(np.mean(paccs_p))
+                per_q[q]["ps"].append(np.mean(paccs_s))
+        for q in P.QUANTITIES:
+            row = next(r for r in result.rows if r.unit == q and r.range == range_name)
+            assert row.kendall == pytest.approx(np.mean(per_q[q]["tp"]), abs=1e-8)
+            assert row.kendall_cosine == pytest.approx(np.mean(per_q[q]["ts"]), abs=1e-12)
+            assert row.pairwise == pytest.approx(np.mean(per_q[q]["pp"]), abs=1e-8)
+            assert row.pairwise_cosine == pytest.approx(np.mean(per_q[q]["ps"]), abs=1e-12)
+            assert row.kendall_sd_splits == pytest.approx(np.std(per_q[q]["tp"], ddof=1), abs=1e-8)
+            n_train = {21: 14, 25: 16}[len(values)]
+            assert (row.n_train_items, row.n_test_items, row.n_train_pairs) == (
+                n_train, len(values) - n_train, {21: 364, 25: 480}[len(values)])  # METHOD 5.4
+
+
+def test_evaluate_all_exams_and_files(table):
+    import json
+
+    from fasteval.core.evaluate import evaluate, result_files
+
+    result = evaluate(FakeEncoder(), name="org/fake-model")
+    assert set(result.exams) == {"exam1", "exam2", "exam3"} and result.model_id == "fake_model"
+    files = result_files(result)
+    assert set(files) == {"results.json", "fake_model_benchmark_full.csv", "fake_model_benchmark_summary.csv",
+                          "fake_model_lexical.csv", "fake_model_benchmark_full_regression_experiment.csv",
+                          "fake_model_benchmark_summary_regression_experiment.csv"}
+    data = json.loads(files["results.json"])
+    assert data["exams"]["exam2"]["summary"]["char_lev_all"] is not None
+    assert files["fake_model_lexical.csv"].count("\n") == 31
+    with pytest.raises(InputError):
+        evaluate(FakeEncoder(), exams=[4])
+    with pytest.raises(InputError):
+        evaluate(FakeEncoder(), metric="manhattan")
+
+
+def test_dot_and_l2_metrics_run(table):
+    from fasteval.core.exam1 import run_exam1
+
+    for metric in ("dot", "l2"):
+        result = run_exam1(table, metric=metric, keep_matrices=False)
+        assert all(np.isfinite(c.tau) for c in result.cells)
+
+
+def test_strict_json_nan_is_null():
+    from fasteval.core.results import dumps
+
+    assert dumps({"a": float("nan"), "b": np.float32(1.5), "c": [np.inf]}).split() == [
+        "{", '"a":', "null,", '"b":', "1.5,", '"c":', "[", "null", "]", "}"]
+
+
+def test_empty_table_lookup():
+    assert EmbeddingTable(dim=3)[[]].shape == (0, 3)
