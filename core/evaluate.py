@@ -6,7 +6,7 @@ An encoder is a fasteval model (``fasteval.models.load_model``) or any object wi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fasteval.core import protocol as P
@@ -15,6 +15,7 @@ from fasteval.core.errors import InputError
 from fasteval.core.results import ModelResult
 
 EXAMS = (1, 2, 3)
+PROTOCOLS = ("paper",)
 METRICS = ("cos", "dot", "l2")
 
 
@@ -31,11 +32,15 @@ def check_exams(exams: Iterable[int | str]) -> tuple[int, ...]:
 
 
 def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "cos", name: str | None = None,
-             settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None) -> ModelResult:
+             settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
+             protocol: str = "paper", on_step: Callable[[str], None] | None = None) -> ModelResult:
     """Run the chosen exams of the paper protocol on ``encoder`` and return a ModelResult.
 
-    Every distinct text is embedded once (Exams 1 and 3 share their texts), and the cell similarity
-    matrices are computed once for Exams 1 and 3.
+    ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
+    model). Every distinct text is embedded once, in the protocol's fixed group order (Exams 1 and 3 share
+    their texts; ``table`` may hold embeddings from an earlier run), and the cell similarity matrices are
+    computed once for Exams 1 and 3. ``on_step(name)`` is called before each step (for progress bars);
+    the library itself prints nothing.
     """
     from fasteval import __version__
     from fasteval.core.exam1 import cell_similarities, exam1_groups, run_exam1
@@ -43,6 +48,9 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "c
     from fasteval.core.exam3 import run_exam3
 
     exams = check_exams(exams)
+    if protocol not in PROTOCOLS:
+        raise InputError(f"Unknown protocol {protocol!r}.", f"use one of {', '.join(PROTOCOLS)}.")
+    step = on_step or (lambda _name: None)
     if metric not in METRICS:
         raise InputError(f"Unknown similarity {metric!r}.", f"use one of {', '.join(METRICS)}.")
     name = name or getattr(encoder, "name", None) or type(encoder).__name__
@@ -57,6 +65,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "c
         groups += [c.texts for c in P.exam1_cells()]
     if 2 in exams:
         groups += exam2_groups()
+    step("embed")
     start = time.perf_counter()
     table = embed_groups(encoder, groups, table)
     result.timings["embed"] = time.perf_counter() - start
@@ -66,33 +75,39 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "c
         sims = cell_similarities(table, metric)
         result.timings["similarity"] = time.perf_counter() - start
     if 1 in exams:
+        step("exam1")
         start = time.perf_counter()
         result.exams["exam1"] = run_exam1(table, metric=metric, similarities=sims)
         result.timings["exam1"] = time.perf_counter() - start
     if 2 in exams:
+        step("exam2")
         start = time.perf_counter()
         texts = exam2_groups()[0]
         result.exams["exam2"] = run_exam2(table, tokenizer_ids(encoder, texts), metric=metric)
         result.timings["exam2"] = time.perf_counter() - start
     if 3 in exams:
+        step("exam3")
         start = time.perf_counter()
         result.exams["exam3"] = run_exam3(table, metric=metric, similarities=sims)
         result.timings["exam3"] = time.perf_counter() - start
     return result
 
 
-def result_files(result: ModelResult) -> dict[str, str]:
-    """Every file of a model's result folder: results.json plus each exam's CSVs."""
+def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
+    """Every file of a model's result folder: results.json, each exam's CSVs, and MTEB-shaped JSON."""
     from fasteval.core.exam1 import exam1_files
     from fasteval.core.exam2 import exam2_files
     from fasteval.core.exam3 import exam3_files
     from fasteval.core.results import RESULT_FILE, dumps, to_jsonable
 
-    payload = to_jsonable(result)
-    for key, exam in result.exams.items():
-        payload["exams"][key]["summary"] = exam.summary()
+    from fasteval.core.mteb import mteb_files
+
+    payload = {"key": key, **to_jsonable(result)}
+    for name, exam in result.exams.items():
+        payload["exams"][name]["summary"] = exam.summary()
     files = {RESULT_FILE: dumps(payload)}
     writers = {"exam1": exam1_files, "exam2": exam2_files, "exam3": exam3_files}
-    for key, exam in result.exams.items():
-        files.update(writers[key](exam, result.model, result.model_id))
+    for name, exam in result.exams.items():
+        files.update(writers[name](exam, result.model, result.model_id))
+    files.update(mteb_files(result))
     return files

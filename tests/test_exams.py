@@ -222,7 +222,14 @@ def test_evaluate_all_exams_and_files(table):
     result = evaluate(FakeEncoder(), name="org/fake-model")
     assert set(result.exams) == {"exam1", "exam2", "exam3"} and result.model_id == "fake_model"
     files = result_files(result)
-    assert set(files) == {"results.json", "fake_model_benchmark_full.csv", "fake_model_benchmark_summary.csv",
+    mteb = {k for k in files if k.startswith("mteb/")}
+    assert mteb == {"mteb/model_meta.json", "mteb/PhysScoreMeasurementGeometry.json",
+                    "mteb/PhysScoreLexicalNumeric.json", "mteb/PhysScoreProbe.json"}
+    task = json.loads(files["mteb/PhysScoreMeasurementGeometry.json"])
+    entry = task["scores"]["test"][0]
+    assert {"main_score", "hf_subset", "languages"} <= set(entry) and entry["hf_subset"] == "default"
+    assert entry["main_score"] == pytest.approx(result.exams["exam1"].summary()["kendall_mean"])
+    assert set(files) - mteb == {"results.json", "fake_model_benchmark_full.csv", "fake_model_benchmark_summary.csv",
                           "fake_model_lexical.csv", "fake_model_benchmark_full_regression_experiment.csv",
                           "fake_model_benchmark_summary_regression_experiment.csv"}
     data = json.loads(files["results.json"])

@@ -1,0 +1,160 @@
+"""Sweeps: result keys, skip/redo/overwrite, the embedding cache, corrupt files, and a kill mid-sweep."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fasteval.core.errors import InputError
+from fasteval.core.sweep import Job, embedding_key, read_models_file, result_key, run_sweep
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_exams import FakeEncoder  # noqa: E402
+
+
+class CountingEncoder(FakeEncoder):
+    def __init__(self, name: str, **kw):
+        super().__init__(**kw)
+        self.name = name
+        self.info = {"model": name, "onnx_sha256": name, "provider": "cpu", "dtype": "fp32", "prompt": ""}
+
+
+def make_loader(log: list):
+    def loader(name, **options):
+        enc = CountingEncoder(name, noise=0.3 + 0.1 * len(name) % 3)
+        log.append(enc)
+        return enc
+    return loader
+
+
+def test_keys_separate_settings():
+    base = {"onnx_sha256": "a", "provider": "cpu", "dtype": "fp32", "similarity": "cos", "exams": [1],
+            "protocol": "paper-1"}
+    assert result_key(base) == result_key(dict(base))
+    for change in ({"provider": "cuda"}, {"dtype": "fp16"}, {"similarity": "l2"}, {"exams": [1, 2]},
+                   {"prompt": "query: "}, {"protocol": "paper-2"}, {"pooling": "cls"}, {"normalize": False}):
+        assert result_key({**base, **change}) != result_key(base), change
+    assert embedding_key({**base, "similarity": "l2"}) == embedding_key(base), "similarity is downstream"
+    assert embedding_key({**base, "prompt": "x"}) != embedding_key(base)
+
+
+def test_sweep_skips_redoes_and_caches(tmp_path):
+    log: list = []
+    out, home = tmp_path / "out", tmp_path / "home"
+    jobs = [Job("org/model-a", exams=(1,)), Job("org/model-b", exams=(1,))]
+    first = run_sweep(jobs, out, make_loader(log), cache_root=home)
+    assert [o.status for o in first] == ["done", "done"]
+    embedded = sum(len(c) for e in log for c in e.calls)
+    assert embedded > 0 and len(list((home / "embeddings").glob("*.npz"))) == 2
+    again = run_sweep(jobs, out, make_loader(log), cache_root=home)
+    assert [o.status for o in again] == ["skipped", "skipped"]
+    # Another similarity: a new result folder, but every embedding comes from the cache.
+    log.clear()
+    l2 = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], out, make_loader(log), cache_root=home)
+    assert l2[0].status == "done" and l2[0].path != first[0].path
+    assert sum(len(c) for e in log for c in e.calls) == 0, "nothing embedded twice"
+    cached = json.loads((l2[0].path / "results.json").read_text())
+    fresh = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], tmp_path / "fresh", make_loader([]))
+    assert json.loads((fresh[0].path / "results.json").read_text())["exams"] == cached["exams"], \
+        "a cached run gives the numbers of a fresh one"
+    # A corrupt result is reported and redone; --overwrite never leaves it; always recomputes.
+    (first[1].path / "results.json").write_text("{ truncated")
+    assert run_sweep(jobs[1:], out, make_loader(log), overwrite="never", cache_root=home)[0].status == "skipped"
+    redo = run_sweep(jobs[1:], out, make_loader(log), cache_root=home)
+    assert redo[0].status == "done" and json.loads((redo[0].path / "results.json").read_text())["key"]
+    assert run_sweep(jobs[:1], out, make_loader(log), overwrite="always", cache_root=home)[0].status == "done"
+    with pytest.raises(InputError):
+        run_sweep(jobs, out, make_loader(log), overwrite="sometimes")
+
+
+def test_failing_model_does_not_stop_the_sweep(tmp_path):
+    from fasteval.core.errors import ModelError
+
+    def loader(name, **options):
+        if name == "bad":
+            raise ModelError("Unknown model 'bad'.", "pass a folder.")
+        return CountingEncoder(name)
+
+    outcomes = run_sweep([Job("bad", exams=(1,)), Job("good", exams=(1,))], tmp_path, loader)
+    assert [o.status for o in outcomes] == ["failed", "done"] and "Unknown model" in outcomes[0].message
+
+
+def test_models_file(tmp_path):
+    f = tmp_path / "models.txt"
+    f.write_text("# the paper's baseline\nall-MiniLM-L6-v2\n\n./my-model  # local\n")
+    assert read_models_file(f) == ["all-MiniLM-L6-v2", "./my-model"]
+    with pytest.raises(InputError):
+        read_models_file(tmp_path / "missing.txt")
+
+
+def test_library_api_is_lazy_and_works():
+    import fasteval
+
+    code = "import sys, fasteval; print(any(m in sys.modules for m in ('numba', 'onnxruntime', 'torch')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    result = fasteval.evaluate(FakeEncoder(), exams=[1], name="fake")
+    assert result.exams["exam1"].summary()["tau"] is not None
+
+
+KILL_SCRIPT = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_sweep import CountingEncoder
+from fasteval.core.sweep import Job, run_sweep
+
+def loader(name, **options):
+    if name == "slow":
+        Path({flag!r}).write_text("started")
+        time.sleep(60)  # killed here, mid-model
+    return CountingEncoder(name)
+
+run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], Path({out!r}), loader)
+"""
+
+
+def test_kill_mid_sweep_then_resume(tmp_path):
+    out, flag = tmp_path / "out", tmp_path / "flag"
+    script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), flag=str(flag), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    deadline = time.time() + 120
+    while not flag.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert flag.exists(), "the second model never started"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # A half-written staging folder, as a kill during a write would leave one.
+    (out / "slow").mkdir(parents=True, exist_ok=True)
+    (out / "slow" / ".x.staging-abc").mkdir()
+    (out / "slow" / ".x.staging-abc" / "results.json").write_text("{")
+    finished = list(out.glob("first/*/results.json"))
+    assert len(finished) == 1
+    before = finished[0].stat().st_mtime_ns
+    log: list = []
+    outcomes = run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], out, make_loader(log))
+    assert [o.status for o in outcomes] == ["skipped", "done"]
+    assert finished[0].stat().st_mtime_ns == before, "the finished model was not recomputed"
+    assert not list(out.glob("*/.*staging*")), "stale staging removed, never read as a result"
+
+
+def test_cli_two_models_resume(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
+    import shutil
+
+    second = tmp_path / "tiny-two"
+    shutil.copytree(tiny_st_folder, second)
+    env = {**os.environ, "FASTEVAL_HOME": str(fasteval_home)}
+    cmd = [sys.executable, "-c", "from fasteval.cli.main import main; main()", "sweep", "--model",
+           str(tiny_st_folder), "--model", str(second), "--out", str(tmp_path / "r"), "--exams", "1,2",
+           "--provider", "cpu", "-q"]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("Results written") == 2 and "status" in first.stdout
+    again = subprocess.run(cmd[:-1], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0 and again.stderr.count("skipped") == 2, again.stderr
