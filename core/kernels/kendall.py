@@ -1,0 +1,314 @@
+"""Kendall tau-b and pairwise accuracy (PACC): validating wrappers over Numba kernels.
+
+``kendall_tau_b`` equals ``scipy.stats.kendalltau(x, y).statistic`` (default arguments: tau-b,
+nan_policy="propagate") to 1e-12: the same integer pair counts and the same final formula.
+Short vectors use the direct O(n^2) pair count; longer ones Knight's O(n log n) algorithm (sort by
+x, break ties in x by y, count merge-sort inversions of y). The ``*_rows`` functions evaluate many
+short vectors in one parallel call (METHOD 1.4 heatmap rows, METHOD 3.5 anchors).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from fasteval.core.errors import InputError
+from fasteval.core.kernels._threads import run_parallel
+
+__all__ = [
+    "DIRECT_MAX_N",
+    "VALUE_TIES",
+    "kendall_tau_b",
+    "kendall_tau_b_rows",
+    "pairwise_accuracy",
+    "pairwise_accuracy_rows",
+]
+
+# Up to this length the O(n^2) pair count is faster than sort + merge count (measured on one core:
+# direct/Knight time = 0.3 at n = 32, 0.6-0.9 at n = 128, 1.0-1.25 at n = 192, 1.2-1.5 at n = 256).
+DIRECT_MAX_N = 160  # read at compile time (a Numba global): change it here, not at run time
+
+# How a pair with equal values is scored by pairwise_accuracy (name -> kernel code).
+VALUE_TIES = {"wrong": 0, "as_greater": 1}
+_AS_GREATER = VALUE_TIES["as_greater"]
+
+# Statistic codes of _statistic / _statistic_rows.
+_TAU_B = -1  # PACC uses the VALUE_TIES codes (>= 0)
+
+
+# ----------------------------------------------------------------------------- pair counts
+@njit(cache=True)
+def _counts_direct(x, y):
+    """(S, tx, ty) with S = sum_{i<j} sign(x_j - x_i) sign(y_j - y_i), tx = #{x_i == x_j}, ty = #{y_i == y_j}."""
+    n = x.shape[0]
+    s = np.int64(0)
+    tx = np.int64(0)
+    ty = np.int64(0)
+    for i in range(n - 1):
+        xi = x[i]
+        yi = y[i]
+        for j in range(i + 1, n):
+            dx = np.int64(x[j] > xi) - np.int64(x[j] < xi)
+            dy = np.int64(y[j] > yi) - np.int64(y[j] < yi)
+            s += dx * dy
+            tx += np.int64(dx == 0)
+            ty += np.int64(dy == 0)
+    return s, tx, ty
+
+
+@njit(cache=True)
+def _tie_pairs(a):
+    """sum over runs of equal values in a (sorted) of c (c - 1) / 2."""
+    pairs = np.int64(0)
+    run = np.int64(1)
+    for i in range(1, a.shape[0]):
+        if a[i] == a[i - 1]:
+            run += 1
+        else:
+            pairs += run * (run - 1) // 2
+            run = 1
+    return pairs + run * (run - 1) // 2
+
+
+@njit(cache=True)
+def _sort_count_inversions(a):
+    """Sort a ascending in place and return #{i < j : a_i > a_j} (bottom-up merge sort, O(n log n))."""
+    n = a.shape[0]
+    inv = np.int64(0)
+    # Insertion sort on blocks of 16 first: each shift is one inversion, and it saves 4 merge passes.
+    block = 16
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        for i in range(lo + 1, hi):
+            v = a[i]
+            j = i
+            while j > lo and a[j - 1] > v:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = v
+            inv += i - j
+    src = a
+    dst = np.empty_like(a)
+    swapped = False
+    width = block
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                # Branch-free merge step (~20% faster on random data); strict: equal values do not invert.
+                right = src[j] < src[i]
+                dst[k] = src[j] if right else src[i]
+                inv += (mid - i) * right
+                j += right
+                i += 1 - right
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        swapped = not swapped
+        width *= 2
+    if swapped:
+        a[:] = src
+    return inv
+
+
+@njit(cache=True)
+def _counts_sorted(xs, ys):
+    """(S, tx, ty) as _counts_direct, for xs sorted ascending and ys in the same order (ys is overwritten)."""
+    n = xs.shape[0]
+    # Sort y inside each run of tied x, then count joint ties (x_i == x_j and y_i == y_j).
+    tx = np.int64(0)
+    txy = np.int64(0)
+    start = 0
+    for stop in range(1, n + 1):
+        if stop == n or xs[stop] != xs[start]:
+            c = stop - start
+            if c > 1:
+                tx += c * (c - 1) // 2
+                _sort_count_inversions(ys[start:stop])  # only the sort is needed here
+                txy += _tie_pairs(ys[start:stop])
+            start = stop
+    discordant = _sort_count_inversions(ys)  # strict in y; tied x cannot invert after the run sort
+    ty = _tie_pairs(ys)
+    total = np.int64(n) * (n - 1) // 2
+    return total - tx - ty + txy - 2 * discordant, tx, ty
+
+
+@njit(cache=True)
+def _counts(x, y):
+    """(S, tx, ty) of _counts_direct, by the direct count up to DIRECT_MAX_N and by Knight's algorithm above."""
+    if x.shape[0] <= DIRECT_MAX_N:
+        return _counts_direct(x, y)
+    order = np.argsort(x)
+    return _counts_sorted(x[order], y[order])
+
+
+@njit(cache=True)
+def _tau_b_from_counts(n, s, tx, ty):
+    """tau_b = S / sqrt(n0 - tx) / sqrt(n0 - ty), n0 = n (n - 1) / 2; NaN when x or y is constant (scipy's formula)."""
+    total = np.int64(n) * (n - 1) // 2
+    if tx == total or ty == total:
+        return np.nan
+    tau = s / np.sqrt(np.float64(total - tx)) / np.sqrt(np.float64(total - ty))
+    return min(1.0, max(-1.0, tau))
+
+
+# ----------------------------------------------------------------------------- pairwise accuracy
+@njit(cache=True)
+def _pacc(values, scores, value_ties):
+    """#{i<j : v_i < v_j and s_i > s_j, or v_i > v_j and s_i < s_j, or v_i == v_j, as_greater, s_i < s_j} / C(n,2)."""
+    n = values.shape[0]
+    correct = np.int64(0)
+    for i in range(n - 1):
+        vi = values[i]
+        si = scores[i]
+        for j in range(i + 1, n):
+            if vi < values[j]:
+                correct += np.int64(si > scores[j])
+            elif vi > values[j] or value_ties == _AS_GREATER:
+                correct += np.int64(si < scores[j])
+    return correct / (np.int64(n) * (n - 1) // 2)
+
+
+# ----------------------------------------------------------------------------- dispatch
+@njit(cache=True)
+def _statistic(x, y, code):
+    """tau_b(x, y) for code == _TAU_B, else PACC(values=x, scores=y, value_ties=code); NaN for n < 2 or any NaN."""
+    n = x.shape[0]
+    if n < 2:
+        return np.nan
+    for i in range(n):
+        if np.isnan(x[i]) or np.isnan(y[i]):
+            return np.nan
+    if code == _TAU_B:
+        s, tx, ty = _counts(x, y)
+        return _tau_b_from_counts(n, s, tx, ty)
+    return _pacc(x, y, code)
+
+
+@njit(cache=True, parallel=True)
+def _statistic_rows(X, Y, code):
+    """out_r = _statistic(X_r, Y_r, code); a 1-row X or Y is reused for every row."""
+    m = max(X.shape[0], Y.shape[0])
+    step_x = np.int64(X.shape[0] > 1)  # 0 reuses row 0
+    step_y = np.int64(Y.shape[0] > 1)
+    out = np.empty(m, dtype=np.float64)
+    for r in prange(m):
+        out[r] = _statistic(X[r * step_x], Y[r * step_y], code)
+    return out
+
+
+# ----------------------------------------------------------------------------- public API
+def _as_float64(a, name: str) -> np.ndarray:
+    try:
+        return np.asarray(a, dtype=np.float64)  # not ascontiguousarray: it turns a scalar into shape (1,)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{name} is not numeric ({err}).", f"pass {name} as numbers.") from None
+
+
+def _as_vector(a, name: str) -> np.ndarray:
+    a = _as_float64(a, name)
+    if a.ndim != 1:
+        raise InputError(f"{name} must be 1-D, got shape {a.shape}.", f"pass a flat list or array as {name}.")
+    return np.ascontiguousarray(a)
+
+
+def _as_pair(x, y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    x = _as_vector(x, names[0])
+    y = _as_vector(y, names[1])
+    if x.shape != y.shape:
+        raise InputError(
+            f"{names[0]} and {names[1]} differ in length ({x.shape[0]} vs {y.shape[0]}).",
+            f"pass {names[0]} and {names[1]} of the same length, one entry per item.",
+        )
+    return x, y
+
+
+def _rows_statistic(X, Y, names: tuple[str, str], code: int) -> np.ndarray:
+    X = _as_float64(X, names[0])
+    Y = _as_float64(Y, names[1])
+    for a, name in ((X, names[0]), (Y, names[1])):
+        if a.ndim not in (1, 2):
+            raise InputError(f"{name} must be 1-D or 2-D, got shape {a.shape}.", "pass one row per vector.")
+    X2 = np.ascontiguousarray(np.atleast_2d(X))
+    Y2 = np.ascontiguousarray(np.atleast_2d(Y))
+    rows_ok = X2.shape[0] == Y2.shape[0] or X.ndim == 1 or Y.ndim == 1
+    if X2.shape[1] != Y2.shape[1] or not rows_ok:
+        raise InputError(
+            f"{names[0]} {X.shape} and {names[1]} {Y.shape} do not pair row by row.",
+            "pass arrays of the same shape (m, n), or one 1-D vector of length n to reuse for every row.",
+        )
+    if not X2.shape[0] or not Y2.shape[0]:
+        return np.empty(0, dtype=np.float64)
+    n = X2.shape[1]
+    return run_parallel(_statistic_rows, max(X2.shape[0], Y2.shape[0]) * n * n, X2, Y2, code)
+
+
+def _value_ties_code(value_ties: str) -> int:
+    try:
+        return VALUE_TIES[value_ties]
+    except (KeyError, TypeError):
+        raise InputError(
+            f"Unknown value_ties {value_ties!r}.", f"use one of {', '.join(map(repr, VALUE_TIES))}."
+        ) from None
+
+
+def kendall_tau_b(x, y) -> float:
+    """tau_b = (concordant - discordant) / sqrt((n0 - ties_x)(n0 - ties_y)), as scipy.stats.kendalltau(x, y).statistic.
+
+    NaN when any value is NaN (scipy's nan_policy="propagate"), when x or y is constant, or when
+    n < 2 (empty included). Lengths must match (InputError otherwise). O(n^2) up to DIRECT_MAX_N,
+    O(n log n) above it, so millions of values take about a second.
+    """
+    x, y = _as_pair(x, y, ("x", "y"))
+    n = x.shape[0]
+    if n <= DIRECT_MAX_N:
+        return float(_statistic(x, y, _TAU_B))
+    if np.isnan(x).any() or np.isnan(y).any():
+        return float("nan")
+    # numpy's argsort is several times faster than Numba's on long arrays, so sort out here.
+    order = np.argsort(x)
+    s, tx, ty = _counts_sorted(x[order], y[order])
+    return float(_tau_b_from_counts(n, s, tx, ty))
+
+
+def kendall_tau_b_rows(X, Y) -> np.ndarray:
+    """tau_r = kendall_tau_b(X_r, Y_r) for every row r, in one parallel call (float64, shape (m,)).
+
+    X and Y have shape (m, n); either may instead be one 1-D vector of length n, reused for every
+    row. A row with a NaN, a constant row or n < 2 gives NaN, as kendall_tau_b.
+    """
+    return _rows_statistic(X, Y, ("X", "Y"), _TAU_B)
+
+
+def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
+    """PACC = #{i<j : the item with the smaller value has the strictly larger score} / C(n,2); score ties are wrong.
+
+    A pair with equal values counts as wrong (``value_ties="wrong"``, METHOD 1.4, where values are
+    distinct anyway), or, with ``value_ties="as_greater"`` (METHOD 3.5: "if d_i < d_j correct iff
+    s_i > s_j, otherwise correct iff s_i < s_j"), as if v_i > v_j: correct iff s_i < s_j.
+    NaN when any value or score is NaN, or when n < 2. O(n^2).
+    With distinct values and no score ties, PACC = (1 + kendall_tau_b(values, -scores)) / 2.
+    """
+    code = _value_ties_code(value_ties)
+    values, scores = _as_pair(values, scores, ("values", "scores"))
+    return float(_statistic(values, scores, code))
+
+
+def pairwise_accuracy_rows(values, scores, value_ties: str = "wrong") -> np.ndarray:
+    """pacc_r = pairwise_accuracy(values_r, scores_r, value_ties) for every row r, in one parallel call.
+
+    Shapes as kendall_tau_b_rows: (m, n) each, or one 1-D vector reused for every row.
+    """
+    code = _value_ties_code(value_ties)
+    return _rows_statistic(values, scores, ("values", "scores"), code)
