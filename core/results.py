@@ -114,15 +114,21 @@ class ModelResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def write_result_folder(dest: Path, files: dict[str, str]) -> Path:
-    """Write ``files`` (name -> text) as the folder ``dest``, all at once: staged, then renamed into place."""
-    dest = Path(dest)
+def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "results") -> Path:
+    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``, all at once: staged in a
+    hidden sibling folder, then renamed into place (an existing ``dest`` is replaced whole)."""
+    dest = Path(dest).expanduser()
     check_writable(dest.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
     try:
-        for name, text in files.items():
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text, encoding="utf-8")
+        staging.chmod(0o755)  # mkdtemp makes it private (0700); results are meant to be shared
+        for name, content in files.items():
+            target = staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
         if dest.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
             os.replace(dest, trash / "old")
@@ -132,6 +138,6 @@ def write_result_folder(dest: Path, files: dict[str, str]) -> Path:
             os.replace(staging, dest)
     except OSError as err:
         shutil.rmtree(staging, ignore_errors=True)
-        raise OutputError(f"Could not write results to {dest}: {err.strerror or err}.",
+        raise OutputError(f"Could not write {what} to {dest}: {err.strerror or err}.",
                           "free disk space or pass another folder with --out DIR.") from None
     return dest

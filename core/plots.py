@@ -1,0 +1,178 @@
+"""Exam 1 figures as PNG bytes (METHOD 1.9): the embedding overview, the digits-vs-words matrices and the
+unit-conversion curves of one model.
+
+matplotlib is an optional extra (`fasteval[report]`) and is imported inside the functions. Figures are made
+with ``matplotlib.figure.Figure`` directly, never through pyplot, so a report leaves no global state behind
+(no backend switch, no figure registry) when fasteval runs inside a user's notebook or harness; ``savefig``
+renders PNG with the Agg canvas whatever the user's backend is.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.errors import FastevalError
+from fasteval.core.exam1 import Exam1Result
+
+CMAP, VMIN, VMAX = "viridis", 0.0, 1.0
+OVERVIEW_SIZE = (13.2, 8.0)
+DIGITS_WORDS_SIZE = (13.2, 3.9)
+CONVERSION_SIZE = (7.5, 6.0)
+CONVERSION_PANELS = ("Length", "Mass", "Volume", "Time")
+LINE_STYLES = ("-", "--", "-.", ":")  # solid, dashed, dash-dot, dotted, in pair order within a panel
+DEFAULT_DPI = 120  # the paper's 300 makes a 4 MB HTML page per model
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise FastevalError("matplotlib is not installed, so the report cannot draw its figures.",
+                            "pip install 'fasteval[report]', or pass --no-png for the tables only.") from None
+
+
+def _figure(figsize: tuple[float, float], **kwargs):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, **kwargs)
+
+
+def png_bytes(fig, dpi: int = DEFAULT_DPI) -> bytes:
+    """The figure as PNG; its pixel size is exactly figsize x dpi (no tight bounding box)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def masked_upper(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
+    """The matrix with entries strictly below the diagonal (row > column) set to NaN (METHOD 1.9)."""
+    m = np.array(matrix, dtype=float)  # JSON nulls (None) become NaN
+    m[np.tril_indices(len(m), k=-1)] = np.nan
+    return m
+
+
+def _show(ax, matrix: np.ndarray):
+    return ax.imshow(matrix, cmap=CMAP, vmin=VMIN, vmax=VMAX, origin="lower", interpolation="nearest",
+                     aspect="equal")
+
+
+def range_ticks(range_name: str, n: int) -> tuple[list[int], list[str]]:
+    """Indices 0, 5, ..., 20 (n = 21) or 0, 6, ..., 24 (n = 25), labelled `{:g}` (`{:.0e}` for scientific)."""
+    step = max(1, (n - 1) // 4)
+    ticks = list(range(0, n, step))
+    values = P.range_values(range_name) if range_name in P.RANGE_NAMES else None
+    if values is None or len(values) != n:  # another protocol's grid: label by index
+        return ticks, [str(i) for i in ticks]
+    fmt = "{:.0e}" if range_name == "scientific" else "{:g}"
+    return ticks, [fmt.format(float(values[i])) for i in ticks]
+
+
+def _range_title(range_name: str) -> str:
+    return range_name.split("_")[0].capitalize()  # local_0_10 -> Local
+
+
+def _similarity_label(metric: str) -> str:
+    return {"cos": "Cosine similarity", "dot": "Dot-product similarity", "l2": "-L2 distance"}.get(
+        metric, f"{metric} similarity")
+
+
+def _digits_words_panel(ax, matrix, fontsize: float) -> object:
+    """Rows = words (y), columns = digits (x), drawn in full (METHOD 1.7, 1.9)."""
+    image = _show(ax, np.array(matrix, dtype=float))
+    ax.set_xticks(range(len(P.DIGITS)), P.DIGITS, fontsize=fontsize, rotation=90)
+    ax.set_yticks(range(len(P.WORDS)), P.WORDS, fontsize=fontsize)
+    return image
+
+
+def overview_figure(exam1: Exam1Result, title: str):
+    """4 rows (quantities) x 6 columns (5 range heatmaps, digits <-> words), width ratios 1:1:1:1:1:2."""
+    require_matplotlib()
+    quantities = [q for q in P.QUANTITIES if any(k.startswith(q + "/") for k in exam1.heatmaps)]
+    if not quantities:
+        return None
+    # A fixed layout: constrained layout would double the drawing time of these 24 panels.
+    fig = _figure(OVERVIEW_SIZE)
+    grid = fig.add_gridspec(len(quantities), len(P.RANGE_NAMES) + 1, width_ratios=[1] * len(P.RANGE_NAMES) + [2],
+                            left=0.03, right=0.93, bottom=0.08, top=0.91, wspace=0.12, hspace=0.3)
+    image = None
+    for row, quantity in enumerate(quantities):
+        bottom = row == len(quantities) - 1
+        for col, range_name in enumerate(P.RANGE_NAMES):
+            ax = fig.add_subplot(grid[row, col])
+            matrix = exam1.heatmaps.get(f"{quantity}/{range_name}")
+            if row == 0:
+                ax.set_title(_range_title(range_name), fontweight="bold", fontsize=10)
+            if col == 0:
+                ax.set_ylabel(quantity, fontweight="bold", fontsize=10)
+            if matrix is None:
+                ax.set_axis_off()
+                continue
+            image = _show(ax, masked_upper(matrix))
+            ticks, labels = range_ticks(range_name, len(matrix))
+            ax.set_xticks(ticks, labels if bottom else [], fontsize=6, rotation=90)
+            ax.set_yticks(ticks, [])
+        ax = fig.add_subplot(grid[row, len(P.RANGE_NAMES)])
+        if row == 0:
+            ax.set_title("Digits ↔ Words", fontweight="bold", fontsize=10)
+        if quantity in exam1.digits_words:
+            image = _digits_words_panel(ax, exam1.digits_words[quantity], fontsize=5.5)
+            ax.set_anchor("E")  # the square sits right in its double-width slot: the word labels fill the left
+        else:
+            ax.set_axis_off()
+    if image is not None:
+        fig.colorbar(image, cax=fig.add_axes((0.945, 0.3, 0.012, 0.4)), label=_similarity_label(exam1.metric))
+    fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def digits_words_figure(exam1: Exam1Result, title: str):
+    """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (METHOD 1.7)."""
+    require_matplotlib()
+    quantities = [q for q in P.QUANTITIES if q in exam1.digits_words]
+    if not quantities:
+        return None
+    fig = _figure(DIGITS_WORDS_SIZE, layout="constrained")
+    axes = fig.subplots(1, len(quantities), squeeze=False)[0]
+    for ax, quantity in zip(axes, quantities):
+        image = _digits_words_panel(ax, exam1.digits_words[quantity], fontsize=7)
+        ax.set_title(quantity, fontweight="bold", fontsize=10)
+        ax.set_xlabel("digits", fontsize=8)
+    axes[0].set_ylabel("words", fontsize=8)
+    fig.colorbar(image, ax=list(axes), shrink=0.8, pad=0.01, label=_similarity_label(exam1.metric))
+    fig.suptitle(f"{title}: digits vs words", fontweight="bold")
+    return fig
+
+
+def conversion_figure(exam1: Exam1Result, title: str):
+    """2 x 2 panels Length / Mass / Volume / Time: smoothed aligned-pair similarity over the A value (log x)."""
+    require_matplotlib()
+    if not exam1.conversions:
+        return None
+    fig = _figure(CONVERSION_SIZE, layout="constrained")
+    axes = fig.subplots(2, 2).ravel()
+    for i, (ax, panel) in enumerate(zip(axes, CONVERSION_PANELS)):
+        curves = [c for c in exam1.conversions if c.panel == panel]
+        for curve, style in zip(curves, LINE_STYLES):
+            ax.plot(curve.x, np.array(curve.smoothed, dtype=float), linestyle=style, linewidth=1.4,
+                    label=f"{curve.unit_a} ↔ {curve.unit_b}")
+        ax.set_xscale("log")
+        ax.set_ylim(0.4, 1.25)
+        ax.set_yticks(np.round(np.arange(0.4, 1.01, 0.1), 1))
+        ax.set_title(panel, fontweight="bold", fontsize=10)
+        ax.grid(True, alpha=0.3, linewidth=0.5)
+        ax.spines[["top", "right"]].set_visible(False)
+        if curves:
+            ax.legend(loc="upper right", frameon=False, fontsize=7)
+        if i >= 2:
+            ax.set_xlabel("Physical value")
+        if i % 2 == 0:
+            ax.set_ylabel(_similarity_label(exam1.metric))
+    fig.suptitle(f"{title}: unit conversions", fontweight="bold")
+    return fig
+
+
+FIGURES = {"embedding_overview": overview_figure, "digits_words": digits_words_figure,
+           "conversions": conversion_figure}

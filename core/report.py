@@ -1,0 +1,511 @@
+"""`fasteval report`: the paper's tables (METHOD 1.5, 2.3, 3.6) rebuilt from result folders, as Markdown, CSV
+and LaTeX; the Exam 1 figures as PNG (METHOD 1.9); one self-contained HTML page with all of them.
+
+Reads only ``results.json`` files (found recursively, hidden staging folders skipped) and turns them back into
+the exams' typed results, so every number comes from the same code that printed it at sweep time: Table 1
+rows are ``exam1.table1_row`` (exact fractions, rounded half up), the lexical row is ``Exam2Result.pivot``,
+the probe row is ``Exam3Result.summary``. The report folder is staged and renamed into place whole.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from fasteval.core import protocol as P
+from fasteval.core.errors import InputError, OutputError
+from fasteval.core.exam1 import CellResult, ConversionCurve, Exam1Result, round_half_up, table1_row
+from fasteval.core.exam2 import Exam2Result, Exam2Row
+from fasteval.core.exam3 import Exam3Result, Exam3Row
+from fasteval.core.results import RESULT_FILE, ModelResult, csv_text, markdown_table, write_result_folder
+
+REPORT_DIR = "report"
+REPORT_HTML = "report.html"
+FIGURE_DIR = "figures"
+RANDOM_BASELINE = {"model": "random-baseline", "tau": 0.0, "pacc": 50.0, "avg": 25.0}  # METHOD 1.5
+# Lexical table blocks and columns (METHOD 2.3): (header, exam-2 reference) x (header, exam-2 group).
+LEXICAL_BLOCKS = (("Character", "char_lev"), ("Tokenizer", "token_lev"), ("Numeric", "num_dist"))
+LEXICAL_COLUMNS = (("Overall", "all"), ("FF", "float-float"), ("FI", "float-int"), ("II", "int-int"))
+
+Number = Fraction | float | None
+Warn = Callable[[str], None]
+
+
+# --- Reading result folders -----------------------------------------------------------------------------------
+
+@dataclass
+class LoadedResult:
+    """One results.json: its typed result and the unique name it has in the tables."""
+    label: str
+    path: Path
+    result: ModelResult
+
+
+def find_result_files(results_dir: Path) -> list[Path]:
+    """Every ``results.json`` under ``results_dir`` at any depth, skipping folders whose names start with '.'."""
+    results_dir = Path(results_dir)
+    found = []
+    for path in sorted(results_dir.rglob(RESULT_FILE)):
+        if not any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+            found.append(path)
+    return found
+
+
+def _typed(cls, data: dict[str, Any]):
+    """``cls(**data)`` for a result dataclass, keeping its own fields; JSON null in a float field -> NaN."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            kwargs[f.name] = math.nan if value is None and f.type == "float" else value
+    return cls(**kwargs)
+
+
+def _rows(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    rows = d[key]
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"empty or malformed {key!r}")
+    return rows
+
+
+def _exam1(d: dict[str, Any]) -> Exam1Result:
+    return Exam1Result(metric=d.get("metric", "cos"), cells=[_typed(CellResult, c) for c in _rows(d, "cells")],
+                       heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
+                       conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []])
+
+
+def _exam2(d: dict[str, Any]) -> Exam2Result:
+    return Exam2Result(metric=d.get("metric", "cos"), rows=[_typed(Exam2Row, r) for r in _rows(d, "rows")],
+                       token_ids_available=d.get("token_ids_available", True), notes=d.get("notes") or [])
+
+
+def _exam3(d: dict[str, Any]) -> Exam3Result:
+    return Exam3Result(metric=d.get("metric", "cos"), rows=[_typed(Exam3Row, r) for r in _rows(d, "rows")],
+                       alphas=d.get("alphas") or {})
+
+
+EXAM_READERS = {"exam1": _exam1, "exam2": _exam2, "exam3": _exam3}
+
+
+def load_result(path: Path) -> ModelResult:
+    """A results.json (as written by ``evaluate.result_files``) back into a ModelResult with typed exams.
+
+    Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or "model_id" not in data or not isinstance(data.get("exams"), dict):
+        raise ValueError("not a fasteval result (no model_id or exams)")
+    exams = {key: EXAM_READERS[key](value) for key, value in data["exams"].items() if key in EXAM_READERS}
+    return ModelResult(model=data.get("model", data["model_id"]), model_id=data["model_id"],
+                       settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
+                       fasteval_version=data.get("fasteval_version", ""), exams=exams,
+                       timings=data.get("timings") or {})
+
+
+def load_results(results_dir: Path, models: Iterable[str] | None = None,
+                 warn: Warn | None = None) -> list[LoadedResult]:
+    """Every readable result under ``results_dir`` (optionally only ``models``: model ids or names).
+
+    Unreadable files are reported through ``warn`` and skipped. Raises InputError when nothing is left.
+    """
+    results_dir = Path(results_dir).expanduser()
+    if not results_dir.is_dir():
+        raise InputError(f"Results folder {results_dir} does not exist or is not a folder.",
+                         "pass the --out folder of `fasteval sweep`.")
+    paths = find_result_files(results_dir)
+    if not paths:
+        raise InputError(f"No {RESULT_FILE} found under {results_dir}.",
+                         "pass the --out folder of `fasteval sweep` (it holds one folder per model).")
+    loaded: list[tuple[Path, ModelResult]] = []
+    for path in paths:
+        try:
+            loaded.append((path, load_result(path)))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+            if warn:
+                reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
+                warn(f"skipped {path}: unreadable result ({type(err).__name__}: {reason})")
+    if models is not None:
+        wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
+        keys = {m: {m, P.model_id(m)} for m in wanted}
+        chosen = [(p, r) for p, r in loaded if any({r.model, r.model_id} & k for k in keys.values())]
+        for m, k in keys.items():
+            if warn and not any({r.model, r.model_id} & k for _, r in loaded):
+                warn(f"no result for model {m!r} under {results_dir}")
+        loaded = chosen
+    if not loaded:
+        raise InputError(f"No readable result under {results_dir}"
+                         + (" for the chosen models." if models is not None else "."),
+                         "run `fasteval sweep --out DIR` first, or check the --models names.")
+    return _labelled(results_dir, loaded)
+
+
+def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
+    """Label = model_id; where several results share one (other settings), the folder path relative to the root."""
+    counts: dict[str, int] = {}
+    for _, r in loaded:
+        counts[r.model_id] = counts.get(r.model_id, 0) + 1
+    out = []
+    for path, r in loaded:
+        label = r.model_id if counts[r.model_id] == 1 else path.parent.relative_to(results_dir).as_posix()
+        out.append(LoadedResult(label=label, path=path, result=r))
+    return out
+
+
+# --- Tables ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    """Rows of named values; text columns first. ``display`` in a row overrides the rounding of a value."""
+    name: str
+    title: str
+    columns: list[str]              # keys of the row dicts, also the CSV header
+    headers: list[str]              # shown in Markdown / HTML / LaTeX
+    rows: list[dict[str, Any]]
+    digits: int = 2                 # decimals shown (rounded half up)
+    groups: list[tuple[str, int]] = field(default_factory=list)  # LaTeX/HTML header groups over value columns
+    sub_headers: list[str] | None = None  # LaTeX/HTML headers under the groups (Markdown/CSV need unique ones)
+    rules_after: set[int] = field(default_factory=set)            # row indices followed by a rule
+    note: str = ""
+
+    @property
+    def text_columns(self) -> list[str]:
+        return [c for c in self.columns if any(isinstance(r.get(c), str) for r in self.rows)]
+
+    def shown(self, row: dict[str, Any], column: str) -> float | None:
+        """The value as printed: rounded half up on its exact value (a Fraction where there is one)."""
+        overrides = row.get("display") or {}
+        return overrides[column] if column in overrides else round_half_up(row.get(column), self.digits)
+
+    def cell_text(self, row: dict[str, Any], column: str) -> str:
+        value = row.get(column)
+        if isinstance(value, str):
+            return value
+        shown = self.shown(row, column)
+        return "—" if shown is None else f"{shown:.{self.digits}f}"
+
+    def markdown(self) -> str:
+        rows = [{h: self.cell_text(r, c) for c, h in zip(self.columns, self.headers)} for r in self.rows]
+        return f"### {self.title}\n\n" + markdown_table(rows, self.headers) + (f"\n{self.note}\n" if self.note
+                                                                             else "")
+
+    def csv(self) -> str:
+        """Full precision (x100 where the table is x100); empty cell for a missing value."""
+        rows = [{c: (v if isinstance(v, str) or v is None else float(v)) for c, v in
+                 ((c, r.get(c)) for c in self.columns)} for r in self.rows]
+        return csv_text(rows, self.columns)
+
+    def latex(self) -> str:
+        """A booktabs tabular; numbers as METHOD 1.5 / 2.3 print them, names with LaTeX specials escaped."""
+        text_cols = self.text_columns
+        spec = "l" * len(text_cols) + "r" * (len(self.columns) - len(text_cols))
+        lines = [f"% {self.title}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule"]
+        if self.groups:
+            cells, rules, col = [""] * len(text_cols), [], len(text_cols) + 1
+            for label, span in self.groups:
+                cells.append(f"\\multicolumn{{{span}}}{{c}}{{{latex_escape(label)}}}")
+                rules.append(f"\\cmidrule(lr){{{col}-{col + span - 1}}}")
+                col += span
+            lines += [" & ".join(cells) + " \\\\", " ".join(rules)]
+        lines += [" & ".join(latex_header(h) for h in self.sub_headers or self.headers) + " \\\\", "\\midrule"]
+        for i, row in enumerate(self.rows):
+            cells = [latex_escape(row[c]) if c in text_cols else latex_number(self.shown(row, c), self.digits)
+                     for c in self.columns]
+            lines.append(" & ".join(cells) + " \\\\")
+            if i in self.rules_after and i != len(self.rows) - 1:
+                lines.append("\\midrule")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        text_cols = self.text_columns
+        head = ""
+        if self.groups:
+            head += "<tr>" + "<th></th>" * len(text_cols) + "".join(
+                f'<th colspan="{span}">{html.escape(label)}</th>' for label, span in self.groups) + "</tr>"
+        head += "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in self.sub_headers or self.headers) + "</tr>"
+        body = []
+        for i, row in enumerate(self.rows):
+            cls = ' class="rule"' if i in self.rules_after else ""
+            cells = "".join(f'<td{"" if c in text_cols else " class=num"}>{html.escape(self.cell_text(row, c))}</td>'
+                            for c in self.columns)
+            body.append(f"<tr{cls}>{cells}</tr>")
+        note = f"<p class=note>{html.escape(self.note)}</p>" if self.note else ""
+        return (f'<h2 id="{self.name}">{html.escape(self.title)}</h2>\n<table>\n<thead>{head}</thead>\n<tbody>\n'
+                + "\n".join(body) + f"\n</tbody>\n</table>\n{note}\n")
+
+
+def latex_number(value: float | None, digits: int = 2) -> str:
+    """Zero-padded to width 5 with two decimals (`07.33`, `-07.33`; METHOD 1.5), width 4 with one (2.3)."""
+    if value is None:
+        return "--"
+    width = 3 + digits  # two integer digits, the point, the decimals
+    text = f"{abs(value):0{width}.{digits}f}"
+    return ("-" + text) if value < 0 and float(text) != 0 else text
+
+
+def latex_escape(text: str) -> str:
+    special = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(special.get(ch, ch) for ch in str(text))
+
+
+def latex_header(header: str) -> str:
+    maths = {"τ": r"$\tau$", "Δτ": r"$\Delta\tau$"}
+    return " ".join(maths.get(word, latex_escape(word)) for word in header.split(" "))
+
+
+def _exact_tau(cell: CellResult) -> Fraction | float:
+    """The cell's tau as the exact k / C(n, 2) when it has a numerator, else the float."""
+    return Fraction(cell.tau_numerator, cell.pairs) if cell.tau_numerator is not None else cell.tau
+
+
+def _finite(values: Iterable[Number]) -> list[Fraction | float]:
+    return [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def _mean(values: Iterable[Number]) -> Number:
+    values = _finite(values)
+    return sum(values, Fraction(0)) / len(values) if values else None
+
+
+def table1(entries: list[LoadedResult]) -> Table | None:
+    """Per model tau x100, PACC x100, AVG sorted by AVG descending; `all` over every cell; random baseline."""
+    scored = [(e.label, e.result.exams["exam1"].cells) for e in entries if "exam1" in e.result.exams]
+    if not scored:
+        return None
+    keys = ("tau", "pacc", "avg")
+
+    def row(label: str, cells: list[CellResult]) -> dict[str, Any]:
+        s = table1_row(cells)  # exact fractions, rounded half up: the numbers `fasteval sweep` printed
+        return {"model": label, **{k: s[k] for k in keys}, "display": {k: s[f"{k}_display"] for k in keys}}
+
+    rows = [row(label, cells) for label, cells in scored]
+    rows.sort(key=lambda r: (-_sort_value(r["avg"]), r["model"]))
+    rows.append(row("all", [c for _, cells in scored for c in cells]))
+    rows.append(dict(RANDOM_BASELINE))
+    return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
+                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3})
+
+
+def _sort_value(value: Number) -> float:
+    return -math.inf if value is None or math.isnan(float(value)) else float(value)
+
+
+def table2(entries: list[LoadedResult]) -> Table | None:
+    """Per quantity and range (alphabetical): mean, min, max of the cell tau x100 across models; AVG rows."""
+    taus: dict[tuple[str, str], list[Fraction | float]] = {}
+    for e in entries:
+        for cell in e.result.exams.get("exam1", Exam1Result("", [])).cells:
+            taus.setdefault((cell.quantity, cell.range_name), []).append(_exact_tau(cell) * 100)
+    if not taus:
+        return None
+    rows, rules = [], set()
+    for quantity in sorted({q for q, _ in taus}):
+        block = []
+        for range_name in sorted(r for q, r in taus if q == quantity):
+            values = _finite(taus[(quantity, range_name)])
+            block.append({"quantity": quantity, "range": range_name, "mean": _mean(values),
+                          "min": min(values, default=None), "max": max(values, default=None)})
+        rows += block
+        rows.append({"quantity": quantity, "range": "AVG",
+                     **{k: _mean(r[k] for r in block) for k in ("mean", "min", "max")}})
+        rules.add(len(rows) - 1)
+    n_models = sum("exam1" in e.result.exams for e in entries)
+    return Table("table2", f"Table 2: cell τ (×100) across {n_models} model(s)",
+                 ["quantity", "range", "mean", "min", "max"], ["Quantity", "Range", "Mean", "Min", "Max"], rows,
+                 rules_after=rules)
+
+
+def lexical_table(entries: list[LoadedResult]) -> Table | None:
+    """Per model (alphabetical) 100 tau-b: Character | Tokenizer | Numeric x Overall, FF, FI, II (METHOD 2.3)."""
+    scored = sorted((e.label, e.result.exams["exam2"]) for e in entries if "exam2" in e.result.exams)
+    if not scored:
+        return None
+    columns = [f"{ref}_{group}" for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS]
+    rows = []
+    for label, exam2 in scored:
+        pivot = exam2.pivot()
+        rows.append({"model": label, **{f"{ref}_{group}": _nan_to_none(pivot.get(ref, {}).get(group))
+                                        for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS}})
+    missing = [label for label, exam2 in scored if not exam2.token_ids_available]
+    note = (f"Tokenizer: no token ids for {', '.join(missing)} (the encoder exposed no tokenizer)."
+            if missing else "")
+    return Table("lexical", "Lexical vs numeric similarity: Kendall τ-b (×100)", ["model"] + columns,
+                 ["Model"] + [f"{block} {col}" for block, _ in LEXICAL_BLOCKS for col, _ in LEXICAL_COLUMNS],
+                 rows, digits=1, groups=[(block, len(LEXICAL_COLUMNS)) for block, _ in LEXICAL_BLOCKS],
+                 sub_headers=["Model"] + [col for _ in LEXICAL_BLOCKS for col, _ in LEXICAL_COLUMNS], note=note)
+
+
+def _nan_to_none(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def probe_table(entries: list[LoadedResult]) -> Table | None:
+    """Per model x100: similarity tau, PACC; probe tau, PACC; delta tau; sorted by probe tau; `all` = mean row."""
+    scored = [(e.label, e.result.exams["exam3"].summary()) for e in entries if "exam3" in e.result.exams]
+    if not scored:
+        return None
+    keys = ("kendall_cosine", "pairwise_cosine", "kendall", "pairwise")
+    rows = []
+    for label, s in scored:
+        row = {"model": label, **{k: _nan_to_none(s[f"{k}_mean"] * 100) for k in keys}}
+        row["delta_tau"] = _nan_to_none(s["delta_tau_x100"])
+        rows.append(row)
+    rows.sort(key=lambda r: (-_sort_value(r["kendall"]), r["model"]))
+    rows.append({"model": "all", **{k: _mean(r[k] for r in rows) for k in (*keys, "delta_tau")}})
+    metrics = sorted({e.result.exams["exam3"].metric for e in entries if "exam3" in e.result.exams})
+    note = "" if metrics == ["cos"] else f"Similarity columns use: {', '.join(metrics)} (the paper: cos)."
+    return Table("probe", "Recalibration probe vs cosine (×100), sorted by probe τ",
+                 ["model", *keys, "delta_tau"],
+                 ["Model", "Cosine τ", "Cosine PACC", "Probe τ", "Probe PACC", "Δτ"], rows,
+                 rules_after={len(rows) - 2}, note=note)
+
+
+def sources_table(entries: list[LoadedResult], root: Path) -> Table:
+    """Where each row came from and what it was computed under."""
+    columns = ["label", "model", "similarity", "provider", "dtype", "protocol", "fasteval", "exams", "path"]
+    rows = [{"label": e.label, "model": e.result.model, "similarity": str(e.result.settings.get("similarity", "")),
+             "provider": str(e.result.settings.get("provider", "")), "dtype": str(e.result.settings.get("dtype", "")),
+             "protocol": e.result.protocol, "fasteval": e.result.fasteval_version,
+             "exams": ",".join(k.replace("exam", "") for k in sorted(e.result.exams)),
+             "path": e.path.relative_to(root).as_posix()} for e in entries]
+    return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
+
+
+TABLES = (table1, table2, lexical_table, probe_table)
+
+
+# --- Figures --------------------------------------------------------------------------------------------------
+
+def _file_stem(label: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
+
+
+def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
+    """``figures/<label>_<figure>.png`` -> PNG bytes, for every result with Exam 1 matrices and curves."""
+    from fasteval.core import plots
+
+    plots.require_matplotlib()
+    out = {}
+    for e in entries:
+        exam1 = e.result.exams.get("exam1")
+        if exam1 is None:
+            continue
+        for name, draw in plots.FIGURES.items():
+            fig = draw(exam1, e.label)
+            if fig is not None:
+                out[f"{FIGURE_DIR}/{_file_stem(e.label)}_{name}.png"] = plots.png_bytes(fig, dpi)
+    return out
+
+
+# --- HTML -----------------------------------------------------------------------------------------------------
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:110em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rule td{border-bottom:2px solid #888}
+img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
+code{background:#f4f4f4;padding:0 0.2em}"""
+
+
+def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedResult], root: Path,
+              warnings: list[str]) -> str:
+    """One page, no external assets: the tables as HTML and every PNG as a base64 data URI."""
+    parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>fasteval report</h1><p>{len(entries)} result(s) under <code>{html.escape(str(root))}</code>. "
+             "Tables follow METHOD 1.5 (Table 1, Table 2), 2.3 (lexical) and 3.6 (probe); figures follow 1.9.</p>"]
+    parts += [f"<p class=note>warning: {html.escape(w)}</p>" for w in warnings]
+    parts += [t.html() for t in tables]
+    if pngs:
+        parts.append('<h2 id="figures">Figures</h2>')
+        for e in entries:
+            mine = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{_file_stem(e.label)}_")]
+            if mine:
+                parts.append(f"<h3>{html.escape(e.label)}</h3>")
+            for name in mine:
+                data = base64.b64encode(pngs[name]).decode("ascii")
+                parts.append(f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
+                             f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+# --- Writing --------------------------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    out: Path
+    entries: list[LoadedResult]
+    tables: dict[str, Table]
+    files: list[str]
+    warnings: list[str]
+
+
+def _is_replaceable(dest: Path) -> bool:
+    """An existing folder may be replaced only when empty or an earlier report (never a results folder)."""
+    if not dest.exists():
+        return True
+    if not dest.is_dir():
+        return False
+    if any(dest.rglob(RESULT_FILE)):
+        return False
+    return not any(dest.iterdir()) or (dest / REPORT_HTML).is_file()
+
+
+def write_folder(dest: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``: staged, then renamed into place.
+
+    Like ``results.write_result_folder``, but with binary files (the PNGs), and it refuses to replace a
+    folder that is not an earlier report.
+    """
+    dest = Path(dest).expanduser()
+    if not _is_replaceable(dest):
+        raise OutputError(f"{dest} exists and is not an earlier fasteval report; not replacing it.",
+                          "pass an empty or new folder with --out DIR.")
+    return write_result_folder(dest, files, what="the report")
+
+
+def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
+                 png: bool = True, dpi: int | None = None, warn: Warn | None = None) -> Report:
+    """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
+
+    ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
+    """
+    from fasteval.core.plots import DEFAULT_DPI
+
+    warnings: list[str] = []
+
+    def note(message: str) -> None:
+        warnings.append(message)
+        if warn:
+            warn(message)
+
+    results_dir = Path(results_dir).expanduser()
+    dpi = DEFAULT_DPI if dpi is None else int(dpi)
+    if not 10 <= dpi <= 1200:
+        raise InputError(f"dpi {dpi} is out of range.", "pass --dpi between 10 and 1200 (default 120).")
+    out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
+    entries = load_results(results_dir, models=models, warn=note)
+    tables = [t for t in (build(entries) for build in TABLES) if t is not None]
+    tables.append(sources_table(entries, results_dir))
+    files: dict[str, str | bytes] = {}
+    for t in tables:
+        files[f"{t.name}.md"] = t.markdown()
+        files[f"{t.name}.csv"] = t.csv()
+        if t.name != "sources":
+            files[f"{t.name}.tex"] = t.latex()
+    files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
+    pngs = figures(entries, dpi) if png else {}
+    files.update(pngs)
+    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
+    write_folder(out, files)
+    return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
+                  warnings=warnings)
+

@@ -1,0 +1,353 @@
+"""`fasteval report`: tables recomputed from the result objects, PNGs that are PNGs of the promised size, one
+self-contained HTML page, and bad input (corrupt files, empty folders) handled in one line.
+
+Result folders are made by `evaluate` on deterministic fake encoders (no model), written with the sweep's own
+writers, so the report reads exactly what a sweep writes.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import io
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fasteval.core import protocol as P
+from fasteval.core.errors import InputError, OutputError
+
+FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
+WORDS = {w: float(i) for i, w in enumerate(P.WORDS[:-1])} | {P.WORDS[-1]: 100.0}
+DPI = 40  # small figures: the size check is figsize x dpi whatever the dpi
+
+
+class FakeEncoder:
+    """Embeddings from the number in the text (sin features of log|x| and sign) plus crc32-seeded noise."""
+
+    def __init__(self, noise: float, dim: int = 16, tokenizer: bool = False):
+        self.noise, self.dim = noise, dim
+        if tokenizer:  # one token per character: tokenizer tau must equal character tau (METHOD 2.3)
+            self.token_ids = lambda texts: [[ord(c) for c in t] for t in texts]
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            head = text.split()[0]
+            try:
+                x = float(head)
+            except ValueError:
+                x = WORDS.get(head, 0.0)
+            features = np.sin(np.log1p(abs(x)) * np.arange(1, self.dim + 1) / 2 + np.sign(x))
+            rng = np.random.default_rng(zlib.crc32(text.encode()))
+            rows.append(features + self.noise * rng.normal(size=self.dim))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def half_up(value, digits: int) -> float:
+    """Independent reference rounding: Decimal ROUND_HALF_UP on the exact value."""
+    value = Fraction(value)
+    with localcontext() as ctx:
+        ctx.prec = 50
+        exact = Decimal(value.numerator) / Decimal(value.denominator)
+    return float(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def latex_ref(value, digits: int) -> str:
+    shown = half_up(value, digits)
+    text = f"{abs(shown):0{3 + digits}.{digits}f}"
+    return ("-" if shown < 0 else "") + text
+
+
+def exact_tau(cell) -> Fraction:
+    assert cell.tau_numerator is not None
+    return Fraction(cell.tau_numerator, cell.n * (cell.n - 1) // 2)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Three results side by side: one nested a level deeper and without matrices, one with Exam 2 only; a
+    corrupt file and a hidden staging folder beside them."""
+    from fasteval.core.evaluate import evaluate, result_files
+    from fasteval.core.results import write_result_folder
+
+    root = tmp_path_factory.mktemp("results")
+    smooth = evaluate(FakeEncoder(noise=0.2, tokenizer=True), name="org/fake-smooth")
+    noisy = evaluate(FakeEncoder(noise=2.5), name="fake-noisy")
+    # Scores without matrices or curves (as `run_exam1(keep_matrices=False)` gives): tables, no figures.
+    noisy.exams["exam1"] = dataclasses.replace(noisy.exams["exam1"], heatmaps={}, digits_words={}, conversions=[])
+    partial = dataclasses.replace(smooth, model="fake-partial", model_id="fake_partial",
+                                  exams={"exam2": smooth.exams["exam2"]})
+    write_result_folder(root / smooth.model_id, result_files(smooth))
+    write_result_folder(root / noisy.model_id / "cos-0123abcd", result_files(noisy))
+    write_result_folder(root / partial.model_id, result_files(partial))
+    (root / "broken").mkdir()
+    (root / "broken" / "results.json").write_text('{"model_id": "broken", "exams": {"exam1": {"cel')
+    (root / ".fake_smooth.staging-x1").mkdir()
+    (root / ".fake_smooth.staging-x1" / "results.json").write_text("{")
+    return root, {"fake_smooth": smooth, "fake_noisy": noisy, "fake_partial": partial}
+
+
+@pytest.fixture(scope="module")
+def report(results, tmp_path_factory):
+    from fasteval.core.report import build_report
+
+    root, _ = results
+    warnings: list[str] = []
+    rep = build_report(root, out=tmp_path_factory.mktemp("rep") / "report", dpi=DPI, warn=warnings.append)
+    return rep, warnings
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text())))
+
+
+def test_finds_nested_results_and_skips_corrupt_and_hidden(results, report):
+    root, _ = results
+    rep, warnings = report
+    assert sorted(e.label for e in rep.entries) == ["fake_noisy", "fake_partial", "fake_smooth"]
+    assert len(warnings) == 1 and str(root / "broken" / "results.json") in warnings[0]
+    assert "staging" not in " ".join(warnings)
+    assert rep.warnings == warnings
+    assert "fake_noisy/cos-0123abcd/results.json" in (rep.out / "sources.csv").read_text()
+
+
+def test_table1_rows_order_all_and_baseline(results, report):
+    from fasteval.core.exam1 import table1_row
+
+    _, objs = results
+    rep, _ = report
+    scored = {k: r.exams["exam1"].cells for k, r in objs.items() if "exam1" in r.exams}
+    expected = sorted(scored, key=lambda k: -table1_row(scored[k])["avg"])
+    rows = read_csv(rep.out / "table1.csv")
+    assert [r["model"] for r in rows] == expected + ["all", "random-baseline"]
+    md = (rep.out / "table1.md").read_text().splitlines()
+    tex = (rep.out / "table1.tex").read_text()
+    all_cells = [c for cells in scored.values() for c in cells]
+    for label, cells in [*((k, scored[k]) for k in expected), ("all", all_cells)]:
+        # Independently: exact means of k / C(n, 2); PACC = (1 + tau) / 2 in every cell (METHOD 1.4)
+        tau = sum(exact_tau(c) for c in cells) / len(cells) * 100
+        pacc = sum((1 + exact_tau(c)) / 2 for c in cells) / len(cells) * 100
+        avg = (tau + pacc) / 2
+        row = next(r for r in rows if r["model"] == label)
+        assert float(row["tau"]) == pytest.approx(float(tau), abs=1e-9)
+        assert float(row["avg"]) == pytest.approx(float(avg), abs=1e-9)
+        shown = [f"{half_up(v, 2):.2f}" for v in (tau, pacc, avg)]
+        assert f"| {label} | {' | '.join(shown)} |" in md
+        assert f"{label.replace('_', chr(92) + '_')} & {' & '.join(latex_ref(v, 2) for v in (tau, pacc, avg))} \\\\" \
+            in tex
+    assert "random-baseline & 00.00 & 50.00 & 25.00 \\\\" in tex
+    assert "fake\\_smooth" in tex and "fake_smooth" not in tex.replace("fake\\_smooth", "")
+
+
+def test_latex_number_format():
+    from fasteval.core.report import latex_number
+
+    assert latex_number(7.33) == "07.33" and latex_number(-7.33) == "-07.33" and latex_number(42.1) == "42.10"
+    assert latex_number(100.0) == "100.00" and latex_number(0.0) == "00.00" and latex_number(-0.0) == "00.00"
+    assert latex_number(5.0, 1) == "05.0" and latex_number(-5.6, 1) == "-05.6" and latex_number(12.3, 1) == "12.3"
+    assert latex_number(None) == "--"
+
+
+def test_table2_mean_min_max(results, report):
+    _, objs = results
+    rep, _ = report
+    cells = [c for r in objs.values() if "exam1" in r.exams for c in r.exams["exam1"].cells]
+    rows = read_csv(rep.out / "table2.csv")
+    tex = (rep.out / "table2.tex").read_text()
+    quantities = sorted(P.QUANTITIES)
+    assert [r["quantity"] for r in rows] == [q for q in quantities for _ in range(len(P.RANGE_NAMES) + 1)]
+    assert [r["range"] for r in rows[:6]] == sorted(P.RANGE_NAMES) + ["AVG"]
+    negatives = 0
+    for q in quantities:
+        block = []
+        for rng in sorted(P.RANGE_NAMES):
+            taus = [exact_tau(c) * 100 for c in cells if (c.quantity, c.range_name) == (q, rng)]
+            assert len(taus) == 2
+            stats = (sum(taus) / len(taus), min(taus), max(taus))
+            block.append(stats)
+            row = next(r for r in rows if (r["quantity"], r["range"]) == (q, rng))
+            assert [float(row[k]) for k in ("mean", "min", "max")] == pytest.approx([float(v) for v in stats],
+                                                                                   abs=1e-9)
+            assert f"{q} & {rng.replace('_', chr(92) + '_')} & {' & '.join(latex_ref(v, 2) for v in stats)}" in tex
+            negatives += stats[1] < 0
+        avg = [sum(s[i] for s in block) / len(block) for i in range(3)]
+        row = next(r for r in rows if (r["quantity"], r["range"]) == (q, "AVG"))
+        assert [float(row[k]) for k in ("mean", "min", "max")] == pytest.approx([float(v) for v in avg], abs=1e-9)
+        assert f"{q} & AVG & {' & '.join(latex_ref(v, 2) for v in avg)}" in tex
+    assert negatives > 0, "the noisy fake model should give negative cells (the '-' + padded format)"
+
+
+def test_lexical_table(results, report):
+    from fasteval.core.exam2 import REFERENCES
+
+    _, objs = results
+    rep, _ = report
+    rows = read_csv(rep.out / "lexical.csv")
+    assert [r["model"] for r in rows] == ["fake_noisy", "fake_partial", "fake_smooth"]  # alphabetical
+    tex = (rep.out / "lexical.tex").read_text()
+    for row in rows:
+        exam2 = objs[row["model"]].exams["exam2"]
+        shown = []
+        for ref in ("char_lev", "token_lev", "num_dist"):
+            for group in ("all", "float-float", "float-int", "int-int"):
+                tau = next(r.tau for r in exam2.rows if (r.reference, r.group) == (ref, group)) * 100
+                if np.isnan(tau):
+                    assert row[f"{ref}_{group}"] == ""
+                    shown.append("--")
+                else:
+                    assert float(row[f"{ref}_{group}"]) == pytest.approx(tau, abs=1e-9)
+                    shown.append(latex_ref(tau, 1))
+        assert f"{row['model'].replace('_', chr(92) + '_')} & {' & '.join(shown)} \\\\" in tex
+    smooth = next(r for r in rows if r["model"] == "fake_smooth")
+    for group in ("all", "float-float", "float-int", "int-int"):  # one token per character
+        assert smooth[f"token_lev_{group}"] == smooth[f"char_lev_{group}"]
+    assert set(REFERENCES) == {"char_lev", "token_lev", "num_dist"}
+    assert "fake_noisy" in (rep.out / "lexical.md").read_text().split("Tokenizer: no token ids for")[1]
+    assert "& Overall & FF & FI & II &" in tex and "\\multicolumn{4}{c}{Character}" in tex
+
+
+def test_probe_table(results, report):
+    _, objs = results
+    rep, _ = report
+    rows = read_csv(rep.out / "probe.csv")
+    scored = {k: r.exams["exam3"] for k, r in objs.items() if "exam3" in r.exams}
+    expected = {}
+    for k, exam3 in scored.items():
+        mean = {key: np.mean([getattr(r, key) for r in exam3.rows]) * 100
+                for key in ("kendall_cosine", "pairwise_cosine", "kendall", "pairwise")}
+        expected[k] = [mean["kendall_cosine"], mean["pairwise_cosine"], mean["kendall"], mean["pairwise"],
+                       mean["kendall"] - mean["kendall_cosine"]]
+    order = sorted(expected, key=lambda k: -expected[k][2])
+    assert [r["model"] for r in rows] == order + ["all"]
+    columns = ["kendall_cosine", "pairwise_cosine", "kendall", "pairwise", "delta_tau"]
+    tex = (rep.out / "probe.tex").read_text()
+    for label in order:
+        row = next(r for r in rows if r["model"] == label)
+        assert [float(row[c]) for c in columns] == pytest.approx(expected[label], abs=1e-9)
+        assert " & ".join(latex_ref(v, 2) for v in expected[label]) in tex
+    all_row = np.mean([expected[k] for k in order], axis=0)
+    assert [float(rows[-1][c]) for c in columns] == pytest.approx(all_row, abs=1e-9)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_pngs(report):
+    from fasteval.core import plots
+
+    rep, _ = report
+    sizes = {"embedding_overview": plots.OVERVIEW_SIZE, "digits_words": plots.DIGITS_WORDS_SIZE,
+             "conversions": plots.CONVERSION_SIZE}
+    pngs = sorted((rep.out / "figures").glob("*.png"))
+    assert [p.name for p in pngs] == sorted(f"fake_smooth_{f}.png" for f in sizes)  # fake_noisy has no matrices
+    for path in pngs:
+        data = path.read_bytes()
+        w, h = sizes[path.stem.split("_", 2)[2]]
+        assert len(data) > 1000 and png_size(data) == (round(w * DPI), round(h * DPI))
+
+
+def test_html_is_self_contained(report):
+    rep, _ = report
+    page = (rep.out / "report.html").read_text()
+    pngs = sorted((rep.out / "figures").glob("*.png"))
+    uris = page.count('src="data:image/png;base64,')
+    assert uris == len(pngs) == 3
+    first = page.split('src="data:image/png;base64,', 1)[1].split('"', 1)[0]
+    assert base64.b64decode(first) in {p.read_bytes() for p in pngs}
+    for name in ("table1", "table2", "lexical", "probe", "sources"):
+        assert f'<h2 id="{name}">' in page
+    assert "<td>random-baseline</td>" in page and "<td>fake_partial</td>" in page
+    for external in ("http://", "https://", "<link", "<script", "url("):
+        assert external not in page
+    assert "broken" in page  # the warning is on the page too
+
+
+def test_missing_exams_leave_rows_out(report):
+    rep, _ = report
+    assert "fake_partial" not in {r["model"] for r in rep.tables["table1"].rows}
+    assert "fake_partial" not in {r["model"] for r in rep.tables["probe"].rows}
+    assert "fake_partial" in {r["model"] for r in rep.tables["lexical"].rows}
+
+
+def test_models_filter_and_replacing(results, tmp_path):
+    from fasteval.core.report import build_report
+
+    root, _ = results
+    warnings: list[str] = []
+    out = tmp_path / "rep"
+    rep = build_report(root, out=out, models="fake-smooth,nope", png=False, warn=warnings.append)
+    assert [e.label for e in rep.entries] == ["fake_smooth"] and any("'nope'" in w for w in warnings)
+    assert not (out / "figures").exists() and oct(out.stat().st_mode & 0o777) == "0o755"
+    rep = build_report(root, out=out, models=["fake_partial"], png=False)  # an earlier report is replaced
+    assert [e.label for e in rep.entries] == ["fake_partial"] and "table1" not in rep.tables
+    assert not (out / "table1.csv").exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no staging left behind
+    with pytest.raises(InputError):
+        build_report(root, out=out, models=["nope"], png=False)
+    with pytest.raises(OutputError):  # never replace a folder that holds results
+        build_report(root, out=root, png=False)
+    assert (root / "fake_smooth" / "results.json").is_file()
+
+
+def run(args):
+    return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "FASTEVAL_DEBUG": ""})
+
+
+def one_line_error(proc) -> str:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.startswith("fasteval: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_cli_report(results, tmp_path):
+    root, _ = results
+    proc = run(["report", str(root), "--out", str(tmp_path / "r"), "--no-png"])
+    assert proc.returncode == 0, proc.stderr
+    assert "| fake_smooth |" in proc.stdout and str(tmp_path / "r") in proc.stdout
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: warning:")]
+    assert len(warnings) == 1 and "broken" in warnings[0]
+    assert read_csv(tmp_path / "r" / "table1.csv")[-1]["model"] == "random-baseline"
+    assert not (tmp_path / "r" / "figures").exists()
+
+
+def test_cli_bad_input(tmp_path, monkeypatch, capsys):
+    (tmp_path / "empty").mkdir()
+    assert "No results.json" in one_line_error(run(["report", str(tmp_path / "empty")]))
+
+    def main_in_process(args):  # the same entry point without another interpreter start
+        from fasteval.cli.main import main
+
+        monkeypatch.setattr(sys, "argv", ["fasteval", *args])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(args, exit_info.value.code, captured.out, captured.err)
+
+    assert "does not exist" in one_line_error(main_in_process(["report", str(tmp_path / "nope")]))
+    (tmp_path / "bad" / "m").mkdir(parents=True)
+    (tmp_path / "bad" / "m" / "results.json").write_text("not json")
+    proc = main_in_process(["report", str(tmp_path / "bad")])
+    assert "No readable result" in one_line_error(proc) and "fasteval: warning: skipped" in proc.stderr
+    assert not (tmp_path / "bad" / "report").exists()
+
+
+def test_report_help_imports_nothing_heavy():
+    code = ("import sys; from fasteval.cli.main import app; from typer.testing import CliRunner; "
+            "r = CliRunner().invoke(app, ['report', '--help']); assert r.exit_code == 0, r.output; "
+            "print(','.join(m for m in ('matplotlib', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
