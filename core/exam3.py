@@ -66,7 +66,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
     ``similarities``: (quantity, range) -> n x n similarity matrix, when Exam 1 computed them already.
     """
     from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
-    from fasteval.core.kernels.ridge import fit_ridge_loo_batched
+    from fasteval.core.kernels.ridge import fit_ridge_loo_batched, predict
     from fasteval.core.exam1 import cell_similarities
 
     embeddings = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}
@@ -81,8 +81,9 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
         Xs, ys = [], []
         for test, train in splits:
             a, b = _pairs(train)
+            # float32 features, as the paper fed RidgeCV (which solves in float64, returns float32 coef).
             Xs.append(np.concatenate([np.abs(embeddings[(q, range_name)][a] - embeddings[(q, range_name)][b])
-                                      for q in P.QUANTITIES]).astype(np.float64))
+                                      for q in P.QUANTITIES]))
             ys.append(np.tile(np.log1p(np.abs(values[a] - values[b])), len(P.QUANTITIES)))
         fits = fit_ridge_loo_batched(Xs, ys, P.PROBE_ALPHAS)
         alphas_by_range[range_name] = [float(f.alpha) for f in fits]
@@ -93,8 +94,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
                 emb = embeddings[(q, range_name)]
                 for anchor, others in _anchor_rows(test):
                     dist_rows.append(np.abs(values[others] - values[anchor]))
-                    features = np.abs(emb[others] - emb[anchor]).astype(np.float64)
-                    probe_rows.append(-(features @ fit.coef + fit.intercept))
+                    probe_rows.append(-predict(fit, np.abs(emb[others] - emb[anchor])).astype(np.float64))
                     sim_rows.append(sims[(q, range_name)][anchor, others].astype(np.float64))
                     keys.append((q, s))
         D, S_probe, S_sim = np.array(dist_rows), np.array(probe_rows), np.array(sim_rows)
