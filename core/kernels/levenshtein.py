@@ -1,0 +1,587 @@
+"""Levenshtein distance (unit-cost insert / delete / substitute) between integer-coded sequences.
+
+One kernel serves both levels of Exam 2: characters (Unicode code points, ``encode_strings``) and
+tokens (tokenizer ids, ``pack_sequences``). Sequences travel packed, CSR style, in a
+``PackedSequences``; the public functions validate in plain Python and call private Numba kernels on
+contiguous arrays.
+
+Algorithm. Symbols are first renamed to dense ranks ``0..K-1`` over the sequences of the call, so
+a pattern's match masks live in flat lookup tables instead of dictionaries. Then Myers' bit-parallel
+algorithm, in Hyyrö's 2003 formulation (the DP column as +1/-1 bit vectors, one text symbol per step):
+
+- one pair (``levenshtein``, ``levenshtein_pairs``): strip the common prefix and suffix; if a side is
+  then empty the distance is the other's length; otherwise the shorter side is the pattern, one
+  64-bit word when it has at most 64 symbols, a chain of words beyond (horizontal carries passed
+  word to word);
+- a grid (``levenshtein_all_pairs``, ``levenshtein_cdist``): 32 row sequences of 1..64 symbols run
+  side by side as lanes against each column sequence, so one pattern table serves a whole tile and
+  the lane loop vectorises; rows that are empty or longer than 64 take the per-pair path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from fasteval.core.errors import InputError
+
+__all__ = [
+    "PackedSequences",
+    "encode_strings",
+    "pack_sequences",
+    "levenshtein",
+    "levenshtein_pairs",
+    "levenshtein_all_pairs",
+    "levenshtein_cdist",
+]
+
+# Batches smaller than this run on one thread: they take ~0.1 ms there, while waking a thread pool
+# costs tens of microseconds and, on a busy machine, OpenMP's spin-waits can cost milliseconds.
+_PARALLEL_MIN_PAIRS = 1 << 14
+# Chunks per thread in the parallel kernels: enough to even out work of unequal size, few enough
+# that the per-chunk tables cost nothing next to the distances.
+_CHUNKS_PER_THREAD = 4
+# Grid kernel: this many row patterns (of at most 64 symbols) run side by side against one column
+# text. The lane loop has a fixed trip count, so LLVM vectorises it; 32 measured best on AVX2.
+_LANES = 32
+# Columns per tile of the grid kernel: a tile (_LANES rows x _TILE_COLS columns) is one work item.
+_TILE_COLS = 32
+
+
+# --------------------------------------------------------------------------------------------------
+# Packed sequences
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PackedSequences:
+    """N integer sequences in CSR form: sequence k is ``symbols[offsets[k]:offsets[k + 1]]``.
+
+    ``symbols`` is coerced to contiguous int64 (code points and tokenizer ids both fit, and one dtype
+    means one compiled kernel); ``offsets`` to contiguous int64 of length N + 1, starting at 0,
+    non-decreasing, ending at ``len(symbols)``.
+    """
+
+    symbols: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "symbols", _as_int64_vector(self.symbols, "symbols"))
+        offsets = _as_int64_vector(self.offsets, "offsets")
+        if offsets.size == 0 or offsets[0] != 0:
+            raise InputError(
+                "PackedSequences.offsets must start with 0 (it has N + 1 entries for N sequences).",
+                "build it with encode_strings or pack_sequences.",
+            )
+        if np.any(np.diff(offsets) < 0) or offsets[-1] != self.symbols.size:
+            raise InputError(
+                "PackedSequences.offsets must be non-decreasing and end at len(symbols) "
+                f"= {self.symbols.size}; it ends at {int(offsets[-1])}.",
+                "build it with encode_strings or pack_sequences.",
+            )
+        object.__setattr__(self, "offsets", offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        """Sequence k as a read-only view of ``symbols``."""
+        if not -len(self) <= k < len(self):
+            raise IndexError(f"sequence {k} out of range for {len(self)} sequences")
+        k %= len(self)
+        view = self.symbols[self.offsets[k] : self.offsets[k + 1]]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Length of each sequence (int64, N)."""
+        return np.diff(self.offsets)
+
+
+def encode_strings(strings: Sequence[str]) -> PackedSequences:
+    """Pack strings as sequences of Unicode code points (what python-Levenshtein and RapidFuzz compare)."""
+    if isinstance(strings, str):
+        raise InputError("encode_strings takes a list of strings, not one string.", f"pass [{strings!r:.40}].")
+    strings = list(strings)
+    if not all(isinstance(s, str) for s in strings):
+        k, s = next((k, s) for k, s in enumerate(strings) if not isinstance(s, str))
+        raise InputError(
+            f"encode_strings: item {k} is a {type(s).__name__}, not a str.",
+            "use pack_sequences for sequences of token ids.",
+        )
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    # UTF-32 is the code points themselves; surrogatepass keeps lone surrogates as their code points.
+    raw = "".join(strings).encode("utf-32-le", "surrogatepass")
+    symbols = np.frombuffer(raw, dtype="<u4").astype(np.int64)
+    return PackedSequences(symbols, offsets)
+
+
+def pack_sequences(seqs: Sequence[Sequence[int]]) -> PackedSequences:
+    """Pack sequences of integers (token ids, any values that fit int64); each id is one symbol."""
+    if isinstance(seqs, np.ndarray) and seqs.ndim == 2:
+        seqs = list(seqs)
+    parts = []
+    for k, seq in enumerate(seqs):
+        if isinstance(seq, (str, bytes)):
+            raise InputError(
+                f"pack_sequences: item {k} is a {type(seq).__name__}, not a sequence of ints.",
+                "use encode_strings for text.",
+            )
+        arr = np.asarray(seq)
+        if arr.size == 0:
+            arr = arr.reshape(0).astype(np.int64)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            raise InputError(
+                f"pack_sequences: item {k} is not a 1-D sequence of integers "
+                f"(got ndim={arr.ndim}, dtype={arr.dtype}).",
+                "pass lists of int token ids, e.g. tokenizer.encode(text, add_special_tokens=False).",
+            )
+        parts.append(_fit_int64(arr, f"pack_sequences: item {k}"))
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([p.size for p in parts], out=offsets[1:])
+    symbols = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return PackedSequences(symbols, offsets)
+
+
+# --------------------------------------------------------------------------------------------------
+# Public distances
+# --------------------------------------------------------------------------------------------------
+
+
+def levenshtein(a: str | Sequence[int], b: str | Sequence[int]) -> int:
+    """Edit distance between two strings (over code points) or two integer sequences (over ids)."""
+    if isinstance(a, str) and isinstance(b, str):
+        packed = encode_strings([a, b])
+    elif not isinstance(a, str) and not isinstance(b, str):
+        packed = pack_sequences([a, b])
+    else:
+        raise InputError(
+            "levenshtein compares two strings or two integer sequences, not one of each.",
+            "encode both sides the same way.",
+        )
+    codes, n_codes = _dense_codes(packed.symbols)
+    o = packed.offsets
+    with np.errstate(over="ignore"):  # only seen with NUMBA_DISABLE_JIT: uint64 wrap-around is intended
+        return int(_pair_distance(codes, o[0], o[1], o[1], o[2], np.zeros(n_codes, dtype=np.uint64)))
+
+
+def levenshtein_pairs(packed: PackedSequences, i_idx, j_idx) -> np.ndarray:
+    """``out[k] = lev(packed[i_idx[k]], packed[j_idx[k]])`` as int32 (in parallel for large batches)."""
+    _check_packed(packed, "packed")
+    n = len(packed)
+    i_idx = _as_index_vector(i_idx, "i_idx", n)
+    j_idx = _as_index_vector(j_idx, "j_idx", n)
+    if i_idx.size != j_idx.size:
+        raise InputError(
+            f"i_idx and j_idx must have the same length (got {i_idx.size} and {j_idx.size}).",
+            "pass one index pair per distance.",
+        )
+    codes, n_codes = _dense_codes(packed.symbols)
+    out = np.zeros(i_idx.size, dtype=np.int32)
+    n_chunks = _n_chunks(out.size, out.size)
+    with np.errstate(over="ignore"):  # only seen with NUMBA_DISABLE_JIT: uint64 wrap-around is intended
+        if n_chunks > 1:
+            _pairs_parallel(codes, packed.offsets, n_codes, i_idx, j_idx, n_chunks, out)
+        else:
+            _pairs_run(codes, packed.offsets, n_codes, i_idx, j_idx, 0, out.size, out)
+    return out
+
+
+def levenshtein_all_pairs(packed: PackedSequences) -> np.ndarray:
+    """Condensed int32 vector of ``lev(packed[i], packed[j])`` for i < j in order (0,1), (0,2), ..., (1,2), ...
+
+    Same order as ``itertools.combinations(range(N), 2)`` and ``scipy.spatial.distance.squareform``.
+    """
+    _check_packed(packed, "packed")
+    n = len(packed)
+    codes, n_codes = _dense_codes(packed.symbols)
+    return _grid(codes, packed.offsets, n_codes, n, n, 0, triangle=True)
+
+
+def levenshtein_cdist(packed_a: PackedSequences, packed_b: PackedSequences) -> np.ndarray:
+    """int32 matrix ``D[i, j] = lev(packed_a[i], packed_b[j])``, as RapidFuzz ``cdist(scorer=Levenshtein.distance)``."""
+    _check_packed(packed_a, "packed_a")
+    _check_packed(packed_b, "packed_b")
+    na, nb = len(packed_a), len(packed_b)
+    # One table for both sides: b's sequences follow a's, so column j is sequence na + j.
+    symbols = np.concatenate([packed_a.symbols, packed_b.symbols])
+    offsets = np.concatenate([packed_a.offsets, packed_b.offsets[1:] + packed_a.offsets[-1]])
+    codes, n_codes = _dense_codes(symbols)
+    return _grid(codes, offsets, n_codes, na, nb, na, triangle=False).reshape(na, nb)
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation and preparation (plain Python)
+# --------------------------------------------------------------------------------------------------
+
+
+def _fit_int64(arr: np.ndarray, what: str) -> np.ndarray:
+    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise InputError(f"{what} has ids above 2**63 - 1.", "map the ids to int64 first.")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _as_int64_vector(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype == np.int64 and arr.ndim == 1:
+        return np.ascontiguousarray(arr)
+    if arr.size == 0 and arr.ndim == 1:
+        return np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise InputError(
+            f"PackedSequences.{name} must be a 1-D integer array (got ndim={arr.ndim}, dtype={arr.dtype}).",
+            "build it with encode_strings or pack_sequences.",
+        )
+    return _fit_int64(arr, f"PackedSequences.{name}")
+
+
+def _as_index_vector(values, name: str, n: int) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise InputError(
+            f"{name} must be a 1-D array of integer indices (got ndim={arr.ndim}, dtype={arr.dtype}).",
+            "pass e.g. np.array([0, 0, 1]).",
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise InputError(
+            f"{name} has indices outside [0, {n}) (min {int(arr.min())}, max {int(arr.max())}).",
+            f"index the {n} packed sequences with 0..{n - 1}; negative indices are not wrapped.",
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _check_packed(packed, name: str) -> None:
+    if not isinstance(packed, PackedSequences):
+        raise InputError(
+            f"{name} must be a PackedSequences, got {type(packed).__name__}.",
+            "build it with encode_strings(strings) or pack_sequences(token_id_lists).",
+        )
+
+
+def _dense_codes(symbols: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rank of each symbol among the distinct symbols (int64), and the number K of distinct symbols.
+
+    Distances only compare symbols for equality, so any injective renaming keeps them; dense ranks
+    let a pattern's match masks sit in a K-entry table.
+    """
+    if symbols.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    lo, hi = int(symbols.min()), int(symbols.max())
+    if hi - lo <= max(1 << 16, 2 * symbols.size):
+        # Narrow range (code points, most vocabularies): a presence table, O(S + range), no sort.
+        shifted = symbols - lo
+        present = np.zeros(hi - lo + 1, dtype=np.int64)
+        present[shifted] = 1
+        rank = np.cumsum(present)
+        rank -= 1
+        return rank[shifted], int(rank[-1]) + 1
+    alphabet, codes = np.unique(symbols, return_inverse=True)
+    return np.ascontiguousarray(codes.reshape(-1), dtype=np.int64), int(alphabet.size)
+
+
+def _grid(codes, offsets, n_codes, n_rows, n_cols, col_base, triangle) -> np.ndarray:
+    """Distances of rows 0..n_rows-1 to columns col_base.. of one packed table, as a flat int32 vector.
+
+    ``triangle``: rows and columns are the same sequences and only pairs row < column are kept, in
+    condensed order; otherwise the full row-major n_rows x n_cols grid.
+    """
+    n_out = n_rows * (n_rows - 1) // 2 if triangle else n_rows * n_cols
+    out = np.zeros(n_out, dtype=np.int32)
+    if n_out == 0:
+        return out
+    # Rows longer than 64 symbols take the per-pair path, whose lookup table has K entries.
+    longest_row = int(np.diff(offsets[: n_rows + 1]).max())
+    scratch_size = n_codes if longest_row > 64 else 0
+    tiles = _grid_tiles(n_rows, n_cols, triangle)
+    n_chunks = _n_chunks(tiles.shape[0], n_out)
+    args = (codes, offsets, n_codes, scratch_size, n_rows, n_cols, col_base, triangle, tiles)
+    with np.errstate(over="ignore"):  # only seen with NUMBA_DISABLE_JIT: uint64 wrap-around is intended
+        if n_chunks > 1:
+            _grid_parallel(*args, n_chunks, out)
+        else:
+            _grid_run(*args, 0, tiles.shape[0], out)
+    return out
+
+
+def _n_chunks(n_items: int, n_pairs: int) -> int:
+    """How many runs of work items the parallel kernel gets; 0 or 1 means: run on this thread."""
+    if n_pairs < _PARALLEL_MIN_PAIRS:
+        return 0
+    return min(n_items, _CHUNKS_PER_THREAD * numba.get_num_threads())
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _myers_word(codes, p0, p1, t0, t1, peq):
+    """lev(pattern, text) for a pattern of 1..64 symbols: one 64-bit column vector (Hyyrö 2003).
+
+    ``peq`` is a zeroed K-entry table; it gets the match mask of each pattern symbol and is zeroed
+    again before returning.
+    """
+    one = np.uint64(1)
+    m = p1 - p0
+    bit = one
+    for k in range(p0, p1):
+        peq[codes[k]] |= bit
+        bit <<= one
+    vp = ~np.uint64(0)  # bits above m are never read: carries and shifts only move upwards
+    vn = np.uint64(0)
+    last_shift = np.uint64(m - 1)
+    dist = m
+    for t in range(t0, t1):
+        x = peq[codes[t]]
+        d0 = (((x & vp) + vp) ^ vp) | x | vn
+        hp = vn | ~(d0 | vp)
+        hn = d0 & vp
+        # Branch-free score update: on unrelated texts the branches would be a coin toss.
+        dist += np.int64((hp >> last_shift) & one) - np.int64((hn >> last_shift) & one)
+        hp = (hp << one) | one
+        hn = hn << one
+        vp = hn | ~(d0 | hp)
+        vn = hp & d0
+    for k in range(p0, p1):
+        peq[codes[k]] = 0
+    return dist
+
+
+@njit(cache=True)
+def _myers_blocks(codes, p0, p1, t0, t1, row_of):
+    """lev(pattern, text) for a pattern of any length: ceil(m / 64) words, carries passed upwards.
+
+    ``row_of`` is a zeroed K-entry table; it maps each pattern symbol to its row (1..) of a local
+    match-mask table whose row 0 (symbols absent from the pattern) stays zero; it is zeroed again
+    before returning.
+    """
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    m = p1 - p0
+    words = (m + 63) // 64
+    peq = np.zeros((m + 1, words), dtype=np.uint64)
+    n_rows = 0
+    for k in range(m):
+        c = codes[p0 + k]
+        if row_of[c] == 0:
+            n_rows += 1
+            row_of[c] = n_rows
+        peq[row_of[c], k // 64] |= one << np.uint64(k % 64)
+    vp = np.full(words, ~zero, dtype=np.uint64)
+    vn = np.zeros(words, dtype=np.uint64)
+    last_shift = np.uint64((m - 1) % 64)
+    top_shift = np.uint64(63)
+    dist = m
+    for t in range(t0, t1):
+        row = row_of[codes[t]]
+        hp_carry = one  # the top row of the DP grows by one per text symbol
+        hn_carry = zero
+        for w in range(words):
+            x = peq[row, w] | hn_carry
+            vp_w = vp[w]
+            vn_w = vn[w]
+            d0 = (((x & vp_w) + vp_w) ^ vp_w) | x | vn_w
+            hp = vn_w | ~(d0 | vp_w)
+            hn = d0 & vp_w
+            out_shift = top_shift if w < words - 1 else last_shift
+            hp_out = (hp >> out_shift) & one
+            hn_out = (hn >> out_shift) & one
+            hp = (hp << one) | hp_carry
+            hn = (hn << one) | hn_carry
+            vp[w] = hn | ~(d0 | hp)
+            vn[w] = hp & d0
+            hp_carry = hp_out
+            hn_carry = hn_out
+        dist += np.int64(hp_carry) - np.int64(hn_carry)
+    for k in range(p0, p1):
+        row_of[codes[k]] = 0
+    return dist
+
+
+@njit(cache=True)
+def _pair_distance(codes, a0, a1, b0, b1, scratch):
+    """lev(codes[a0:a1], codes[b0:b1]); 0 when equal, the other's length when one is empty.
+
+    ``scratch`` is a zeroed K-entry uint64 table, returned zeroed.
+    """
+    while a0 < a1 and b0 < b1 and codes[a0] == codes[b0]:
+        a0 += 1
+        b0 += 1
+    while a0 < a1 and b0 < b1 and codes[a1 - 1] == codes[b1 - 1]:
+        a1 -= 1
+        b1 -= 1
+    la = a1 - a0
+    lb = b1 - b0
+    if la == 0:
+        return lb
+    if lb == 0:
+        return la
+    if la > lb:  # the shorter side is the pattern: fewer words per text symbol
+        a0, a1, b0, b1 = b0, b1, a0, a1
+    if a1 - a0 <= 64:
+        return _myers_word(codes, a0, a1, b0, b1, scratch)
+    return _myers_blocks(codes, a0, a1, b0, b1, scratch)
+
+
+@njit(cache=True)
+def _load_lanes(codes, offsets, row0, n_lanes, row_of, masks, m, last_shift):
+    """Put the match masks of rows row0.. (those of 1..64 symbols) in lanes; return how many.
+
+    Lane l of ``masks[row_of[s]]`` has bit k set when symbol s is at position k of row row0 + l;
+    row 0 of ``masks`` (symbols in no lane) stays zero. ``m[l]`` is the row's length, 0 for a lane
+    left to the per-pair path (empty, longer than 64, or past the last row).
+    """
+    one = np.uint64(1)
+    n_used = 0
+    n_active = 0
+    for lane in range(_LANES):
+        m[lane] = 0
+        last_shift[lane] = 0
+        if lane < n_lanes:
+            a0 = offsets[row0 + lane]
+            a1 = offsets[row0 + lane + 1]
+            if 0 < a1 - a0 <= 64:
+                m[lane] = a1 - a0
+                last_shift[lane] = a1 - a0 - 1
+                n_active += 1
+                bit = one
+                for k in range(a0, a1):
+                    if row_of[codes[k]] == 0:
+                        n_used += 1
+                        row_of[codes[k]] = n_used
+                    masks[row_of[codes[k]], lane] |= bit
+                    bit <<= one
+    return n_active
+
+
+@njit(cache=True)
+def _unload_lanes(codes, offsets, row0, m, row_of, masks):
+    """Zero what ``_load_lanes`` set, touching only the symbols of the loaded rows."""
+    for lane in range(_LANES):
+        if m[lane] > 0:
+            for k in range(offsets[row0 + lane], offsets[row0 + lane + 1]):
+                masks[row_of[codes[k]], :] = 0
+                row_of[codes[k]] = 0
+
+
+@njit(cache=True, inline="always")
+def _lanes_vs_text(codes, t0, t1, row_of, masks, m, last_shift, vp, vn, dist):
+    """dist[l] = lev(lane l's row, codes[t0:t1]) for all lanes at once: ``_myers_word`` with lanes."""
+    one = np.uint64(1)
+    for lane in range(_LANES):
+        vp[lane] = ~np.uint64(0)
+        vn[lane] = 0
+        dist[lane] = m[lane]
+    for t in range(t0, t1):
+        row = row_of[codes[t]]
+        for lane in range(_LANES):
+            x = masks[row, lane]
+            vp_l = vp[lane]
+            vn_l = vn[lane]
+            d0 = (((x & vp_l) + vp_l) ^ vp_l) | x | vn_l
+            hp = vn_l | ~(d0 | vp_l)
+            hn = d0 & vp_l
+            dist[lane] += np.int64((hp >> last_shift[lane]) & one) - np.int64((hn >> last_shift[lane]) & one)
+            hp = (hp << one) | one
+            hn = hn << one
+            vp[lane] = hn | ~(d0 | hp)
+            vn[lane] = hp & d0
+
+
+@njit(cache=True)
+def _grid_tiles(n_rows, n_cols, triangle):
+    """Work items of the grid: (first row, first column, end column) of each tile.
+
+    Each group of _LANES rows meets its columns (in a triangle, those after the group's first row)
+    in slices of _TILE_COLS.
+    """
+    n_tiles = 0
+    for row0 in range(0, n_rows, _LANES):
+        first = row0 + 1 if triangle else 0
+        n_tiles += max(0, (n_cols - first + _TILE_COLS - 1) // _TILE_COLS)
+    tiles = np.empty((n_tiles, 3), dtype=np.int64)
+    k = 0
+    for row0 in range(0, n_rows, _LANES):
+        for c0 in range(row0 + 1 if triangle else 0, n_cols, _TILE_COLS):
+            tiles[k, 0] = row0
+            tiles[k, 1] = c0
+            tiles[k, 2] = min(c0 + _TILE_COLS, n_cols)
+            k += 1
+    return tiles
+
+
+@njit(cache=True)
+def _grid_run(codes, offsets, n_codes, scratch_size, n_rows, n_cols, col_base, triangle, tiles, first, stop, out):
+    """out[pair] = lev(row, column) for the pairs of tiles[first:stop].
+
+    Row r is sequence r, column c is sequence col_base + c; ``triangle`` keeps r < c only, at the
+    condensed index r*(2n-r-1)/2 + c-r-1, else r*n_cols + c.
+    """
+    row_of = np.zeros(n_codes, dtype=np.int32)
+    masks = np.zeros((min(n_codes, _LANES * 64) + 1, _LANES), dtype=np.uint64)
+    scratch = np.zeros(scratch_size, dtype=np.uint64)
+    m = np.zeros(_LANES, dtype=np.int64)
+    last_shift = np.zeros(_LANES, dtype=np.uint64)
+    vp = np.zeros(_LANES, dtype=np.uint64)
+    vn = np.zeros(_LANES, dtype=np.uint64)
+    dist = np.zeros(_LANES, dtype=np.int64)
+    for tile in range(first, stop):
+        row0 = tiles[tile, 0]
+        n_lanes = min(_LANES, n_rows - row0)
+        n_active = _load_lanes(codes, offsets, row0, n_lanes, row_of, masks, m, last_shift)
+        for c in range(tiles[tile, 1], tiles[tile, 2]):
+            t0 = offsets[col_base + c]
+            t1 = offsets[col_base + c + 1]
+            if n_active > 0:
+                _lanes_vs_text(codes, t0, t1, row_of, masks, m, last_shift, vp, vn, dist)
+            for lane in range(n_lanes):
+                r = row0 + lane
+                if triangle and c <= r:
+                    continue
+                if m[lane] > 0:
+                    d = dist[lane]
+                else:
+                    d = _pair_distance(codes, offsets[r], offsets[r + 1], t0, t1, scratch)
+                if triangle:
+                    out[r * (2 * n_rows - r - 1) // 2 + c - r - 1] = d
+                else:
+                    out[r * n_cols + c] = d
+        _unload_lanes(codes, offsets, row0, m, row_of, masks)
+
+
+@njit(cache=True, parallel=True)
+def _grid_parallel(codes, offsets, n_codes, scratch_size, n_rows, n_cols, col_base, triangle, tiles, n_chunks, out):
+    """``_grid_run`` over n_chunks contiguous runs of tiles in parallel."""
+    n_tiles = tiles.shape[0]
+    for chunk in prange(n_chunks):
+        first = chunk * n_tiles // n_chunks
+        stop = (chunk + 1) * n_tiles // n_chunks
+        _grid_run(codes, offsets, n_codes, scratch_size, n_rows, n_cols, col_base, triangle, tiles, first, stop, out)
+
+
+@njit(cache=True)
+def _pairs_run(codes, offsets, n_codes, i_idx, j_idx, first, stop, out):
+    """out[k] = lev(sequence i_idx[k], sequence j_idx[k]) for k in first..stop-1."""
+    scratch = np.zeros(n_codes, dtype=np.uint64)
+    for k in range(first, stop):
+        i = i_idx[k]
+        j = j_idx[k]
+        out[k] = _pair_distance(codes, offsets[i], offsets[i + 1], offsets[j], offsets[j + 1], scratch)
+
+
+@njit(cache=True, parallel=True)
+def _pairs_parallel(codes, offsets, n_codes, i_idx, j_idx, n_chunks, out):
+    """``_pairs_run`` over n_chunks contiguous ranges of pairs in parallel."""
+    n_pairs = out.shape[0]
+    for chunk in prange(n_chunks):
+        first = chunk * n_pairs // n_chunks
+        stop = (chunk + 1) * n_pairs // n_chunks
+        _pairs_run(codes, offsets, n_codes, i_idx, j_idx, first, stop, out)
