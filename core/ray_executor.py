@@ -1,0 +1,134 @@
+"""The Ray executor: one Ray task per model; Ray schedules, this module only submits and gathers.
+
+Each task is ``run_job`` on a worker, so the result folders, their keys and the resume semantics are the
+local executor's (``fasteval.core.sweep``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
+skipped when done under the same settings. On a cluster of several machines, ``out`` and ``cache_root``
+must be paths every node can write (a shared file system) and the loader's cache (``FASTEVAL_HOME``) too.
+
+Ray is an optional extra (``pip install 'fasteval[ray]'``) imported only when this executor runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fasteval.core.errors import FastevalError, InputError
+from fasteval.core.results import check_writable
+from fasteval.core.sweep import OVERWRITE, Job, Outcome, clean_stale_staging, run_job
+
+
+def _run_job_remote(job: Job, out: Path, loader: Callable[..., Any], overwrite: str,
+                    cache_root: Path | None) -> Outcome:
+    """``run_job`` as a Ray task: a FastevalError becomes a "failed" outcome (as in the local executor), and
+    the in-memory result stays on the worker (the result folder is what counts; shipping it back costs)."""
+    try:
+        outcome = run_job(job, out, loader, overwrite, cache_root)
+    except FastevalError as err:
+        return Outcome(job.model, "failed", None, str(err))
+    outcome.result = None
+    return outcome
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--executor ray needs Ray.", "pip install 'fasteval[ray]'") from None
+    return ray
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _connect(ray, address: str | None) -> bool:
+    """Connect to ``address``, or start a local cluster; True if this call did it (and so must shut it down)."""
+    if ray.is_initialized():
+        return False
+    # Ray Client needs grpcio, which the minimal Ray lacks; say so before Ray's multi-line error.
+    if address and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise InputError(f"--address {address} needs Ray Client.", "pip install 'ray[client]'")
+    try:
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
+                 logging_level=logging.WARNING)
+    except (ConnectionError, ValueError, RuntimeError) as err:
+        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+        raise InputError(f"Cannot connect to {where}: {_first_line(err)}",
+                         "check --address (e.g. HOST:6379 or ray://HOST:10001) and that the cluster is up.") \
+            from None
+    return True
+
+
+def _gpus_per_task(ray, job: Job, num_gpus_per_task: float | None) -> float:
+    """An explicit request, else one GPU when the cluster has GPUs and the job does not ask for the CPU."""
+    if num_gpus_per_task is not None:
+        return num_gpus_per_task
+    if job.options.get("provider") == "cpu":
+        return 0
+    return 1 if ray.cluster_resources().get("GPU", 0) > 0 else 0
+
+
+def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
+                  cache_root: Path | None = None, address: str | None = None,
+                  num_gpus_per_task: float | None = None,
+                  on_model: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Run ``jobs`` as one Ray task each and return their outcomes in job order (as ``run_sweep`` does).
+
+    ``address`` names a running cluster; without it Ray's own rule applies (``RAY_ADDRESS``, else a cluster
+    started with ``ray start`` on this machine, else a new local one). A cluster or connection this call
+    made is shut down at the end; one the caller already holds (``ray.init`` before) is left alone.
+    ``num_gpus_per_task`` overrides the default (one GPU per task when the cluster has GPUs, e.g. 0.5 to put
+    two models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as
+    each model finishes, in finishing order.
+    """
+    if overwrite not in OVERWRITE:
+        raise InputError(f"Unknown --overwrite {overwrite!r}.", f"use one of {', '.join(OVERWRITE)}.")
+    if num_gpus_per_task is not None and num_gpus_per_task < 0:
+        raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
+    # Absolute paths: a Ray worker's working directory is not the caller's.
+    out = check_writable(out).resolve()
+    cache_root = None if cache_root is None else Path(cache_root).expanduser().resolve()
+    clean_stale_staging(out)
+    if not jobs:
+        return []
+    ray = _import_ray()
+    started = _connect(ray, address)
+    try:
+        gpus = {i: _gpus_per_task(ray, job, num_gpus_per_task) for i, job in enumerate(jobs)}
+        have = ray.cluster_resources().get("GPU", 0)
+        if max(gpus.values()) > have:
+            raise InputError(f"Each Ray task asks for {max(gpus.values())} GPU but the cluster has {have}.",
+                             "pass a smaller num_gpus_per_task, or use a cluster with GPUs.")
+        # The loader reads FASTEVAL_HOME (exported models): a worker must see the caller's.
+        env = {k: os.environ[k] for k in ("FASTEVAL_HOME",) if k in os.environ}
+        task = ray.remote(_run_job_remote)
+        refs = {task.options(num_gpus=gpus[i], runtime_env={"env_vars": env} if env else None)
+                .remote(job, out, loader, overwrite, cache_root): i for i, job in enumerate(jobs)}
+        outcomes: list[Outcome | None] = [None] * len(jobs)
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            i = refs[ready[0]]
+            outcomes[i] = _gather(ray, ready[0], jobs[i])
+            if on_model:
+                on_model(outcomes[i])
+        return outcomes  # type: ignore[return-value]
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _gather(ray, ref, job: Job) -> Outcome:
+    """The task's outcome; a task Ray could not finish (worker or node lost, out of memory) is "failed".
+    A bug in the task (any other exception) is raised, as the local executor would."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError:
+        raise
+    except ray.exceptions.RayError as err:
+        return Outcome(job.model, "failed", None, f"Ray could not run the task: {_first_line(err)}")
