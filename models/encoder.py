@@ -88,12 +88,15 @@ class OnnxEncoder:
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
         if folder.max_seq_length:
-            self.tokenizer.enable_truncation(max_length=folder.max_seq_length)
+            self.tokenizer.enable_truncation(max_length=folder.max_seq_length,
+                                             direction=self._side("truncation_side"))
         self.pad_id, pad_token = self._pad()
         self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token,
                                       direction=self._padding_side())
         self.do_lower_case = self._do_lower_case()
         self.session, self.provider = _session(folder.onnx_file, provider, threads, quiet)
+        # On CUDA, run through an I/O binding (see _infer); on the CPU plain session.run is as fast.
+        self.io_binding = self.provider == "cuda"
         self.input_names = {i.name for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         self.output_name = next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), outputs[0])
@@ -123,8 +126,11 @@ class OnnxEncoder:
                 return json.loads(cfg.read_text(encoding="utf-8"))
         return {}
 
+    def _side(self, key: str) -> str:
+        return "left" if self._tokenizer_config().get(key) == "left" else "right"
+
     def _padding_side(self) -> str:
-        return "left" if self._tokenizer_config().get("padding_side") == "left" else "right"
+        return self._side("padding_side")
 
     def _do_lower_case(self) -> bool:
         import json
@@ -140,14 +146,15 @@ class OnnxEncoder:
             return data["weight"].astype(np.float32), (data["bias"].astype(np.float32) if "bias" in data else None)
 
     def _count_prompt_tokens(self) -> int:
-        """Tokens of the prompt with the leading special tokens but without the trailing ones."""
+        """Tokens of the prompt alone, less one trailing special token (EOS, SEP) if there is one: what
+        sentence-transformers masks out when the pooling has ``include_prompt=False``."""
         enc = self.tokenizer.encode(self.prompt)
-        special_tail = 0
-        for is_special in reversed(enc.special_tokens_mask):
-            if not is_special:
-                break
-            special_tail += 1
-        return len(enc.ids) - special_tail
+        return len(enc.ids) - (1 if enc.special_tokens_mask and enc.special_tokens_mask[-1] else 0)
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """The model's token ids of each text without special tokens (METHOD 2.2, token Levenshtein)."""
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [[i for i, m in zip(e.ids, e.attention_mask) if m] for e in encodings]
 
     @property
     def dimension(self) -> int:
@@ -160,6 +167,19 @@ class OnnxEncoder:
         lengths = [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
         return np.argsort([-n for n in lengths], kind="stable")
 
+    def _infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The graph's token embeddings for one batch. With ``io_binding`` (CUDA), the inputs are bound from
+        host memory and onnxruntime allocates the output on the provider's device and copies it back once,
+        instead of session.run's per-call output handling; the numbers are the same."""
+        if not self.io_binding:
+            return self.session.run([self.output_name], feed)[0]
+        binding = self.session.io_binding()
+        for name, value in feed.items():
+            binding.bind_cpu_input(name, np.ascontiguousarray(value))
+        binding.bind_output(self.output_name, "cuda" if self.provider == "cuda" else "cpu")
+        self.session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()[0]
+
     def _run(self, batch: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(batch)
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
@@ -168,9 +188,12 @@ class OnnxEncoder:
         if "token_type_ids" in self.input_names:
             feed["token_type_ids"] = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
         if "position_ids" in self.input_names:
-            feed["position_ids"] = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+            # What transformers uses when sentence-transformers passes none: 0..seq-1 on every row, left
+            # padding included (rotary models only see position differences, so this equals the per-row
+            # count; absolute-position models then match sentence-transformers, which is the reference).
+            feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
         feed = {k: v for k, v in feed.items() if k in self.input_names}
-        tokens = self.session.run([self.output_name], feed)[0].astype(np.float32, copy=False)
+        tokens = self._infer(feed).astype(np.float32, copy=False)
         if self._prompt_length and not self.folder.pooling.include_prompt:
             mask = mask.copy()
             if self._padding_side() == "left":

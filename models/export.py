@@ -64,16 +64,49 @@ def _dense_to_npz(src: Path, target: Path) -> None:
     np.savez(target, **arrays)
 
 
-def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bool = False) -> Path:
-    """Return the exported folder for ``folder`` (exporting it first if it is not cached)."""
+def export_info(path: Path) -> dict:
+    """The ``fasteval_export.json`` of an exported folder ({} when there is none)."""
+    info = Path(path) / "fasteval_export.json"
+    try:
+        return json.loads(info.read_text()) if info.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def cuda_usable() -> bool:
+    """True when torch sees a CUDA device: Optimum exports fp16 on the GPU only."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bool = False,
+           out: Path | None = None) -> Path:
+    """Return the exported folder for ``folder``, exporting it first unless that export exists.
+
+    The export goes to ``out`` when given, else to the cache (``cache_root/onnx/<source hash>-<dtype>``). It is
+    staged in a temporary folder beside the destination and renamed into place: a failed or interrupted export
+    leaves nothing behind. fp16 needs a CUDA GPU (checked before anything is written). A folder that already
+    holds ``model.onnx`` is returned as it is.
+    """
     if folder.onnx_file is not None:
         return folder.path
     if dtype not in DTYPES:
         raise ModelError(f"Unknown dtype {dtype!r}.", f"use one of {', '.join(DTYPES)}.")
     source_hash = content_hash(folder.path)
-    dest = export_dir(cache_root, source_hash, dtype)
-    if (dest / "fasteval_export.json").exists():
+    dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
+    info = export_info(dest)
+    if info.get("source_sha256") == source_hash and info.get("dtype") == dtype and (dest / "model.onnx").exists():
         return dest
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ModelError(f"{dest} exists and is not an empty folder.",
+                         "pass a new --out folder, or delete that one.")
+    if dtype == "fp16" and not cuda_usable():
+        raise ModelError("fp16 export needs a CUDA GPU, and torch sees none here.",
+                         "export fp32 (the default), or run on a machine with an NVIDIA GPU and a CUDA build "
+                         "of torch.")
     try:
         from optimum.exporters.onnx import main_export
     except ImportError:
@@ -81,7 +114,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
                          "install the export extra: pip install 'fasteval[export]'.") from None
     if not quiet:
         print(f"fasteval: exporting {folder.path.name} to ONNX ({dtype}) with Optimum, once; "
-              f"cached in {dest}", file=sys.stderr, flush=True)
+              f"written to {dest}", file=sys.stderr, flush=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".export-", dir=dest.parent) as tmp:
         staging = Path(tmp) / "out"

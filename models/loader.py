@@ -1,32 +1,76 @@
 """One call from a model name or folder to a ready encoder: fetch (registry) -> export (cached) -> session."""
 from __future__ import annotations
 
+import sys
+
+from fasteval.core.errors import ModelError
 from fasteval.models.encoder import OnnxEncoder
-from fasteval.models.export import export, load_export
-from fasteval.models.folder import file_hash, load_folder
-from fasteval.models.registry import DEFAULT_MODEL, fasteval_home, source_folder
+from fasteval.models.export import export, export_info, load_export
+from fasteval.models.folder import content_hash, ModelFolder, file_hash, load_folder
+from fasteval.models.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
+
+
+def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | None) -> tuple[str, str]:
+    """(prompt text, prompt name) to prepend to every text; ("", "") by default, as in the paper.
+
+    ``prompt_name`` is looked up in the folder's config_sentence_transformers.json ``prompts``. A folder's
+    ``default_prompt_name`` is never applied implicitly (the paper passed no prompt): pass it by name.
+    """
+    if prompt is not None and prompt_name is not None:
+        raise ModelError("Both a prompt and a prompt name were given.", "pass --prompt TEXT or --prompt-name NAME.")
+    if prompt_name is not None:
+        if prompt_name not in folder.prompts:
+            known = ", ".join(repr(k) for k in folder.prompts) or "none"
+            raise ModelError(f"{folder.path.name} has no prompt named {prompt_name!r} (its prompts: {known}).",
+                             "pass one of its prompt names, or the text itself with --prompt.")
+        return folder.prompts[prompt_name], prompt_name
+    return prompt or "", ""
 
 
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-               quiet: bool = False) -> OnnxEncoder:
-    """An OnnxEncoder for a registry name or a model folder, with ``.name`` and ``.info`` (the settings that
-    change an embedding: source and ONNX hashes, provider, dtype, pooling, normalisation, prompt)."""
+               prompt_name: str | None = None, quiet: bool = False) -> OnnxEncoder:
+    """An OnnxEncoder for a registry name, a model folder or a Hugging Face id, with ``.name`` and ``.info``
+    (the settings that change an embedding: source and ONNX hashes, provider, dtype, pooling, normalisation,
+    prompt). ``prompt`` / ``prompt_name`` as in sentence-transformers' ``encode``; none by default."""
     display, src = source_folder(name, quiet=quiet)
     folder = load_folder(src)
+    prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
+    if folder.default_prompt_name and not prompt_text and not prompt_key and not quiet:
+        print(f"fasteval: note: {display} declares default_prompt_name={folder.default_prompt_name!r}; the paper "
+              "passed no prompt, so none is used (pass --prompt-name to use it).", file=sys.stderr)
+    spec = find_spec(name)
+    if spec is not None and spec.pooling and spec.pooling != folder.pooling.name and not quiet:
+        print(f"fasteval: warning: the registry lists {spec.pooling} pooling for {display}, its folder says "
+              f"{folder.pooling.name}; using the folder's.", file=sys.stderr)
     exported = load_export(export(folder, fasteval_home(), dtype=dtype, quiet=quiet))
     encoder = OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
-                          prompt=prompt, quiet=quiet)
+                          prompt=prompt_text, quiet=quiet)
     encoder.name = display
+    exported_info = export_info(exported.path)
+    dtype = exported_info.get("dtype", dtype)  # an already exported folder says its own
     encoder.info = {
         "model": display,
         "source": str(src),
+        # weights, tokenizer and configs (a folder exported elsewhere is hashed as it is)
+        "source_sha256": exported_info.get("source_sha256") or content_hash(src),
         "onnx_sha256": file_hash(exported.onnx_file),
         "provider": encoder.provider,
         "dtype": dtype,
         "batch_size": batch_size,
         "batch_order": order,
-        "prompt": prompt or "",
+        "prompt": prompt_text,
+        "prompt_name": prompt_key,
         **exported.settings(),
     }
     return encoder
+
+
+def export_model(name: str, *, out=None, dtype: str = "fp32", quiet: bool = False):
+    """Export a registry name, model folder or Hugging Face id to ONNX (``out``, default the cache); the path.
+
+    The exported folder holds model.onnx, tokenizer.json, the sentence-transformers configs and the Dense
+    weights as npz: everything the encoder needs, without torch.
+    """
+    _, src = source_folder(name, quiet=quiet)
+    return export(load_folder(src), fasteval_home(), dtype=dtype, quiet=quiet, out=out)

