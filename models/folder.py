@@ -177,14 +177,53 @@ def load_folder(path: str | Path) -> ModelFolder:
     return folder
 
 
-def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:
-    """sha256 over the sorted relative paths and bytes of every file below ``path`` (hidden files skipped)."""
-    root = Path(path)
-    digest = hashlib.sha256()
+def _files(root: Path) -> list[tuple[str, Path]]:
+    files = []
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = file.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
+        if not any(part.startswith(".") for part in rel.split("/")):
+            files.append((rel, file))
+    return files
+
+
+def _memoized(kind: str, path: Path, stats: list, compute) -> str:
+    """A hash remembered by (path, sizes, mtimes) in FASTEVAL_HOME/hashes.json: a multi-GB model is read
+    once, not at every load; any change of size or mtime recomputes it."""
+    from fasteval.models.home import fasteval_home
+
+    memo_path = fasteval_home() / "hashes.json"
+    key = f"{kind}:{path.resolve()}"
+    signature = hashlib.sha256(json.dumps(stats).encode()).hexdigest()
+    memo: dict = {}
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    entry = memo.get(key)
+    if isinstance(entry, dict) and entry.get("signature") == signature:
+        return entry["sha256"]
+    value = compute()
+    memo[key] = {"signature": signature, "sha256": value}
+    try:
+        from fasteval.core.results import atomic_write_text
+
+        atomic_write_text(memo_path, json.dumps(memo))
+    except OSError:
+        pass  # a read-only cache only costs the hashing time
+    return value
+
+
+def content_hash(path: str | Path) -> str:
+    """sha256 over the sorted relative paths and bytes of every file below ``path`` (hidden files skipped)."""
+    root = Path(path)
+    files = _files(root)
+    stats = [(rel, f.stat().st_size, f.stat().st_mtime_ns) for rel, f in files]
+    return _memoized("tree", root, stats, lambda: _content_hash(files))
+
+
+def _content_hash(files: list[tuple[str, Path]], chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    for rel, file in files:
         digest.update(rel.encode() + b"\0")
         with open(file, "rb") as fh:
             while block := fh.read(chunk):
@@ -193,7 +232,14 @@ def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def file_hash(path: str | Path, chunk: int = 1 << 20) -> str:
+def file_hash(path: str | Path) -> str:
+    """sha256 of one file's bytes (memoized by size and mtime, as content_hash)."""
+    path = Path(path)
+    st = path.stat()
+    return _memoized("file", path, [st.st_size, st.st_mtime_ns], lambda: sha256_of_file(path))
+
+
+def sha256_of_file(path: Path, chunk: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):

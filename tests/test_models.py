@@ -75,11 +75,19 @@ def test_folder_errors(tmp_path, tiny_st_folder):
         load_folder(odd)
 
 
-def test_content_hash_changes_with_content(tmp_path):
-    (tmp_path / "a").write_text("x")
-    first = content_hash(tmp_path)
-    (tmp_path / "a").write_text("y")
-    assert content_hash(tmp_path) != first
+def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "a").write_text("x")
+    first = content_hash(folder)
+    assert first == hashlib.sha256(b"a\0x\0").hexdigest()
+    assert (tmp_path / "home" / "hashes.json").exists()
+    assert content_hash(folder) == first  # from the memo
+    (folder / "a").write_text("yy")
+    assert content_hash(folder) != first, "a changed size or mtime is hashed again"
 
 
 def test_encoder_matches_sentence_transformers(tiny_encoder, tiny_st_folder):
