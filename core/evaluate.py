@@ -6,6 +6,7 @@ An encoder is a fasteval model (``fasteval.models.load_model``) or any object wi
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -65,31 +66,29 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "c
         groups += [c.texts for c in P.exam1_cells()]
     if 2 in exams:
         groups += exam2_groups()
-    step("embed")
-    start = time.perf_counter()
-    table = embed_groups(encoder, groups, table)
-    result.timings["embed"] = time.perf_counter() - start
+    @contextmanager
+    def timed(name: str):
+        step(name)
+        start = time.perf_counter()
+        yield
+        result.timings[name] = time.perf_counter() - start
+
+    with timed("embed"):
+        table = embed_groups(encoder, groups, table)
     sims = None
     if 1 in exams or 3 in exams:
-        start = time.perf_counter()
-        sims = cell_similarities(table, metric)
-        result.timings["similarity"] = time.perf_counter() - start
+        with timed("similarity"):
+            sims = cell_similarities(table, metric)
     if 1 in exams:
-        step("exam1")
-        start = time.perf_counter()
-        result.exams["exam1"] = run_exam1(table, metric=metric, similarities=sims)
-        result.timings["exam1"] = time.perf_counter() - start
+        with timed("exam1"):
+            result.exams["exam1"] = run_exam1(table, metric=metric, similarities=sims)
     if 2 in exams:
-        step("exam2")
-        start = time.perf_counter()
-        texts = exam2_groups()[0]
-        result.exams["exam2"] = run_exam2(table, tokenizer_ids(encoder, texts), metric=metric)
-        result.timings["exam2"] = time.perf_counter() - start
+        with timed("exam2"):
+            token_ids = tokenizer_ids(encoder, exam2_groups()[0])
+            result.exams["exam2"] = run_exam2(table, token_ids, metric=metric)
     if 3 in exams:
-        step("exam3")
-        start = time.perf_counter()
-        result.exams["exam3"] = run_exam3(table, metric=metric, similarities=sims)
-        result.timings["exam3"] = time.perf_counter() - start
+        with timed("exam3"):
+            result.exams["exam3"] = run_exam3(table, metric=metric, similarities=sims)
     return result
 
 
