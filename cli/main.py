@@ -16,6 +16,7 @@ import typer
 from fasteval.core.errors import FastevalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
                   help="fasteval: how text-embedding models measure physical quantities "
                        "(Opitz & Michail, 'Embedding Models Measure in Peculiar Ways').")
 

@@ -73,8 +73,12 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int] = EXAMS, metric: str = "c
         yield
         result.timings[name] = time.perf_counter() - start
 
+    from fasteval.core.kernels import warm_up_in_background
+
+    warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
         table = embed_groups(encoder, groups, table)
+    warming.join()
     sims = None
     if 1 in exams or 3 in exams:
         with timed("similarity"):

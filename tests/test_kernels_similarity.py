@@ -145,3 +145,20 @@ def test_paired_and_anchor_errors():
             anchor_similarity(np.ones((3, 4)), bad)
     with pytest.raises(InputError):
         anchor_similarity(np.empty((0, 4)), 0)
+
+
+def test_blas_path_equals_kernel_path():
+    """Large cos/dot grids take float64 BLAS; the Numba kernel on the same input agrees to the last bit
+    except at float32 rounding boundaries (at most one ulp)."""
+    from fasteval.core.kernels import similarity as sim
+
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(700, 384)).astype(np.float32)
+    b = rng.normal(size=(650, 384)).astype(np.float32)
+    assert a.shape[0] * b.shape[0] * a.shape[1] >= sim.BLAS_MIN_WORK
+    for metric in ("cos", "dot"):
+        fast = sim.similarity_matrix(a, b, metric=metric)
+        ua, ub, code = sim._prepare(a, b, metric, ("a", "b"))
+        slow = sim._similarity_matrix(ua, ub, code)
+        ulps = np.abs(fast.view(np.int32).astype(np.int64) - slow.view(np.int32).astype(np.int64))
+        assert ulps.max() <= 1 and (ulps == 0).mean() > 0.999
