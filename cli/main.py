@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -41,6 +42,18 @@ class DType(str, Enum):
 def _fail(err: FastevalError) -> None:
     typer.echo(f"fasteval: error: {err}", err=True)
     raise typer.Exit(err.exit_code)
+
+
+@contextmanager
+def user_errors(on_interrupt: str = "nothing half-written was kept."):
+    """A FastevalError becomes one line and its exit code; Ctrl-C exits 130 with ``on_interrupt``."""
+    try:
+        yield
+    except FastevalError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        typer.echo(f"fasteval: interrupted; {on_interrupt}", err=True)
+        raise typer.Exit(130) from None
 
 
 def _say(quiet: bool, message: str) -> None:
@@ -145,7 +158,7 @@ def sweep(
 
     Resumable: a rerun skips every model already done under the same settings and redoes the rest.
     """
-    try:
+    with user_errors("finished models are kept, the interrupted one is redone on rerun."):
         from fasteval.core.results import check_writable
 
         chosen = parse_exams(exams)
@@ -193,12 +206,6 @@ def sweep(
             print_summary(outcomes)
         if any(o.status == "failed" for o in outcomes):
             raise typer.Exit(1)
-    except FastevalError as err:
-        _fail(err)
-    except KeyboardInterrupt:
-        typer.echo("fasteval: interrupted; finished models are kept, the interrupted one is redone on rerun.",
-                   err=True)
-        raise typer.Exit(130) from None
 
 
 @app.command()
@@ -228,7 +235,7 @@ def export_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the result.")] = False,
 ) -> None:
     """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
-    try:
+    with user_errors():
         from fasteval.models.loader import export_model, load_model
 
         dest = export_model(model, out=out, dtype=dtype.value, quiet=quiet)
@@ -241,11 +248,6 @@ def export_command(
 
             reference = load_model(str(export_model(model, quiet=quiet)), quiet=quiet)
             typer.echo(dtype_drift(reference, load_model(str(dest), quiet=quiet)).line())
-    except FastevalError as err:
-        _fail(err)
-    except KeyboardInterrupt:
-        typer.echo("fasteval: interrupted; nothing half-written was kept.", err=True)
-        raise typer.Exit(130) from None
 
 
 @app.command("report")
@@ -260,7 +262,7 @@ def report_command(
     dpi: Annotated[int, typer.Option(min=10, max=1200, help="PNG resolution (the paper's PDFs: 300).")] = 120,
 ) -> None:
     """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
-    try:
+    with user_errors():
         from fasteval.core.report import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
@@ -269,11 +271,6 @@ def report_command(
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "
                    f"({len(rep.files)} files; open {rep.out / 'report.html'})")
-    except FastevalError as err:
-        _fail(err)
-    except KeyboardInterrupt:
-        typer.echo("fasteval: interrupted; nothing half-written was kept.", err=True)
-        raise typer.Exit(130) from None
 
 
 @app.command("bench")
@@ -294,7 +291,7 @@ def bench_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the table.")] = False,
 ) -> None:
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
-    try:
+    with user_errors("no numbers were written."):
         from fasteval.core.bench import bench_text, parse_int_list, run_bench, write_bench_json
         from fasteval.models.encoder import cpu_threads
         from fasteval.models.loader import load_model
@@ -310,11 +307,6 @@ def bench_command(
         if json_path is not None:
             write_bench_json(json_path, result)
             _say(quiet, f"fasteval: bench: JSON written to {json_path}")
-    except FastevalError as err:
-        _fail(err)
-    except KeyboardInterrupt:
-        typer.echo("fasteval: interrupted.", err=True)
-        raise typer.Exit(130) from None
 
 
 def main() -> None:
