@@ -6,7 +6,9 @@ Normalize, max length, prompts), Dense weights as ``.npz``, and ``fasteval_expor
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -82,6 +84,27 @@ def cuda_usable() -> bool:
     return bool(torch.cuda.is_available())
 
 
+@contextlib.contextmanager
+def _quiet_exporters():
+    """Silence the tracer's and transformers' chatter during an export (errors still raise)."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    previous = hf_logging.get_verbosity()
+    optimum_logger = logging.getLogger("optimum")
+    optimum_level = optimum_logger.level
+    hf_logging.set_verbosity_error()
+    optimum_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(previous)
+        optimum_logger.setLevel(optimum_level)
+
+
 def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bool = False,
            out: Path | None = None) -> Path:
     """Return the exported folder for ``folder``, exporting it first unless that export exists.
@@ -119,9 +142,11 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
     with tempfile.TemporaryDirectory(prefix=".export-", dir=dest.parent) as tmp:
         staging = Path(tmp) / "out"
         try:
-            main_export(str(folder.transformer_path), staging, task="feature-extraction",
-                        library_name="transformers", local_files_only=True, do_validation=False,
-                        dtype="fp16" if dtype == "fp16" else None, device="cuda" if dtype == "fp16" else "cpu")
+            with _quiet_exporters():
+                main_export(str(folder.transformer_path), staging, task="feature-extraction",
+                            library_name="transformers", local_files_only=True, do_validation=False,
+                            dtype="fp16" if dtype == "fp16" else None,
+                            device="cuda" if dtype == "fp16" else "cpu")
         except Exception as err:  # Optimum raises many types; the user needs one line.
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first}",
