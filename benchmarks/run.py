@@ -143,7 +143,7 @@ class Ctx:
 
 
 def prepare(args) -> Ctx:
-    from fasteval.models.encoder import cpu_threads
+    from fasteval.core.bench import usable_cores
     from fasteval.models.loader import load_model
     from fasteval.models.registry import fasteval_home, source_folder
 
@@ -163,7 +163,7 @@ def prepare(args) -> Ctx:
             peer_device = "cuda" if torch.cuda.is_available() else "cpu"
         except ImportError:
             pass
-    return Ctx(args, args.model, Path(folder), tmp, home, cpu_threads(), peer_device, args.quick)
+    return Ctx(args, args.model, Path(folder), tmp, home, usable_cores(), peer_device, args.quick)
 
 
 # ----------------------------------------------------------------------------------------------- e2e

@@ -293,12 +293,12 @@ def bench_command(
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
     with user_errors("no numbers were written."):
         from fasteval.core.bench import bench_text, parse_int_list, run_bench, write_bench_json
-        from fasteval.models.encoder import cpu_threads
+        from fasteval.core.bench import usable_cores
         from fasteval.models.loader import load_model
         from fasteval.models.registry import DEFAULT_MODEL
 
         sizes = parse_int_list(batch_sizes, "--batch-sizes")
-        counts = parse_int_list(threads, "--threads") if threads else sorted({1, cpu_threads()})
+        counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
         chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
         result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
                            provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,

@@ -214,11 +214,16 @@ def machine_info() -> dict[str, Any]:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {"cpu": cpu, "cores": cores, "ram_gib": None if ram is None else round(ram, 1),
             "load_1min": None if load is None else round(load, 2), "os": platform.platform(),
             "python": sys.version.split()[0], "versions": package_versions()}
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's count."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def write_bench_json(path, result: BenchResult) -> None:

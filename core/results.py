@@ -72,13 +72,13 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str], floatfmt: str
     return "\n".join(lines) + "\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and os.replace."""
+def atomic_write_text(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` via a temporary file in the same folder and os.replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

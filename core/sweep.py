@@ -108,19 +108,17 @@ class EmbeddingCache:
         path = self.path(key)
         if path is None or len(table) == 0:
             return
-        import os
-        import tempfile
+        import io
+
+        from fasteval.core.results import atomic_write_text
 
         texts, vectors = zip(*table.items())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
-        os.close(fd)
+        buf = io.BytesIO()
+        np.savez(buf, texts=np.array(texts), vectors=np.stack(vectors))
         try:
-            np.savez(tmp, texts=np.array(texts), vectors=np.stack(vectors))
-            os.replace(tmp, path)
+            atomic_write_text(path, buf.getvalue())
         except OSError:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            pass  # the cache only saves time; a read-only home still gives results
 
 
 # --- one job -------------------------------------------------------------------------------------------------

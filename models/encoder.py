@@ -7,7 +7,6 @@ length, longest first, and cuts batches of 32; batch composition changes the las
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -87,12 +86,14 @@ class OnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(folder.tokenizer_file))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
+        config = self._tokenizer_config()
+        self.padding_side = "left" if config.get("padding_side") == "left" else "right"
         if folder.max_seq_length:
-            self.tokenizer.enable_truncation(max_length=folder.max_seq_length,
-                                             direction=self._side("truncation_side"))
+            self.tokenizer.enable_truncation(
+                max_length=folder.max_seq_length,
+                direction="left" if config.get("truncation_side") == "left" else "right")
         self.pad_id, pad_token = self._pad()
-        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token,
-                                      direction=self._padding_side())
+        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
         self.do_lower_case = self._do_lower_case()
         self.session, self.provider = _session(folder.onnx_file, provider, threads, quiet)
         # On CUDA, run through an I/O binding (see _infer); on the CPU plain session.run is as fast.
@@ -125,12 +126,6 @@ class OnnxEncoder:
             if cfg.exists():
                 return json.loads(cfg.read_text(encoding="utf-8"))
         return {}
-
-    def _side(self, key: str) -> str:
-        return "left" if self._tokenizer_config().get(key) == "left" else "right"
-
-    def _padding_side(self) -> str:
-        return self._side("padding_side")
 
     def _do_lower_case(self) -> bool:
         import json
@@ -196,7 +191,7 @@ class OnnxEncoder:
         tokens = self._infer(feed).astype(np.float32, copy=False)
         if self._prompt_length and not self.folder.pooling.include_prompt:
             mask = mask.copy()
-            if self._padding_side() == "left":
+            if self.padding_side == "left":
                 starts = mask.shape[1] - mask.sum(axis=1)
                 for row, start in enumerate(starts):
                     mask[row, start:start + self._prompt_length] = 0
@@ -228,7 +223,3 @@ class OnnxEncoder:
             raise ModelError(f"{self.folder.path.name} produced NaN or infinite embeddings.",
                              "check the export (try fp32) or the model weights.")
         return out
-
-
-def cpu_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

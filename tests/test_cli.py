@@ -5,9 +5,7 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 
 FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
 
