@@ -6,15 +6,19 @@ Importing this package is cheap: numba, onnxruntime and torch load only when a c
 
 __version__ = "0.1.0"
 
-__all__ = ["evaluate", "load_model", "__version__"]
+__all__ = ["check", "evaluate", "load_model", "__version__"]
 
 
 def __getattr__(name: str):
     # Lazy, so `import fasteval` (and `fasteval --help`) never pulls in numba, onnxruntime or torch.
     if name == "evaluate":
-        from fasteval.core.evaluate import evaluate
+        from fasteval.core.runs.evaluate import evaluate
 
         return evaluate
+    if name == "check":
+        from fasteval.core.runs.check import check
+
+        return check
     if name == "load_model":
         from fasteval.models.loader import load_model
 

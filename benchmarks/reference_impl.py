@@ -1,8 +1,8 @@
-"""A straightforward implementation of the paper protocol (../shared/METHOD.md) with the usual tools:
+"""A straightforward implementation of the paper protocol (core/protocol/PROTOCOL.md) with the usual tools:
 sentence-transformers (torch, CPU), scipy.stats.kendalltau, RapidFuzz and scikit-learn RidgeCV.
 
 This is the peer `fasteval sweep` is timed against (benchmarks/run.py runs it in a cold process). It is
-written from METHOD.md alone and shares no code with fasteval's exams: the strings, grids, seeds and
+written from PROTOCOL.md alone and shares no code with fasteval's exams: the strings, grids, seeds and
 splits are regenerated here. One liberty over the notebook: an encode call of a list already encoded
 (Exam 3 re-embeds Exam 1's cells; two conversion pairs share their A side) is answered from a dict, which
 gives the same vectors and spares the peer the notebook's duplicate work.

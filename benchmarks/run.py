@@ -143,7 +143,7 @@ class Ctx:
 
 
 def prepare(args) -> Ctx:
-    from fasteval.core.bench import usable_cores
+    from fasteval.core.runs.bench import usable_cores
     from fasteval.models.loader import load_model
     from fasteval.models.registry import fasteval_home, source_folder
 
@@ -189,7 +189,7 @@ def reference_numbers(ref_json: Path) -> dict[str, Any]:
 
 
 def e2e_fidelity(f: dict[str, Any], r: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
-    """Table 1 row to 1e-9 (AVG's display may differ by the half-cent, METHOD 1.5), the Exam 2 pivot at its
+    """Table 1 row to 1e-9 (AVG's display may differ by the half-cent, PROTOCOL.md 1.5), the Exam 2 pivot at its
     printed precision (0.1), the Exam 3 means at theirs (0.001)."""
     t1 = {k: abs(f["table1"][k] - r["table1"][k]) for k in ("tau", "pacc", "avg")}
     piv_f = {ref: {g: round(v, 1) for g, v in cols.items()} for ref, cols in f["pivot"].items()}
@@ -255,7 +255,7 @@ def bench_encode(ctx: Ctx) -> list[Line]:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from fasteval.core.bench import long_sentences, paper_texts
+    from fasteval.core.runs.bench import long_sentences, paper_texts
     from fasteval.models.loader import load_model
 
     runs = 2 if ctx.quick else 3
@@ -341,7 +341,7 @@ def _kernel_levenshtein(ctx: Ctx, rng, runs: int) -> list[Line]:
     from rapidfuzz.distance import Levenshtein
 
     from fasteval.core import protocol as P
-    from fasteval.core.bench import long_sentences, paper_texts
+    from fasteval.core.runs.bench import long_sentences, paper_texts
     from fasteval.core.kernels.levenshtein import encode_strings, levenshtein_all_pairs
 
     lines = []
@@ -673,7 +673,7 @@ def main(argv=None) -> int:
     if args.scale_child:
         scale_child(*args.scale_child)
         return 0
-    from fasteval.core.bench import machine_info
+    from fasteval.core.runs.bench import machine_info
 
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in SECTIONS]

@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fasteval.core.errors import FastevalError
+from fasteval.core import choices
+from fasteval.core.errors import FastevalError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
@@ -22,21 +23,16 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "(Opitz & Michail, 'Embedding Models Measure in Peculiar Ways').")
 
 
-class Similarity(str, Enum):
-    cos = "cos"
-    dot = "dot"
-    l2 = "l2"
+def _choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum over one of the choices of fasteval.core.choices (typer shows and checks its values)."""
+    return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
 
 
-class Provider(str, Enum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-
-
-class DType(str, Enum):
-    fp32 = "fp32"
-    fp16 = "fp16"
+Similarity = _choice_enum("Similarity", choices.SIMILARITIES)
+Provider = _choice_enum("Provider", choices.PROVIDERS)
+DType = _choice_enum("DType", choices.DTYPES)
+Overwrite = _choice_enum("Overwrite", choices.OVERWRITE)
+Executor = _choice_enum("Executor", choices.EXECUTORS)
 
 
 def _fail(err: FastevalError) -> None:
@@ -61,47 +57,6 @@ def _say(quiet: bool, message: str) -> None:
         typer.echo(message, err=True)
 
 
-def print_result(result) -> None:
-    """The notebook's printouts of each exam that ran, then the Table 1 row."""
-    from fasteval.core.exam1 import exam1_text
-    from fasteval.core.exam2 import exam2_text
-    from fasteval.core.exam3 import exam3_text
-
-    metric = result.settings.get("similarity", "cos")
-    if "exam1" in result.exams:
-        typer.echo(f"Exam 1 - measurement geometry ({result.model}, similarity={metric})")
-        typer.echo(exam1_text(result.exams["exam1"]))
-    if "exam2" in result.exams:
-        typer.echo("\nExam 2 - lexical vs numeric similarity (Kendall tau-b x100)")
-        typer.echo(exam2_text(result.exams["exam2"]))
-    if "exam3" in result.exams:
-        typer.echo(f"\nExam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}")
-        typer.echo(exam3_text(result.exams["exam3"]))
-    if "exam1" in result.exams:
-        s = result.exams["exam1"].summary()
-        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
-        typer.echo("\nTable 1 row (x100)      tau    PACC    AVG")
-        typer.echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
-                   f"{fmt(s['avg_display'])}")
-
-
-def parse_exams(value: str) -> tuple[int, ...]:
-    from fasteval.core.evaluate import check_exams
-
-    return check_exams(part for part in value.replace(" ", "").split(",") if part)
-
-
-class Overwrite(str, Enum):
-    never = "never"
-    always = "always"
-    only_missing = "only-missing"
-
-
-class Executor(str, Enum):
-    local = "local"
-    ray = "ray"
-
-
 def _progress(quiet: bool):
     """Two bars on stderr (models, steps of the current model); nothing when quiet or not a terminal."""
     import contextlib
@@ -113,19 +68,6 @@ def _progress(quiet: bool):
 
     return Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=Console(stderr=True), transient=True)
-
-
-def print_summary(outcomes) -> None:
-    """One Table 1 row per model of the sweep, read back from the written results."""
-    from fasteval.core.sweep import read_result
-
-    typer.echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
-    for o in outcomes:
-        s = ((read_result(o.path) or {}).get("exams", {}).get("exam1", {}).get("summary", {})
-             if o.path else {})
-        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
-        typer.echo(f"{o.model:<40} {o.status:<8} {fmt(s.get('tau_display'))}  {fmt(s.get('pacc_display'))}  "
-                   f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
 @app.command()
@@ -159,11 +101,12 @@ def sweep(
     Resumable: a rerun skips every model already done under the same settings and redoes the rest.
     """
     with user_errors("finished models are kept, the interrupted one is redone on rerun."):
+        from fasteval.cli import printing
         from fasteval.core.results import check_writable
 
-        chosen = parse_exams(exams)
+        chosen = choices.parse_exams(exams)
         out = check_writable(out)
-        from fasteval.core.sweep import Job, read_models_file, run_sweep
+        from fasteval.core.runs.sweep import Job, read_models_file, run_sweep
         from fasteval.models.loader import load_model
         from fasteval.models.registry import DEFAULT_MODEL, fasteval_home
 
@@ -173,7 +116,7 @@ def sweep(
                    "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
         jobs = [Job(name, options, chosen, similarity.value) for name in names]
         if executor is Executor.ray:
-            from fasteval.core.ray_executor import run_sweep_ray
+            from fasteval.core.runs.ray_executor import run_sweep_ray
 
             outcomes = run_sweep_ray(jobs, out, load_model, overwrite.value, fasteval_home(), address=address)
             for o in outcomes:
@@ -193,7 +136,7 @@ def sweep(
                         bars.update(models_bar, advance=1)
                         bars.reset(steps_bar, total=1 + len(chosen))
                     if o.status == "done" and getattr(o, "result", None) is not None:
-                        print_result(o.result)
+                        printing.print_result(o.result)
                         typer.echo(f"\nResults written to {o.path}")
                     elif o.status == "skipped":
                         _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
@@ -203,9 +146,56 @@ def sweep(
                 outcomes = run_sweep(jobs, out, load_model, overwrite.value, fasteval_home(), on_model=on_model,
                                      on_step=on_step)
         if len(outcomes) > 1:
-            print_summary(outcomes)
+            printing.print_summary(outcomes)
         if any(o.status == "failed" for o in outcomes):
             raise typer.Exit(1)
+
+
+@app.command("check")
+def check_command(
+    quantities: Annotated[Optional[list[str]], typer.Argument(
+        help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
+        show_default=False)] = None,
+    model: Annotated[Optional[str], typer.Option(
+        help="Registry name or model folder (default: all-MiniLM-L6-v2).")] = None,
+    file: Annotated[Optional[Path], typer.Option(
+        "--file", help="One quantity a line, the first being the anchor ('#' comments).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
+    similarity: Annotated[Similarity, typer.Option(help="Similarity function; the paper uses cos.")]
+        = Similarity.cos,
+    normalize_quantities: Annotated[bool, typer.Option(
+        "--normalize-quantities", help="Give the model each quantity in canonical form (one unit per "
+                                       "dimension, plain digits): '2 kilometers' -> '2000 meters'.")] = False,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+) -> None:
+    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict."""
+    with user_errors("nothing was written."):
+        from fasteval.core.runs.sweep import read_models_file
+
+        texts = list(quantities or []) + (read_models_file(file, what="quantities file") if file else [])
+        if not texts:
+            from fasteval.core.errors import InputError
+
+            raise InputError("fasteval check needs an anchor and two or more candidates.",
+                             "pass them as arguments or with --file FILE (one a line, the anchor first).")
+        from fasteval.core.exams.check import parse_check_inputs
+
+        parse_check_inputs(texts[0], texts[1:])  # bad input fails before a model is loaded
+        from fasteval.cli import printing
+        from fasteval.core.runs.check import check
+        from fasteval.models.loader import load_model
+        from fasteval.models.registry import DEFAULT_MODEL
+
+        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out)
+        result = check(encoder, texts[0], texts[1:], metric=similarity.value,
+                       normalize_quantities=normalize_quantities)
+        if json_out:
+            from fasteval.core.results.io import dumps
+
+            typer.echo(dumps(result.to_json()).rstrip())
+        else:
+            printing.print_check(result)
 
 
 @app.command()
@@ -263,7 +253,7 @@ def report_command(
 ) -> None:
     """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
     with user_errors():
-        from fasteval.core.report import build_report
+        from fasteval.core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
                            png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
@@ -292,14 +282,14 @@ def bench_command(
 ) -> None:
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
     with user_errors("no numbers were written."):
-        from fasteval.core.bench import bench_text, parse_int_list, run_bench, write_bench_json
-        from fasteval.core.bench import usable_cores
+        from fasteval.core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
+        from fasteval.core.runs.bench import usable_cores
         from fasteval.models.loader import load_model
         from fasteval.models.registry import DEFAULT_MODEL
 
         sizes = parse_int_list(batch_sizes, "--batch-sizes")
         counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
-        chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
+        chosen = () if exams.strip().lower() == "none" else choices.parse_exams(exams)
         result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
                            provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
                            on_step=lambda name: _say(quiet, f"fasteval: bench: {name}"))
@@ -318,7 +308,6 @@ def main() -> None:
     except Exception as err:  # a bug, not bad input: one line unless the user asks for the traceback
         if os.environ.get("FASTEVAL_DEBUG"):
             raise
-        first = (str(err).strip().splitlines() or [""])[0]
-        print(f"fasteval: internal error: {type(err).__name__}: {first} "
+        print(f"fasteval: internal error: {type(err).__name__}: {first_line(err)} "
               "(rerun with FASTEVAL_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
         sys.exit(1)

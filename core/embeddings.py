@@ -1,23 +1,79 @@
-"""Embed each distinct text once, keeping the paper's grouping of texts into encode calls.
+"""The encoder contract, and embedding each distinct text once in the protocol's grouping.
 
-An encoder is anything with ``encode(list[str]) -> array (n, dim)`` (a fasteval OnnxEncoder, a
-sentence-transformers model, a harness's wrapper). Groups are encoded in protocol order; a group's texts
-that an earlier group already embedded are taken from the table, the rest go to the encoder in one call, so
-the first occurrence of every text is embedded exactly as the paper's notebook embedded it.
+**The contract.** An encoder is any object with ``encode(list[str]) -> array (n, dim)``: a fasteval
+``OnnxEncoder``, a sentence-transformers model, a harness's wrapper. Optional, and read only through
+``describe``:
+
+* ``name: str`` - the model's name in results (default: the class name);
+* ``info: dict`` - the settings that change an embedding (hashes, provider, pooling, ...); they go into the
+  result key, and an encoder without them never shares cached embeddings;
+* ``token_ids(list[str]) -> list[list[int]]`` - the model's own token ids without special tokens (Exam 2's
+  token Levenshtein). Without it, a Hugging Face style ``tokenizer.encode(text, add_special_tokens=False)`` is
+  used when there is one; else token Levenshtein is reported as missing.
+
+**Embedding.** Groups are encoded in protocol order; a group's texts that an earlier group already embedded
+are taken from the table, the rest go to the encoder in one call, so the first occurrence of every text is
+embedded exactly as the paper's notebook embedded it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from fasteval.core.errors import InputError
 
+# sentence-transformers' normalize_embeddings (torch.nn.functional.normalize): x / max(||x||, eps).
+NORM_EPS = 1e-12
+
 
 @runtime_checkable
 class Encoder(Protocol):
+    """Required: ``encode``. Optional: ``name``, ``info``, ``token_ids`` (see the module docstring)."""
+
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass
+class EncoderView:
+    """What fasteval reads from an encoder, found in one place (``describe``)."""
+    encoder: Any
+    name: str
+    info: dict[str, Any] = field(default_factory=dict)
+    token_ids: Callable[[list[str]], list[list[int]]] | None = None
+
+
+def describe(encoder: Any, name: str | None = None) -> EncoderView:
+    """Check ``encoder`` against the contract and read its optional parts (InputError if it has no encode)."""
+    if not callable(getattr(encoder, "encode", None)):
+        raise InputError(f"{type(encoder).__name__} has no encode() method.",
+                         "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
+    info = getattr(encoder, "info", None)
+    token_ids = getattr(encoder, "token_ids", None)
+    if not callable(token_ids):
+        token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
+    return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
+                       info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids)
+
+
+def _hf_token_ids(tokenizer: Any) -> Callable[[list[str]], list[list[int]]] | None:
+    if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
+        return None
+
+    def token_ids(texts: list[str]) -> list[list[int]] | None:
+        try:
+            return [list(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+        except TypeError:  # a tokenizer whose encode takes no add_special_tokens
+            return None
+
+    return token_ids
+
+
+def normalize_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm, x / max(||x||_2, 1e-12), in x's own dtype (a zero row stays zero)."""
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), NORM_EPS)
 
 
 class EmbeddingTable:
@@ -27,7 +83,6 @@ class EmbeddingTable:
         self._index: dict[str, int] = {}
         self._rows: list[np.ndarray] = []
         self.dim = dim
-        self.encode_calls = 0
 
     def __contains__(self, text: str) -> bool:
         return text in self._index
@@ -35,18 +90,18 @@ class EmbeddingTable:
     def __len__(self) -> int:
         return len(self._index)
 
-    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+    def add(self, texts: Sequence[str], vectors: np.ndarray, who: str = "encode()") -> None:
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise InputError(f"encode() returned shape {vectors.shape} for {len(texts)} texts.",
+            raise InputError(f"{who} returned shape {vectors.shape} for {len(texts)} texts.",
                              "return one row per input text, as encode(list[str]) -> (n, dim).")
         if self.dim is None:
             self.dim = vectors.shape[1]
         elif vectors.shape[1] != self.dim:
-            raise InputError(f"encode() returned dimension {vectors.shape[1]}, earlier {self.dim}.",
+            raise InputError(f"{who} returned dimension {vectors.shape[1]}, earlier {self.dim}.",
                              "return embeddings of one fixed dimension.")
         if not np.isfinite(vectors).all():
-            raise InputError("encode() returned NaN or infinite values.",
+            raise InputError(f"{who} returned NaN or infinite values.",
                              "check the model (a NaN embedding has no similarity).")
         for text, row in zip(texts, vectors.astype(np.float32, copy=False)):
             if text not in self._index:
@@ -64,23 +119,22 @@ class EmbeddingTable:
 
 
 def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: EmbeddingTable | None = None,
-                 normalize: bool = True) -> EmbeddingTable:
+                 normalize: bool = True, rewrite: Callable[[str], str] | None = None) -> EmbeddingTable:
     """Fill ``table`` with every text of ``groups``, one encode call per group for its new texts.
 
     ``normalize`` = the paper's ``encode(..., normalize_embeddings=True)``: rows scaled to unit L2 norm.
+    ``rewrite``: what the encoder is given instead of each text (the table stays keyed by the original).
     """
-    if not callable(getattr(encoder, "encode", None)):
-        raise InputError(f"{type(encoder).__name__} has no encode() method.",
-                         "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
+    view = describe(encoder)
     table = table if table is not None else EmbeddingTable()
     for group in groups:
         new = list(dict.fromkeys(t for t in group if t not in table))
         if new:
-            vectors = _as_array(encoder.encode(new))
+            inputs = [rewrite(t) for t in new] if rewrite else new
+            vectors = _as_array(encoder.encode(inputs))
             if normalize and vectors.ndim == 2:
-                vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-            table.add(new, vectors)
-            table.encode_calls += 1
+                vectors = normalize_rows(vectors)
+            table.add(new, vectors, who=f"{view.name}.encode()")
     return table
 
 

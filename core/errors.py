@@ -30,3 +30,24 @@ class SourceError(FastevalError):
 
 class OutputError(FastevalError):
     """A result folder that cannot be written."""
+
+
+def first_line(err: BaseException, limit: int | None = None) -> str:
+    """The first non-empty line of an exception's text (its type name when it has none), cut to ``limit``."""
+    if isinstance(err, OSError) and err.strerror:
+        text = err.strerror
+    else:
+        text = next((line.strip() for line in str(err).splitlines() if line.strip()), "") or type(err).__name__
+    if limit is not None and len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return text
+
+
+def warn_rebuilt(what: str, path, err: BaseException | str) -> None:
+    """The one warning line for derived data (a cache entry, an export, a download) that is unreadable and is
+    discarded and rebuilt: caches heal, they are not reported as errors."""
+    import sys
+
+    reason = err if isinstance(err, str) else f"{type(err).__name__}: {first_line(err, 120)}"
+    print(f"fasteval: warning: {what} {path} is unreadable ({reason}); discarding it and rebuilding",
+          file=sys.stderr)

@@ -53,7 +53,7 @@ def table_drift(reference: EmbeddingTable, candidate: EmbeddingTable) -> Drift:
 
 def dtype_drift(reference: Encoder, candidate: Encoder) -> Drift:
     """Embed the Exam 1 groups with both encoders and compare (see the module docstring)."""
-    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_groups
 
     groups = exam1_groups()
     return table_drift(embed_groups(reference, groups), embed_groups(candidate, groups))

@@ -8,16 +8,17 @@ length, longest first, and cuts batches of 32; batch composition changes the las
 from __future__ import annotations
 
 import sys
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from fasteval.core.errors import ModelError
+from fasteval.core.choices import BATCH_ORDERS, PROVIDERS
+from fasteval.core.errors import ModelError, first_line
 from fasteval.models.folder import ModelFolder
-from fasteval.models.pooling import dense, normalize, pool
+from fasteval.core.embeddings import normalize_rows
+from fasteval.models.pooling import dense, pool
 
-PROVIDERS = ("auto", "cuda", "cpu")
-ORDERS = ("text-length", "token-length")
 
 
 def _gpu_driver_present() -> bool:
@@ -29,6 +30,23 @@ def _gpu_driver_present() -> bool:
         return True
     except OSError:
         return False
+
+
+def planned_provider(provider: str) -> str:
+    """The provider a session will use, known without creating one: "cuda" when it is asked for (auto or
+    cuda), the NVIDIA driver loads and onnxruntime has the CUDA provider; else "cpu" (an error for "cuda").
+    A session may still fall back from a planned "cuda" (CUDA libraries missing); the encoder then says so."""
+    if provider == "cpu":
+        return "cpu"
+    if _gpu_driver_present():
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" in ort.get_available_providers():
+            return "cuda"
+    if provider == "cuda":
+        raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
+                         "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
+    return "cpu"
 
 
 def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
@@ -51,7 +69,7 @@ def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
     try:
         session = ort.InferenceSession(str(onnx_file), sess_options=options, providers=wanted)
     except Exception as err:  # onnxruntime raises its own exception types
-        raise ModelError(f"onnxruntime cannot load {onnx_file}: {str(err).splitlines()[0]}",
+        raise ModelError(f"onnxruntime cannot load {onnx_file}: {first_line(err)}",
                          "re-export the model (delete the cached export folder).") from None
     used = session.get_providers()
     on_gpu = "CUDAExecutionProvider" in used
@@ -73,8 +91,8 @@ class OnnxEncoder:
             raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
         if provider not in PROVIDERS:
             raise ModelError(f"Unknown provider {provider!r}.", f"use one of {', '.join(PROVIDERS)}.")
-        if order not in ORDERS:
-            raise ModelError(f"Unknown batch order {order!r}.", f"use one of {', '.join(ORDERS)}.")
+        if order not in BATCH_ORDERS:
+            raise ModelError(f"Unknown batch order {order!r}.", f"use one of {', '.join(BATCH_ORDERS)}.")
         if batch_size < 1:
             raise ModelError(f"batch_size must be >= 1, got {batch_size}.", "pass a positive batch size.")
         from tokenizers import Tokenizer
@@ -95,14 +113,43 @@ class OnnxEncoder:
         self.pad_id, pad_token = self._pad()
         self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
         self.do_lower_case = self._do_lower_case()
-        self.session, self.provider = _session(folder.onnx_file, provider, threads, quiet)
-        # On CUDA, run through an I/O binding (see _infer); on the CPU plain session.run is as fast.
-        self.io_binding = self.provider == "cuda"
-        self.input_names = {i.name for i in self.session.get_inputs()}
-        outputs = [o.name for o in self.session.get_outputs()]
-        self.output_name = next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), outputs[0])
         self.dense_weights = [self._load_dense(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
+        # The onnxruntime session starts at the first encode (a sweep that skips a finished model never
+        # pays for one); until then ``provider`` is the one it is planned to use.
+        self._requested_provider, self.threads, self.quiet = provider, threads, quiet
+        self.provider = planned_provider(provider)
+        self.info: dict = {}
+        self._session = None
+        self._io_binding: bool | None = None
+
+    @property
+    def session(self):
+        """The onnxruntime session, started on first use."""
+        if self._session is None:
+            self._session, self.provider = _session(self.folder.onnx_file, self._requested_provider, self.threads,
+                                                    self.quiet)
+            if self.info:
+                self.info["provider"] = self.provider
+        return self._session
+
+    @cached_property
+    def input_names(self) -> set[str]:
+        return {i.name for i in self.session.get_inputs()}
+
+    @cached_property
+    def output_name(self) -> str:
+        outputs = [o.name for o in self.session.get_outputs()]
+        return next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), outputs[0])
+
+    @property
+    def io_binding(self) -> bool:
+        """Run through an I/O binding (see _infer): on CUDA by default; on the CPU plain session.run is as fast."""
+        return self.provider == "cuda" if self._io_binding is None else self._io_binding
+
+    @io_binding.setter
+    def io_binding(self, value: bool) -> None:
+        self._io_binding = bool(value)
 
     # --- folder details -------------------------------------------------------------------------------------
     def _pad(self) -> tuple[int, str]:
@@ -147,13 +194,9 @@ class OnnxEncoder:
         return len(enc.ids) - (1 if enc.special_tokens_mask and enc.special_tokens_mask[-1] else 0)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
-        """The model's token ids of each text without special tokens (METHOD 2.2, token Levenshtein)."""
+        """The model's token ids of each text without special tokens (PROTOCOL.md 2.2, token Levenshtein)."""
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [[i for i, m in zip(e.ids, e.attention_mask) if m] for e in encodings]
-
-    @property
-    def dimension(self) -> int:
-        return int(self.encode(["a"]).shape[1])
 
     # --- encoding -------------------------------------------------------------------------------------------
     def _batch_order(self, texts: list[str]) -> np.ndarray:
@@ -180,14 +223,15 @@ class OnnxEncoder:
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self.input_names:
+        input_names = self.input_names
+        if "token_type_ids" in input_names:
             feed["token_type_ids"] = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
-        if "position_ids" in self.input_names:
+        if "position_ids" in input_names:
             # What transformers uses when sentence-transformers passes none: 0..seq-1 on every row, left
             # padding included (rotary models only see position differences, so this equals the per-row
             # count; absolute-position models then match sentence-transformers, which is the reference).
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
-        feed = {k: v for k, v in feed.items() if k in self.input_names}
+        feed = {k: v for k, v in feed.items() if k in input_names}
         tokens = self._infer(feed).astype(np.float32, copy=False)
         if self._prompt_length and not self.folder.pooling.include_prompt:
             mask = mask.copy()
@@ -201,7 +245,7 @@ class OnnxEncoder:
         for layer, (weight, bias) in zip(self.folder.dense, self.dense_weights):
             out = dense(out, layer, weight, bias)
         if self.folder.normalize:
-            out = normalize(out)
+            out = normalize_rows(out)
         return out.astype(np.float32, copy=False)
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -9,17 +9,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from fasteval.core.errors import ModelError
-from fasteval.models.folder import ModelFolder, content_hash, load_folder
+from fasteval.core.choices import DTYPES, check_choice
+from fasteval.core.errors import ModelError, first_line, warn_rebuilt
+from fasteval.core.results.io import staged_folder
+from fasteval.models.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 EXPORT_FORMAT = 1
-DTYPES = ("fp32", "fp16")
 _COPY_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "LICENSE",
                "NOTICE", "README.md")
 
@@ -116,13 +115,21 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
     """
     if folder.onnx_file is not None:
         return folder.path
-    if dtype not in DTYPES:
-        raise ModelError(f"Unknown dtype {dtype!r}.", f"use one of {', '.join(DTYPES)}.")
+    check_choice(dtype, DTYPES, "dtype", "--dtype")
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
     if info.get("source_sha256") == source_hash and info.get("dtype") == dtype and (dest / "model.onnx").exists():
-        return dest
+        if info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")):
+            return dest
+        if out is not None:
+            raise ModelError(f"{dest / 'model.onnx'} does not match the sha256 its export recorded.",
+                             "delete that folder and export again.")
+        warn_rebuilt("ONNX export", dest, "model.onnx does not match its recorded sha256")
+        shutil.rmtree(dest, ignore_errors=True)
+    elif out is None and dest.exists():  # an unfinished or damaged cache entry (its record unreadable)
+        warn_rebuilt("ONNX export", dest, "no readable fasteval_export.json")
+        shutil.rmtree(dest, ignore_errors=True)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
@@ -138,9 +145,9 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
     if not quiet:
         print(f"fasteval: exporting {folder.path.name} to ONNX ({dtype}) with Optimum, once; "
               f"written to {dest}", file=sys.stderr, flush=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=dest.parent) as tmp:
-        staging = Path(tmp) / "out"
+    if dest.exists():  # an empty --out folder: the staged export takes its place
+        dest.rmdir()
+    with staged_folder(dest, replace=False, what="the ONNX export") as staging:
         try:
             with _quiet_exporters():
                 main_export(str(folder.transformer_path), staging, task="feature-extraction",
@@ -148,20 +155,15 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
                             dtype="fp16" if dtype == "fp16" else None,
                             device="cuda" if dtype == "fp16" else "cpu")
         except Exception as err:  # Optimum raises many types; the user needs one line.
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first}",
+            raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first_line(err)}",
                              "check that the architecture is supported by optimum-onnx, or pass an "
                              "already exported folder (model.onnx + tokenizer.json).") from None
         _copy_st_files(folder, staging)
         import optimum.version
         info = {"format": EXPORT_FORMAT, "source": str(folder.path), "source_sha256": source_hash,
-                "dtype": dtype, "optimum": optimum.version.__version__}
+                "dtype": dtype, "optimum": optimum.version.__version__,
+                "onnx_sha256": sha256_of_file(staging / "model.onnx")}
         (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
-        try:
-            os.replace(staging, dest)
-        except OSError:
-            if not (dest / "fasteval_export.json").exists():  # another process won the race: fine
-                raise
     return dest
 
 

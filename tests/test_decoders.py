@@ -97,7 +97,7 @@ def test_qwen3_exam1_cells_equal(qwen_folder, qwen_encoder):
     from sentence_transformers import SentenceTransformer
 
     from fasteval.core.embeddings import embed_groups
-    from fasteval.core.exam1 import run_exam1
+    from fasteval.core.exams.geometry import run_exam1
     from fasteval.core.protocol import exam1_cells
 
     class Reference:

@@ -1,8 +1,7 @@
-"""The three exams against straightforward re-implementations of METHOD 1.4, 2.2-2.3 and 3.3-3.5 with the
+"""The three exams against straightforward re-implementations of PROTOCOL.md 1.4, 2.2-2.3 and 3.3-3.5 with the
 reference libraries (scipy, rapidfuzz, scikit-learn), on a deterministic fake encoder (no model needed)."""
 from __future__ import annotations
 
-import zlib
 from itertools import combinations
 
 import numpy as np
@@ -13,48 +12,24 @@ from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable, embed_groups
 from fasteval.core.errors import InputError
 
-
-class FakeEncoder:
-    """Embeddings that depend smoothly on the number in the text, plus text-seeded noise."""
-
-    def __init__(self, dim: int = 24, noise: float = 0.3):
-        self.dim, self.noise, self.calls = dim, noise, []
-
-    def encode(self, texts):
-        self.calls.append(list(texts))
-        rows = []
-        for t in texts:
-            rng = np.random.default_rng(zlib.crc32(t.encode()))
-            try:
-                x = float(t.split()[0])
-            except ValueError:
-                x = 0.0
-            base = np.array([np.sin(np.log1p(abs(x)) * k) for k in range(1, self.dim + 1)])
-            rows.append(base + self.noise * rng.normal(size=self.dim))
-        return np.asarray(rows, dtype=np.float32)
-
-    def token_ids(self, texts):
-        return [[ord(c) % 7 + (3 if c.isdigit() else 0) for c in t] for t in texts]
+from fakes import FakeEncoder
+from naive import naive_pacc, sims_reference
 
 
-def sims_reference(emb: np.ndarray) -> np.ndarray:
-    """Cosine of unit rows, accumulated in float64 and rounded to float32 (as the kernel promises)."""
-    unit = emb.astype(np.float64) / np.linalg.norm(emb.astype(np.float64), axis=1, keepdims=True)
-    unit32 = unit.astype(np.float32).astype(np.float64)
-    unit32 /= np.linalg.norm(unit32, axis=1, keepdims=True)
-    return (unit32 @ unit32.T).astype(np.float32)
+def pacc_35(d, score) -> float:
+    return naive_pacc(d, score, value_ties="as_greater")
 
 
 @pytest.fixture(scope="module")
 def table():
-    from fasteval.core.exam1 import exam1_groups
-    from fasteval.core.exam2 import exam2_groups
+    from fasteval.core.protocol import exam1_groups
+    from fasteval.core.protocol import exam2_groups
 
     return embed_groups(FakeEncoder(), exam1_groups() + exam2_groups())
 
 
 def test_each_text_embedded_once_in_paper_groups():
-    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_groups
 
     enc = FakeEncoder()
     groups = exam1_groups()
@@ -85,7 +60,7 @@ def test_embed_groups_rejects_bad_encoders():
 
 
 def test_exam1_against_scipy(table):
-    from fasteval.core.exam1 import run_exam1
+    from fasteval.core.exams.geometry import run_exam1
 
     result = run_exam1(table)
     for cell, got in zip(P.exam1_cells(), result.cells):
@@ -105,7 +80,7 @@ def test_exam1_against_scipy(table):
 def test_round_half_up_on_exact_fractions():
     from fractions import Fraction
 
-    from fasteval.core.exam1 import round_half_up
+    from fasteval.core.exams.geometry import round_half_up
 
     assert round_half_up(Fraction(52725, 1000)) == 52.73
     assert round_half_up(Fraction(-7335, 1000)) == -7.34
@@ -115,7 +90,7 @@ def test_round_half_up_on_exact_fractions():
 def test_exam2_against_rapidfuzz_and_scipy(table):
     from rapidfuzz.distance import Levenshtein
 
-    from fasteval.core.exam2 import run_exam2
+    from fasteval.core.exams.lexical import run_exam2
 
     items = P.exam2_items()
     texts = [it.text for it in items]
@@ -141,7 +116,7 @@ def test_exam2_against_rapidfuzz_and_scipy(table):
                                 ("type_pair", "int-int"), ("same_sign", "False"), ("same_sign", "True"),
                                 ("sign_pair", "negative-negative"), ("sign_pair", "negative-positive"),
                                 ("sign_pair", "positive-negative"), ("sign_pair", "positive-positive")]] == [
-        4950, 1225, 2500, 1225, 2491, 2459, 1378, 1327, 1164, 1081]  # METHOD 5.3
+        4950, 1225, 2500, 1225, 2491, 2459, 1378, 1327, 1164, 1081]  # PROTOCOL.md 5.3
     for row in result.rows:
         mask = np.array(label[row.group_type]) == row.group
         expected = kendalltau(sim[mask], -dist[row.reference][mask]).statistic
@@ -151,25 +126,17 @@ def test_exam2_against_rapidfuzz_and_scipy(table):
 
 
 def test_exam2_without_tokenizer(table):
-    from fasteval.core.exam2 import run_exam2
+    from fasteval.core.exams.lexical import run_exam2
 
     result = run_exam2(table, None)
     assert all(np.isnan(r.tau) for r in result.rows if r.reference == "token_lev")
     assert not any(np.isnan(r.tau) for r in result.rows if r.reference == "char_lev")
 
 
-def pacc_method35(d: np.ndarray, score: np.ndarray) -> float:
-    good = total = 0
-    for i, j in combinations(range(len(d)), 2):
-        total += 1
-        good += (score[i] > score[j]) if d[i] < d[j] else (score[i] < score[j])
-    return good / total
-
-
 def test_exam3_against_sklearn(table):
     from sklearn.linear_model import RidgeCV
 
-    from fasteval.core.exam3 import run_exam3
+    from fasteval.core.exams.probe import run_exam3
 
     result = run_exam3(table)
     assert [(r.unit, r.range) for r in result.rows] == [(q, r) for r in P.RANGE_NAMES for q in P.QUANTITIES]
@@ -196,8 +163,8 @@ def test_exam3_against_sklearn(table):
                     ss = sims[anchor, others].astype(np.float64)
                     taus_p.append(kendalltau(d, -sp).statistic)
                     taus_s.append(kendalltau(d, -ss).statistic)
-                    paccs_p.append(pacc_method35(d, sp))
-                    paccs_s.append(pacc_method35(d, ss))
+                    paccs_p.append(pacc_35(d, sp))
+                    paccs_s.append(pacc_35(d, ss))
                 per_q[q]["tp"].append(np.nanmean(taus_p))
                 per_q[q]["ts"].append(np.nanmean(taus_s))
                 per_q[q]["pp"].append(np.mean(paccs_p))
@@ -211,13 +178,14 @@ def test_exam3_against_sklearn(table):
             assert row.kendall_sd_splits == pytest.approx(np.std(per_q[q]["tp"], ddof=1), abs=1e-8)
             n_train = {21: 14, 25: 16}[len(values)]
             assert (row.n_train_items, row.n_test_items, row.n_train_pairs) == (
-                n_train, len(values) - n_train, {21: 364, 25: 480}[len(values)])  # METHOD 5.4
+                n_train, len(values) - n_train, {21: 364, 25: 480}[len(values)])  # PROTOCOL.md 5.4
 
 
 def test_evaluate_all_exams_and_files(table):
     import json
 
-    from fasteval.core.evaluate import evaluate, result_files
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
 
     result = evaluate(FakeEncoder(), name="org/fake-model")
     assert set(result.exams) == {"exam1", "exam2", "exam3"} and result.model_id == "fake_model"
@@ -241,12 +209,31 @@ def test_evaluate_all_exams_and_files(table):
         evaluate(FakeEncoder(), metric="manhattan")
 
 
-def test_dot_and_l2_metrics_run(table):
-    from fasteval.core.exam1 import run_exam1
+@pytest.mark.parametrize("metric", ["cos", "dot", "l2"])
+def test_each_similarity_scores_with_its_own_formula(metric):
+    """On known vectors whose cos, dot and l2 orders differ, each metric's tau equals scipy on numpy's values
+    of that metric: a dot or l2 path that silently computed cos fails here."""
+    from fasteval.core.exams.geometry import run_exam1
 
-    for metric in ("dot", "l2"):
-        result = run_exam1(table, metric=metric, keep_matrices=False)
-        assert all(np.isfinite(c.tau) for c in result.cells)
+    rng = np.random.default_rng(7)
+    table = EmbeddingTable()
+    for cell in P.exam1_cells():
+        n = len(cell.texts)
+        # Unnormalised rows with norms spread over 0.2..5: cos ignores the norm, dot and l2 do not.
+        direction = rng.normal(size=(n, 8))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        table.add(cell.texts, (direction * rng.uniform(0.2, 5.0, size=(n, 1))).astype(np.float32))
+    result = run_exam1(table, metric=metric, keep_matrices=False)
+    differs = 0
+    for cell, got in zip(P.exam1_cells(), result.cells):
+        e = table[cell.texts].astype(np.float64)
+        unit = e / np.linalg.norm(e, axis=1, keepdims=True)
+        numpy_sims = {"cos": unit @ unit[0], "dot": e @ e[0], "l2": -np.linalg.norm(e - e[0], axis=1)}
+        expected = kendalltau(cell.values, -numpy_sims[metric]).statistic
+        assert got.tau == pytest.approx(expected, abs=1e-12), (metric, cell)
+        differs += any(abs(kendalltau(cell.values, -numpy_sims[m]).statistic - expected) > 1e-9
+                       for m in numpy_sims if m != metric)
+    assert differs >= 15, "the vectors must tell the three metrics apart"
 
 
 def test_strict_json_nan_is_null():

@@ -56,14 +56,14 @@ def test_default_model_is_minilm(real_model):
 @pytest.fixture(scope="module")
 def both_results(real_model):
     """All three exams on the ONNX path and on sentence-transformers embeddings, each text embedded once."""
-    from fasteval.core.evaluate import evaluate
+    from fasteval.core.runs.evaluate import evaluate
 
     encoder, reference = real_model
     return evaluate(encoder), evaluate(reference, name=encoder.name)
 
 
 def test_embeddings_onnx_equal_sentence_transformers(real_model):
-    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_groups
 
     encoder, reference = real_model
     groups = exam1_groups()[:6]
@@ -72,19 +72,26 @@ def test_embeddings_onnx_equal_sentence_transformers(real_model):
     assert np.abs(ours[texts] - ref[texts]).max() < 1e-5
 
 
+def test_table1_row_is_the_authors(both_results):
+    """The regression pin: the default model's Table 1 row as the authors published it (PROTOCOL.md 5)."""
+    ours, _ = both_results
+    s = ours.exams["exam1"].summary()
+    assert (s["tau_display"], s["pacc_display"], s["avg_display"]) == (36.97, 68.48, 52.73)
+
+
 def test_exam1_cells_identical(both_results):
     ours, ref = (r.exams["exam1"] for r in both_results)
     for x, y in zip(ours.cells, ref.cells):
         assert (x.quantity, x.range_name, x.tau, x.pacc) == (y.quantity, y.range_name, y.tau, y.pacc)
     assert ours.summary() == ref.summary()
-    # METHOD 5.2: tau * C(n,2) is an even integer and PACC = (1 + tau)/2 in every cell.
+    # PROTOCOL.md 5.2: tau * C(n,2) is an even integer and PACC = (1 + tau)/2 in every cell.
     for cell in ours.cells:
         assert cell.tau_numerator is not None and cell.tau_numerator % 2 == 0
         assert cell.pacc_numerator * 2 == cell.pairs + cell.tau_numerator
 
 
 def test_exam2_equal_up_to_float32_ties(both_results):
-    # Similarities are float32, so ~100 of the 4,950 are exact ties (METHOD 2.3); 1e-7 differences between
+    # Similarities are float32, so ~100 of the 4,950 are exact ties (PROTOCOL.md 2.3); 1e-7 differences between
     # runtimes make or break a tie, which moves tau-b in the 7th digit. A flipped pair would move it by
     # 2/n_pairs >= 4e-4: the bound below allows tie changes and no flip.
     ours, ref = (r.exams["exam2"] for r in both_results)

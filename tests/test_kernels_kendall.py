@@ -6,12 +6,10 @@ Integer-valued draws force ties; lengths on both sides of DIRECT_MAX_N exercise 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numba
 import numpy as np
 import pytest
-import scipy.stats
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -32,30 +30,7 @@ from fasteval.core.kernels.kendall import (
 LONG = settings(max_examples=max(5, settings.default.max_examples // 4))
 
 
-# ----------------------------------------------------------------------------- references
-def scipy_tau(x, y) -> float:
-    if len(x) == 0:
-        return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SmallSampleWarning, ConstantInputWarning
-        return float(scipy.stats.kendalltau(x, y).statistic)
-
-
-def naive_pacc(values, scores, value_ties: str = "wrong") -> float:
-    """METHOD 1.4 ("wrong") and METHOD 3.5 ("as_greater") written out as the paper states them."""
-    n = len(values)
-    if n < 2 or any(math.isnan(v) for v in list(values) + list(scores)):
-        return math.nan
-    correct = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            if value_ties == "as_greater":  # "if d_i < d_j correct iff s_i > s_j; otherwise iff s_i < s_j"
-                correct += scores[i] > scores[j] if values[i] < values[j] else scores[i] < scores[j]
-            elif values[i] != values[j]:  # the smaller-value item must have the strictly larger score
-                small, large = (i, j) if values[i] < values[j] else (j, i)
-                correct += scores[small] > scores[large]
-    return correct / math.comb(n, 2)
-
+from naive import naive_pacc, scipy_tau  # noqa: E402
 
 def same(a: float, b: float, tol: float = 1e-12) -> bool:
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol
@@ -187,7 +162,7 @@ def test_rows_shapes_and_errors():
 
 
 def test_rows_heatmap_scale_in_one_call():
-    """Thousands of 21-value rows (METHOD 1.4 shape) agree with scipy row by row (spot-checked)."""
+    """Thousands of 21-value rows (PROTOCOL.md 1.4 shape) agree with scipy row by row (spot-checked)."""
     m = 300 if numba.config.DISABLE_JIT else 3000
     rng = np.random.default_rng(7)
     values = np.linspace(0.0, 20.0, 21)
@@ -241,7 +216,7 @@ def test_pacc_edge_cases():
         pairwise_accuracy([1, 2, 3], [1, 2])
 
 
-# ----------------------------------------------------------------------------- METHOD 5.2
+# ----------------------------------------------------------------------------- PROTOCOL.md 5.2
 @st.composite
 def distinct_ranked(draw, min_n=2, max_n=60):
     """Ascending distinct values (a protocol range) and scores without ties (a permutation, maybe scaled)."""
@@ -259,7 +234,7 @@ def test_method_5_2_integer_numerator_and_pacc_is_half_one_plus_tau(case):
     k = tau * math.comb(n, 2)  # = C(n,2) - 2 * discordant: an integer of C(n,2)'s parity
     assert abs(k - round(k)) < 1e-9
     assert round(k) % 2 == math.comb(n, 2) % 2
-    if n in (21, 25):  # the protocol's range sizes: C(n,2) = 210, 300, so k is even (METHOD 5.2)
+    if n in (21, 25):  # the protocol's range sizes: C(n,2) = 210, 300, so k is even (PROTOCOL.md 5.2)
         assert round(k) % 2 == 0
     for value_ties in VALUE_TIES:
         pacc = pairwise_accuracy(values, scores, value_ties)

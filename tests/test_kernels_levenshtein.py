@@ -29,16 +29,7 @@ from fasteval.core.kernels.levenshtein import (
     pack_sequences,
 )
 
-
-def naive_levenshtein(a, b) -> int:
-    """Wagner-Fischer DP, two rows; a and b are any sequences of comparable symbols."""
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1]
+from naive import naive_levenshtein  # noqa: E402
 
 
 # -- strategies -------------------------------------------------------------------------------------

@@ -35,28 +35,13 @@ RTOL = 1e-8  # the contract: predictions and coefficients equal to RidgeCV's to 
 
 
 # ----------------------------------------------------------------------------- references
+from naive import naive_loo_mse  # noqa: E402
+
+
 def sklearn_fit(X, y, alphas) -> RidgeCV:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return RidgeCV(alphas=alphas, store_cv_results=True).fit(X, y)
-
-
-def naive_loo_mse(X, y, alphas) -> np.ndarray:
-    """For each alpha: refit ridge (intercept unpenalised) without row i, predict row i; mean squared error."""
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n, d = X.shape
-    out = []
-    for a in alphas:
-        errors = []
-        for i in range(n):
-            keep = np.arange(n) != i
-            Xk, yk = X[keep], y[keep]
-            xm, ym = Xk.mean(axis=0), yk.mean()
-            coef = np.linalg.solve((Xk - xm).T @ (Xk - xm) + a * np.eye(d), (Xk - xm).T @ (yk - ym))
-            errors.append(y[i] - (ym + (X[i] - xm) @ coef))
-        out.append(np.mean(np.square(errors)))
-    return np.array(out)
 
 
 def assert_close(ours, theirs, rtol=RTOL, scale=0.0):
@@ -199,7 +184,7 @@ def test_one_feature_and_constant_design():
 
 
 def probe_problem(seed: int, n_items: int, signal: float, dim: int = 384, quantities: int = 4):
-    """METHOD 3.4 shapes: per quantity all pairs of n_items unit embeddings, X = |e_a - e_b|, y = log1p |v_a - v_b|.
+    """PROTOCOL.md 3.4 shapes: per quantity all pairs of n_items unit embeddings, X = |e_a - e_b|, y = log1p |v_a - v_b|.
 
     The embeddings carry the value along two random directions (strength ``signal``) on top of noise,
     so the probe has something to find: signal 1 selects an interior alpha, 16 the smallest (0.01),

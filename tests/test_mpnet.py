@@ -51,7 +51,8 @@ def test_mpnet_folder_settings(mpnet):
 
 
 def test_mpnet_exam1_onnx_equals_sentence_transformers(mpnet):
-    from fasteval.core.exam1 import exam1_groups, run_exam1
+    from fasteval.core.exams.geometry import run_exam1
+    from fasteval.core.protocol import exam1_groups
 
     encoder, st = mpnet
 
@@ -83,3 +84,6 @@ def test_mpnet_sweep_offline(mpnet, tmp_path):
     (result,) = (out / "all_mpnet_base_v2").rglob("results.json")
     data = json.loads(result.read_text())
     assert len(data["exams"]["exam1"]["cells"]) == 20 and data["settings"]["pooling"] == "mean"
+    # The regression pin: the authors' Table 1 row for all-mpnet-base-v2 (PROTOCOL.md 5).
+    s = data["exams"]["exam1"]["summary"]
+    assert (s["tau_display"], s["pacc_display"], s["avg_display"]) == (40.97, 70.48, 55.73)

@@ -1,4 +1,4 @@
-"""The protocol's strings, grids and splits against the literal values of METHOD (1.1-1.8, 2.1, 3.3, 5)."""
+"""The protocol's strings, grids and splits against the literal values the paper states (PROTOCOL.md 1.1-1.8, 2.1, 3.3, 5)."""
 from __future__ import annotations
 
 import numpy as np
@@ -65,14 +65,14 @@ def test_conversion_texts():
     assert len(P.CONVERSION_PAIRS) == 11
 
 
-METHOD_FLOATS = (  # METHOD 2.1, verbatim
+PAPER_FLOATS = (  # PROTOCOL.md 2.1, verbatim
     "-166.76025, -979.66166, 650.41302, -402.72029, -263.17662, -612.67730, 132.01634, -676.62435, -751.46623, "
     "-134.12746, 124.15698, -651.31288, 106.44217, -290.19723, 916.12957, -817.41180, 957.27999, -175.76121, "
     "7.87074, -703.70766, 437.93428, -620.05724, -316.87915, -952.95756, -320.96446, 934.96492, 957.59691, "
     "489.06008, -993.09078, 880.47701, 741.53394, 541.66868, -642.25247, -801.00073, -170.93506, 771.07293, "
     "156.17205, 473.16443, -534.75779, 47.19516, 418.77287, 649.66789, 614.24907, -535.38377, 746.37993, "
     "-567.23914, 603.79848, 110.17060, -628.34328, 177.21724")
-METHOD_INTS = (
+PAPER_INTS = (
     "61, 876, 963, -735, -915, -664, -383, 770, 704, -981, -693, 976, -531, -284, 104, -300, -679, -210, -337, "
     "-974, -899, -876, 457, -89, -840, -206, 636, 885, -633, 615, -977, 581, 458, -247, -559, 389, 49, 559, "
     "-752, -16, 273, -874, -972, 282, 7, -333, 581, 249, 978, -139")
@@ -80,7 +80,7 @@ METHOD_INTS = (
 
 def test_exam2_strings_are_methods_verbatim():
     texts = [i.text for i in P.exam2_items()]
-    assert texts == METHOD_FLOATS.split(", ") + METHOD_INTS.split(", ")
+    assert texts == PAPER_FLOATS.split(", ") + PAPER_INTS.split(", ")
 
 
 def test_exam2_items_match_method():
@@ -96,7 +96,7 @@ def test_exam2_items_match_method():
     assert all(i.sign == ("positive" if i.value >= 0 else "negative") for i in items)
 
 
-SPLITS = {  # METHOD 3.3, test indices
+SPLITS = {  # PROTOCOL.md 3.3, test indices
     (21, 0): [0, 6, 11, 12, 15, 17, 19], (21, 1): [8, 10, 14, 15, 16, 18, 19], (21, 2): [1, 4, 8, 10, 13, 14, 18],
     (21, 3): [0, 1, 5, 7, 10, 13, 20], (21, 4): [0, 7, 10, 11, 12, 16, 18],
     (25, 0): [0, 6, 10, 12, 15, 17, 18, 20, 22], (25, 1): [0, 6, 8, 10, 12, 15, 17, 19, 21],

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from fasteval.core.errors import InputError, ModelError
-from fasteval.core.sweep import Job, run_sweep
+from fasteval.core.runs.sweep import Job, run_sweep
 
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
-from test_sweep import CountingEncoder  # noqa: E402
+from fakes import CountingEncoder  # noqa: E402
 
 # Numbers that measure time, not the model: the only fields allowed to differ between two runs.
 TIMING_FIELDS = ("timings", "evaluation_time")
@@ -61,7 +61,7 @@ def folder_contents(root: Path) -> dict[str, object]:
 
 
 def test_same_folders_and_numbers_as_the_local_executor(ray_cluster, tmp_path):
-    from fasteval.core.ray_executor import run_sweep_ray
+    from fasteval.core.runs.ray_executor import run_sweep_ray
 
     local = run_sweep(JOBS, tmp_path / "local", loader, cache_root=tmp_path / "home-local")
     remote = run_sweep_ray(JOBS, tmp_path / "ray", loader, cache_root=tmp_path / "home-ray")
@@ -79,7 +79,7 @@ def test_same_folders_and_numbers_as_the_local_executor(ray_cluster, tmp_path):
 
 
 def test_resume_skips_finished_models_and_cleans_staging(ray_cluster, tmp_path):
-    from fasteval.core.ray_executor import run_sweep_ray
+    from fasteval.core.runs.ray_executor import run_sweep_ray
 
     out = tmp_path / "out"
     first = run_sweep_ray(JOBS[:1], out, loader)
@@ -101,7 +101,7 @@ def test_resume_skips_finished_models_and_cleans_staging(ray_cluster, tmp_path):
 
 
 def test_failing_model_does_not_stop_the_sweep(ray_cluster, tmp_path):
-    from fasteval.core.ray_executor import run_sweep_ray
+    from fasteval.core.runs.ray_executor import run_sweep_ray
 
     outcomes = run_sweep_ray([Job("bad", exams=(1,)), Job("good", exams=(1,))], tmp_path, loader)
     assert [o.status for o in outcomes] == ["failed", "done"]
@@ -116,7 +116,7 @@ def test_failing_model_does_not_stop_the_sweep(ray_cluster, tmp_path):
 
 
 def test_a_gpu_per_task_when_the_cluster_has_gpus():
-    from fasteval.core.ray_executor import _gpus_per_task
+    from fasteval.core.runs.ray_executor import _gpus_per_task
 
     class FakeRay:
         def __init__(self, gpus):
@@ -132,7 +132,7 @@ def test_a_gpu_per_task_when_the_cluster_has_gpus():
 
 
 def test_without_ray_one_line_error(monkeypatch, tmp_path):
-    from fasteval.core.ray_executor import run_sweep_ray
+    from fasteval.core.runs.ray_executor import run_sweep_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(InputError, match=r"needs Ray.*pip install 'fasteval\[ray\]'"):

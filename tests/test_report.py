@@ -14,7 +14,6 @@ import os
 import struct
 import subprocess
 import sys
-import zlib
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
@@ -25,31 +24,8 @@ import pytest
 from fasteval.core import protocol as P
 from fasteval.core.errors import InputError, OutputError
 
-FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
-WORDS = {w: float(i) for i, w in enumerate(P.WORDS[:-1])} | {P.WORDS[-1]: 100.0}
+from fakes import FASTEVAL, FakeEncoder, one_line_error  # noqa: E402
 DPI = 40  # small figures: the size check is figsize x dpi whatever the dpi
-
-
-class FakeEncoder:
-    """Embeddings from the number in the text (sin features of log|x| and sign) plus crc32-seeded noise."""
-
-    def __init__(self, noise: float, dim: int = 16, tokenizer: bool = False):
-        self.noise, self.dim = noise, dim
-        if tokenizer:  # one token per character: tokenizer tau must equal character tau (METHOD 2.3)
-            self.token_ids = lambda texts: [[ord(c) for c in t] for t in texts]
-
-    def encode(self, texts):
-        rows = []
-        for text in texts:
-            head = text.split()[0]
-            try:
-                x = float(head)
-            except ValueError:
-                x = WORDS.get(head, 0.0)
-            features = np.sin(np.log1p(abs(x)) * np.arange(1, self.dim + 1) / 2 + np.sign(x))
-            rng = np.random.default_rng(zlib.crc32(text.encode()))
-            rows.append(features + self.noise * rng.normal(size=self.dim))
-        return np.asarray(rows, dtype=np.float32)
 
 
 def half_up(value, digits: int) -> float:
@@ -76,12 +52,13 @@ def exact_tau(cell) -> Fraction:
 def results(tmp_path_factory):
     """Three results side by side: one nested a level deeper and without matrices, one with Exam 2 only; a
     corrupt file and a hidden staging folder beside them."""
-    from fasteval.core.evaluate import evaluate, result_files
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
     from fasteval.core.results import write_result_folder
 
     root = tmp_path_factory.mktemp("results")
-    smooth = evaluate(FakeEncoder(noise=0.2, tokenizer=True), name="org/fake-smooth")
-    noisy = evaluate(FakeEncoder(noise=2.5), name="fake-noisy")
+    smooth = evaluate(FakeEncoder(noise=0.2, tokens="chars"), name="org/fake-smooth")
+    noisy = evaluate(FakeEncoder(noise=2.5, tokens=None), name="fake-noisy")
     # Scores without matrices or curves (as `run_exam1(keep_matrices=False)` gives): tables, no figures.
     noisy.exams["exam1"] = dataclasses.replace(noisy.exams["exam1"], heatmaps={}, digits_words={}, conversions=[])
     partial = dataclasses.replace(smooth, model="fake-partial", model_id="fake_partial",
@@ -98,7 +75,7 @@ def results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(results, tmp_path_factory):
-    from fasteval.core.report import build_report
+    from fasteval.core.report.build import build_report
 
     root, _ = results
     warnings: list[str] = []
@@ -121,7 +98,7 @@ def test_finds_nested_results_and_skips_corrupt_and_hidden(results, report):
 
 
 def test_table1_rows_order_all_and_baseline(results, report):
-    from fasteval.core.exam1 import table1_row
+    from fasteval.core.exams.geometry import table1_row
 
     _, objs = results
     rep, _ = report
@@ -133,7 +110,7 @@ def test_table1_rows_order_all_and_baseline(results, report):
     tex = (rep.out / "table1.tex").read_text()
     all_cells = [c for cells in scored.values() for c in cells]
     for label, cells in [*((k, scored[k]) for k in expected), ("all", all_cells)]:
-        # Independently: exact means of k / C(n, 2); PACC = (1 + tau) / 2 in every cell (METHOD 1.4)
+        # Independently: exact means of k / C(n, 2); PACC = (1 + tau) / 2 in every cell (PROTOCOL.md 1.4)
         tau = sum(exact_tau(c) for c in cells) / len(cells) * 100
         pacc = sum((1 + exact_tau(c)) / 2 for c in cells) / len(cells) * 100
         avg = (tau + pacc) / 2
@@ -149,7 +126,7 @@ def test_table1_rows_order_all_and_baseline(results, report):
 
 
 def test_latex_number_format():
-    from fasteval.core.report import latex_number
+    from fasteval.core.report.tables import latex_number
 
     assert latex_number(7.33) == "07.33" and latex_number(-7.33) == "-07.33" and latex_number(42.1) == "42.10"
     assert latex_number(100.0) == "100.00" and latex_number(0.0) == "00.00" and latex_number(-0.0) == "00.00"
@@ -187,7 +164,7 @@ def test_table2_mean_min_max(results, report):
 
 
 def test_lexical_table(results, report):
-    from fasteval.core.exam2 import REFERENCES
+    from fasteval.core.exams.lexical import REFERENCES
 
     _, objs = results
     rep, _ = report
@@ -244,7 +221,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_pngs(report):
-    from fasteval.core import plots
+    from fasteval.core.report import plots
 
     rep, _ = report
     sizes = {"embedding_overview": plots.OVERVIEW_SIZE, "digits_words": plots.DIGITS_WORDS_SIZE,
@@ -281,7 +258,7 @@ def test_missing_exams_leave_rows_out(report):
 
 
 def test_models_filter_and_replacing(results, tmp_path):
-    from fasteval.core.report import build_report
+    from fasteval.core.report.build import build_report
 
     root, _ = results
     warnings: list[str] = []
@@ -303,14 +280,6 @@ def test_models_filter_and_replacing(results, tmp_path):
 def run(args):
     return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, timeout=300,
                           env={**os.environ, "FASTEVAL_DEBUG": ""})
-
-
-def one_line_error(proc) -> str:
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.startswith("fasteval: error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def test_cli_report(results, tmp_path):

@@ -12,17 +12,10 @@ from pathlib import Path
 import pytest
 
 from fasteval.core.errors import InputError
-from fasteval.core.sweep import Job, embedding_key, read_models_file, result_key, run_sweep
+from fasteval.core.runs.sweep import Job, embedding_key, read_models_file, result_key, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_exams import FakeEncoder  # noqa: E402
-
-
-class CountingEncoder(FakeEncoder):
-    def __init__(self, name: str, **kw):
-        super().__init__(**kw)
-        self.name = name
-        self.info = {"model": name, "onnx_sha256": name, "provider": "cpu", "dtype": "fp32", "prompt": ""}
+from fakes import CountingEncoder, FakeEncoder  # noqa: E402
 
 
 def make_loader(log: list):
@@ -99,15 +92,20 @@ def test_library_api_is_lazy_and_works():
     code = "import sys, fasteval; print(any(m in sys.modules for m in ('numba', 'onnxruntime', 'torch')))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     result = fasteval.evaluate(FakeEncoder(), exams=[1], name="fake")
-    assert result.exams["exam1"].summary()["tau"] is not None
+    cells = result.exams["exam1"].cells
+    summary = result.exams["exam1"].summary()
+    assert len(cells) == 20
+    assert summary["tau"] == pytest.approx(100 * sum(c.tau for c in cells) / 20, abs=1e-12)
+    assert summary["pacc"] == pytest.approx(100 * sum(c.pacc for c in cells) / 20, abs=1e-12)
+    assert summary["avg"] == pytest.approx((summary["tau"] + summary["pacc"]) / 2, abs=1e-12)
 
 
 KILL_SCRIPT = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from test_sweep import CountingEncoder
-from fasteval.core.sweep import Job, run_sweep
+from fakes import CountingEncoder
+from fasteval.core.runs.sweep import Job, run_sweep
 
 def loader(name, **options):
     if name == "slow":

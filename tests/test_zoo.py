@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +14,10 @@ import pytest
 from fasteval.core.errors import FastevalError, ModelError, SourceError
 from tiny_models import make_dense_folder, torch_single_thread, variant
 
-FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
+from fakes import FASTEVAL, one_line_error  # noqa: E402
 TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter", "",
          "a much longer text with many many words " * 3]
-# METHOD 0.3, in the paper's order.
+# PROTOCOL.md 0.3, in the paper's order.
 PAPER_MODEL_IDS = [
     "all_MiniLM_L6_v2", "all_mpnet_base_v2", "e5_large_v2", "bge_large_en_v1.5", "nomic_embed_text_v1.5",
     "Qwen3_Embedding_0.6B", "Qwen3_Embedding_4B", "Qwen3_Embedding_8B", "LaBSE",
@@ -32,17 +31,6 @@ PAPER_MODEL_IDS = [
 def run(args, env=None):
     return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, env={**os.environ, **(env or {})},
                           timeout=600)
-
-
-def one_line_error(proc, *fragments):
-    assert proc.returncode != 0, proc.stdout
-    err = proc.stderr.strip()
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if ln.startswith("fasteval: error:")]
-    assert len(lines) == 1, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -324,13 +312,16 @@ def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, m
     from fasteval.models.folder import load_folder
 
     folder = load_folder(tiny_st_folder)
-    for error in (OSError("disk full"), KeyboardInterrupt()):
+    from fasteval.core.errors import OutputError
+
+    # A disk error becomes the one-line OutputError; an interrupt stays an interrupt. Neither leaves a trace.
+    for error, raised in ((OSError(28, "disk full"), OutputError), (KeyboardInterrupt(), KeyboardInterrupt)):
         def broken_copy(*args, error=error):
             raise error
         monkeypatch.setattr(export_module, "_copy_st_files", broken_copy)
-        with pytest.raises(type(error)):
+        with pytest.raises(raised):
             export_module.export(folder, tmp_path / "home", quiet=True)
-        with pytest.raises(type(error)):
+        with pytest.raises(raised):
             export_module.export(folder, tmp_path / "home", quiet=True, out=tmp_path / "out")
         assert list((tmp_path / "home" / "onnx").iterdir()) == []
         assert [p.name for p in tmp_path.iterdir()] == ["home"], "neither --out nor a staging folder"
@@ -354,7 +345,7 @@ def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
 # --- drift -----------------------------------------------------------------------------------------------------
 def test_drift_counts_flipped_pairs(tiny_encoder):
     from fasteval.core.embeddings import embed_groups
-    from fasteval.core.exam1 import exam1_groups
+    from fasteval.core.protocol import exam1_groups
     from fasteval.core.protocol import exam1_cells
     from fasteval.models.drift import dtype_drift, table_drift
 

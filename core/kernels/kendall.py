@@ -4,7 +4,7 @@
 nan_policy="propagate") to 1e-12: the same integer pair counts and the same final formula.
 Short vectors use the direct O(n^2) pair count; longer ones Knight's O(n log n) algorithm (sort by
 x, break ties in x by y, count merge-sort inversions of y). The ``*_rows`` functions evaluate many
-short vectors in one parallel call (METHOD 1.4 heatmap rows, METHOD 3.5 anchors).
+short vectors in one parallel call (PROTOCOL.md 1.4 heatmap rows, PROTOCOL.md 3.5 anchors).
 """
 
 from __future__ import annotations
@@ -294,8 +294,8 @@ def kendall_tau_b_rows(X, Y) -> np.ndarray:
 def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
     """PACC = #{i<j : the item with the smaller value has the strictly larger score} / C(n,2); score ties are wrong.
 
-    A pair with equal values counts as wrong (``value_ties="wrong"``, METHOD 1.4, where values are
-    distinct anyway), or, with ``value_ties="as_greater"`` (METHOD 3.5: "if d_i < d_j correct iff
+    A pair with equal values counts as wrong (``value_ties="wrong"``, PROTOCOL.md 1.4, where values are
+    distinct anyway), or, with ``value_ties="as_greater"`` (PROTOCOL.md 3.5: "if d_i < d_j correct iff
     s_i > s_j, otherwise correct iff s_i < s_j"), as if v_i > v_j: correct iff s_i < s_j.
     NaN when any value or score is NaN, or when n < 2. O(n^2).
     With distinct values and no score ties, PACC = (1 + kendall_tau_b(values, -scores)) / 2.

@@ -322,6 +322,27 @@ def _n_chunks(n_items: int, n_pairs: int) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
+@njit(cache=True, inline="always")
+def _myers_step(eq, vp, vn, hp_in, hn_in, out_shift):
+    """One text symbol through one 64-bit block of the DP column (Myers 1999, Hyyrö 2003).
+
+    ``eq``: the block's match mask of the symbol; ``vp``/``vn``: the block's vertical +1/-1 deltas;
+    ``hp_in``/``hn_in``: the horizontal +1/-1 carried in from the block below (1/0 for the first block:
+    the DP's top row grows by one per symbol). Returns (vp, vn, hp_out, hn_out): the new deltas and the
+    horizontal deltas at bit ``out_shift`` (the block's top row), which change the score or carry upwards.
+    """
+    one = np.uint64(1)
+    x = eq | hn_in
+    d0 = (((x & vp) + vp) ^ vp) | x | vn
+    hp = vn | ~(d0 | vp)
+    hn = d0 & vp
+    hp_out = (hp >> out_shift) & one
+    hn_out = (hn >> out_shift) & one
+    hp = (hp << one) | hp_in
+    hn = (hn << one) | hn_in
+    return hn | ~(d0 | hp), hp & d0, hp_out, hn_out
+
+
 @njit(cache=True)
 def _myers_word(codes, p0, p1, t0, t1, peq):
     """lev(pattern, text) for a pattern of 1..64 symbols: one 64-bit column vector (Hyyrö 2003).
@@ -339,17 +360,11 @@ def _myers_word(codes, p0, p1, t0, t1, peq):
     vn = np.uint64(0)
     last_shift = np.uint64(m - 1)
     dist = m
+    zero = np.uint64(0)
     for t in range(t0, t1):
-        x = peq[codes[t]]
-        d0 = (((x & vp) + vp) ^ vp) | x | vn
-        hp = vn | ~(d0 | vp)
-        hn = d0 & vp
+        vp, vn, hp_out, hn_out = _myers_step(peq[codes[t]], vp, vn, one, zero, last_shift)
         # Branch-free score update: on unrelated texts the branches would be a coin toss.
-        dist += np.int64((hp >> last_shift) & one) - np.int64((hn >> last_shift) & one)
-        hp = (hp << one) | one
-        hn = hn << one
-        vp = hn | ~(d0 | hp)
-        vn = hp & d0
+        dist += np.int64(hp_out) - np.int64(hn_out)
     for k in range(p0, p1):
         peq[codes[k]] = 0
     return dist
@@ -385,21 +400,9 @@ def _myers_blocks(codes, p0, p1, t0, t1, row_of):
         hp_carry = one  # the top row of the DP grows by one per text symbol
         hn_carry = zero
         for w in range(words):
-            x = peq[row, w] | hn_carry
-            vp_w = vp[w]
-            vn_w = vn[w]
-            d0 = (((x & vp_w) + vp_w) ^ vp_w) | x | vn_w
-            hp = vn_w | ~(d0 | vp_w)
-            hn = d0 & vp_w
             out_shift = top_shift if w < words - 1 else last_shift
-            hp_out = (hp >> out_shift) & one
-            hn_out = (hn >> out_shift) & one
-            hp = (hp << one) | hp_carry
-            hn = (hn << one) | hn_carry
-            vp[w] = hn | ~(d0 | hp)
-            vn[w] = hp & d0
-            hp_carry = hp_out
-            hn_carry = hn_out
+            vp[w], vn[w], hp_carry, hn_carry = _myers_step(peq[row, w], vp[w], vn[w], hp_carry, hn_carry,
+                                                           out_shift)
         dist += np.int64(hp_carry) - np.int64(hn_carry)
     for k in range(p0, p1):
         row_of[codes[k]] = 0
@@ -476,24 +479,17 @@ def _unload_lanes(codes, offsets, row0, m, row_of, masks):
 def _lanes_vs_text(codes, t0, t1, row_of, masks, m, last_shift, vp, vn, dist):
     """dist[l] = lev(lane l's row, codes[t0:t1]) for all lanes at once: ``_myers_word`` with lanes."""
     one = np.uint64(1)
+    zero = np.uint64(0)
     for lane in range(_LANES):
-        vp[lane] = ~np.uint64(0)
+        vp[lane] = ~zero
         vn[lane] = 0
         dist[lane] = m[lane]
     for t in range(t0, t1):
         row = row_of[codes[t]]
         for lane in range(_LANES):
-            x = masks[row, lane]
-            vp_l = vp[lane]
-            vn_l = vn[lane]
-            d0 = (((x & vp_l) + vp_l) ^ vp_l) | x | vn_l
-            hp = vn_l | ~(d0 | vp_l)
-            hn = d0 & vp_l
-            dist[lane] += np.int64((hp >> last_shift[lane]) & one) - np.int64((hn >> last_shift[lane]) & one)
-            hp = (hp << one) | one
-            hn = hn << one
-            vp[lane] = hn | ~(d0 | hp)
-            vn[lane] = hp & d0
+            vp[lane], vn[lane], hp_out, hn_out = _myers_step(masks[row, lane], vp[lane], vn[lane], one, zero,
+                                                             last_shift[lane])
+            dist[lane] += np.int64(hp_out) - np.int64(hn_out)
 
 
 @njit(cache=True)

@@ -1,11 +1,11 @@
 """Batched similarities of embedding rows: validating wrappers over Numba kernels.
 
-Embeddings are cast to float32 (the protocol's dtype, METHOD 1.3 / 1.8 / 2.3). Every similarity is
+Embeddings are cast to float32 (the protocol's dtype, PROTOCOL.md 1.3 / 1.8 / 2.3). Every similarity is
 accumulated in float64 in index order and rounded once to float32: the result is deterministic
 (no BLAS blocking or thread-count effects), symmetric to the bit, and equal to the correctly
 rounded float32 value of the exact sum except when that sum sits within ~d * 2^-53 of a float32
 rounding boundary. Exact float32 ties between different pairs therefore arise at the paper's rate
-(METHOD 2.3 counts ~98 among 4950), though not always between the same pairs: the paper summed in
+(PROTOCOL.md 2.3 counts ~98 among 4950), though not always between the same pairs: the paper summed in
 float32 (BLAS), whose last-bit errors move a few values. Kendall tau-b treats ties as ties.
 """
 
@@ -152,7 +152,7 @@ def similarity_matrix(a, b=None, metric: str = "cos") -> np.ndarray:
 
 
 def paired_similarity(a, b, metric: str = "cos") -> np.ndarray:
-    """s_i = sim(a_i, b_i) as float32 (n,): row i of a against row i of b (METHOD 1.8 conversion curves).
+    """s_i = sim(a_i, b_i) as float32 (n,): row i of a against row i of b (PROTOCOL.md 1.8 conversion curves).
 
     Same metrics, rounding and errors as similarity_matrix; a and b must have the same shape.
     """
@@ -168,7 +168,7 @@ def paired_similarity(a, b, metric: str = "cos") -> np.ndarray:
 
 
 def anchor_similarity(embeddings, anchor_index: int = 0, metric: str = "cos") -> np.ndarray:
-    """s_k = sim(e_anchor, e_k) as float32 (n,) for every row k, the anchor itself included (METHOD 1.4 step 2).
+    """s_k = sim(e_anchor, e_k) as float32 (n,) for every row k, the anchor itself included (PROTOCOL.md 1.4 step 2).
 
     Equal to similarity_matrix(embeddings)[anchor_index] bit for bit. anchor_index may be negative
     (Python indexing); out of range is an InputError.

@@ -1,4 +1,4 @@
-"""Exam 1 figures as PNG bytes (METHOD 1.9): the embedding overview, the digits-vs-words matrices and the
+"""Exam 1 figures as PNG bytes (PROTOCOL.md 1.9): the embedding overview, the digits-vs-words matrices and the
 unit-conversion curves of one model.
 
 matplotlib is an optional extra (`fasteval[report]`) and is imported inside the functions. Figures are made
@@ -15,7 +15,7 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.errors import FastevalError
-from fasteval.core.exam1 import Exam1Result
+from fasteval.core.exams.geometry import Exam1Result
 
 CMAP, VMIN, VMAX = "viridis", 0.0, 1.0
 OVERVIEW_SIZE = (13.2, 8.0)
@@ -48,7 +48,7 @@ def png_bytes(fig, dpi: int = DEFAULT_DPI) -> bytes:
 
 
 def masked_upper(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
-    """The matrix with entries strictly below the diagonal (row > column) set to NaN (METHOD 1.9)."""
+    """The matrix with entries strictly below the diagonal (row > column) set to NaN (PROTOCOL.md 1.9)."""
     m = np.array(matrix, dtype=float)  # JSON nulls (None) become NaN
     m[np.tril_indices(len(m), k=-1)] = np.nan
     return m
@@ -80,7 +80,7 @@ def _similarity_label(metric: str) -> str:
 
 
 def _digits_words_panel(ax, matrix, fontsize: float) -> object:
-    """Rows = words (y), columns = digits (x), drawn in full (METHOD 1.7, 1.9)."""
+    """Rows = words (y), columns = digits (x), drawn in full (PROTOCOL.md 1.7, 1.9)."""
     image = _show(ax, np.array(matrix, dtype=float))
     ax.set_xticks(range(len(P.DIGITS)), P.DIGITS, fontsize=fontsize, rotation=90)
     ax.set_yticks(range(len(P.WORDS)), P.WORDS, fontsize=fontsize)
@@ -129,7 +129,7 @@ def overview_figure(exam1: Exam1Result, title: str):
 
 
 def digits_words_figure(exam1: Exam1Result, title: str):
-    """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (METHOD 1.7)."""
+    """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (PROTOCOL.md 1.7)."""
     require_matplotlib()
     quantities = [q for q in P.QUANTITIES if q in exam1.digits_words]
     if not quantities:

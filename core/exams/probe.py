@@ -1,4 +1,4 @@
-"""Exam 3, the recalibration probe (METHOD 3): a ridge probe on |e_a - e_b| against the similarity itself,
+"""Exam 3, the recalibration probe (PROTOCOL.md 3): a ridge probe on |e_a - e_b| against the similarity itself,
 on item-level splits, pooled over the four quantities, evaluated anchor by anchor on the test items.
 """
 from __future__ import annotations
@@ -10,13 +10,14 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
+from fasteval.core.exams.similarities import cell_similarities
 
 METRIC_KEYS = ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")
 
 
 @dataclass
 class Exam3Row:
-    """One (quantity, range): means over the 5 splits (METHOD 3.5)."""
+    """One (quantity, range): means over the 5 splits (PROTOCOL.md 3.5)."""
     unit: str
     range: str
     kendall: float
@@ -67,7 +68,6 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
     """
     from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
     from fasteval.core.kernels.ridge import fit_ridge_loo_batched, predict
-    from fasteval.core.exam1 import cell_similarities
 
     embeddings = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}
     sims = similarities or cell_similarities(table, metric)
@@ -120,42 +120,10 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
                 kendall_cosine_sd_splits=float(np.std(per_split["ts"], ddof=1)),
                 alpha_median=float(np.median(alphas_by_range[range_name])), n_splits=P.PROBE_N_SPLITS,
                 n_train_pairs=len(P.QUANTITIES) * comb(n_train, 2), n_train_items=n_train, n_test_items=n_test))
-    # METHOD 5 row order: range-major (the probe is fitted per range).
+    # PROTOCOL.md 5 row order: range-major (the probe is fitted per range).
     return Exam3Result(metric=metric, rows=rows, alphas=alphas_by_range)
 
 
 def _nanmean(x: np.ndarray) -> float:
     finite = x[~np.isnan(x)]
     return float(finite.mean()) if len(finite) else float("nan")
-
-
-def exam3_files(result: Exam3Result, model: str, model_id: str) -> dict[str, str]:
-    """The two CSVs of METHOD 3.6."""
-    from dataclasses import asdict
-
-    from fasteval.core.results import csv_text
-
-    full_cols = ["model"] + list(Exam3Row.__dataclass_fields__)
-    full = [{"model": model_id, **asdict(r)} for r in result.rows]
-    s = result.summary()
-    summary_cols = ["model", "kendall_mean", "pairwise_mean", "kendall_std", "pairwise_std", "kendall_cosine_mean",
-                    "pairwise_cosine_mean", "kendall_cosine_std", "pairwise_cosine_std"]
-    return {
-        f"{model_id}_benchmark_full_regression_experiment.csv": csv_text(full, full_cols),
-        f"{model_id}_benchmark_summary_regression_experiment.csv": csv_text([{"model": model_id, **s}],
-                                                                            summary_cols),
-    }
-
-
-def exam3_text(result: Exam3Result) -> str:
-    """Per row: probe tau (+-sd) and PACC | similarity tau (+-sd) and PACC, 3 decimals (METHOD 3.5)."""
-    lines = []
-    for r in result.rows:
-        lines.append(f"  {r.unit:<9} {r.range:<14} probe tau={r.kendall:.3f}(±{r.kendall_sd_splits:.3f}) "
-                     f"pairwise={r.pairwise:.3f} | cosine tau={r.kendall_cosine:.3f}"
-                     f"(±{r.kendall_cosine_sd_splits:.3f}) pairwise={r.pairwise_cosine:.3f}")
-    s = result.summary()
-    lines.append(f"  mean: probe tau={s['kendall_mean']:.3f} pairwise={s['pairwise_mean']:.3f} | cosine "
-                 f"tau={s['kendall_cosine_mean']:.3f} pairwise={s['pairwise_cosine_mean']:.3f} | "
-                 f"delta tau x100={s['delta_tau_x100']:.2f}")
-    return "\n".join(lines)

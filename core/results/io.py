@@ -1,7 +1,8 @@
-"""Results: typed objects -> strict JSON (NaN as null), CSV and Markdown, written atomically.
+"""Writing: typed objects -> strict JSON (NaN as null), CSV and Markdown; atomic files and staged folders.
 
-A model's results are assembled in a hidden staging folder beside the destination and renamed into place,
-so a crash never leaves a half-written result where a reader (or a resumed sweep) would take it for done.
+Every folder fasteval writes (a model's results, a report, a downloaded model, an ONNX export) is assembled
+in a hidden staging folder beside its destination and renamed into place (``staged_folder``), so a crash
+never leaves a half-written folder where a reader (or a resumed sweep) would take it for done.
 """
 from __future__ import annotations
 
@@ -13,16 +14,14 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fasteval.core.errors import OutputError
-
-RESULT_FILE = "results.json"
-
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None."""
@@ -102,26 +101,38 @@ def check_writable(folder: Path) -> Path:
     return folder
 
 
-@dataclass
-class ModelResult:
-    """Everything one model's sweep produced, plus what it was computed under."""
-    model: str
-    model_id: str
-    settings: dict[str, Any]
-    protocol: str
-    fasteval_version: str
-    exams: dict[str, Any] = field(default_factory=dict)  # "exam1" -> Exam1Result, ...
-    timings: dict[str, float] = field(default_factory=dict)
+@contextmanager
+def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> Iterator[Path]:
+    """The one way fasteval writes a folder: yield a hidden staging folder beside ``dest``; when the block
+    ends cleanly it becomes ``dest`` in one rename, else it is removed. Nothing half-written is ever at ``dest``.
 
-
-def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "results") -> Path:
-    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``, all at once: staged in a
-    hidden sibling folder, then renamed into place (an existing ``dest`` is replaced whole)."""
+    ``replace``: an existing ``dest`` is replaced whole (results, reports); otherwise an existing ``dest`` wins
+    and the staged copy is dropped (downloads and exports: another process finished the same work first).
+    """
     dest = Path(dest).expanduser()
     check_writable(dest.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
     try:
-        staging.chmod(0o755)  # mkdtemp makes it private (0700); results are meant to be shared
+        staging.chmod(0o755)  # mkdtemp makes it private (0700); results and caches are meant to be shared
+        yield staging
+        if dest.exists() and replace:
+            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            os.replace(dest, trash / "old")
+            os.replace(staging, dest)
+            shutil.rmtree(trash, ignore_errors=True)
+        elif not dest.exists():
+            os.replace(staging, dest)
+    except OSError as err:
+        raise OutputError(f"Could not write {what} to {dest}: {err.strerror or err}.",
+                          "free disk space or pass another folder with --out DIR.") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "results") -> Path:
+    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``, all at once (``staged_folder``);
+    an existing ``dest`` is replaced whole."""
+    with staged_folder(dest, what=what) as staging:
         for name, content in files.items():
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -129,15 +140,4 @@ def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "
                 target.write_bytes(content)
             else:
                 target.write_text(content, encoding="utf-8")
-        if dest.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-            os.replace(dest, trash / "old")
-            os.replace(staging, dest)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(staging, dest)
-    except OSError as err:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise OutputError(f"Could not write {what} to {dest}: {err.strerror or err}.",
-                          "free disk space or pass another folder with --out DIR.") from None
-    return dest
+    return Path(dest).expanduser()

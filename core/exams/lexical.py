@@ -1,6 +1,6 @@
-"""Exam 2, lexical vs numeric similarity (METHOD 2): Kendall tau-b of the similarity of 100 bare numbers
+"""Exam 2, lexical vs numeric similarity (PROTOCOL.md 2): Kendall tau-b of the similarity of 100 bare numbers
 against character Levenshtein, token Levenshtein (the model's own token ids) and numeric distance, over all
-4,950 pairs and the subsets of METHOD 2.3.
+4,950 pairs and the subsets of PROTOCOL.md 2.3.
 """
 from __future__ import annotations
 
@@ -22,11 +22,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def exam2_groups() -> list[list[str]]:
-    """One encode call: the 100 bare numbers in item order."""
-    return [[item.text for item in P.exam2_items()]]
-
-
 @dataclass
 class Exam2Row:
     group_type: str
@@ -44,7 +39,7 @@ class Exam2Result:
     notes: list[str] = field(default_factory=list)
 
     def pivot(self) -> dict[str, dict[str, float]]:
-        """reference -> {all, float-float, float-int, int-int} -> tau x 100 (METHOD 2.3 printout)."""
+        """reference -> {all, float-float, float-int, int-int} -> tau x 100 (PROTOCOL.md 2.3 printout)."""
         out: dict[str, dict[str, float]] = {ref: {} for ref in sorted(REFERENCES)}
         for row in self.rows:
             if row.group in PIVOT_COLUMNS:
@@ -85,11 +80,11 @@ def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | 
 
 
 def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: str = "cos") -> Exam2Result:
-    """tau-b = kendalltau(similarity, -distance) for every subset and reference (METHOD 2.3)."""
+    """tau-b = kendalltau(similarity, -distance) for every subset and reference (PROTOCOL.md 2.3)."""
     from fasteval.core.kernels.kendall import kendall_tau_b
     from fasteval.core.kernels.similarity import similarity_matrix
 
-    texts = exam2_groups()[0]
+    texts = P.exam2_groups()[0]
     sims = similarity_matrix(table[texts], metric=metric)
     i, j = np.triu_indices(len(texts), k=1)
     pair_sims = sims[i, j].astype(np.float64)
@@ -103,35 +98,3 @@ def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: 
                 rows.append(Exam2Row(group_type, group, ref, tau, int(mask.sum())))
     notes = [] if token_ids is not None else ["token_lev is null: the encoder exposes no tokenizer"]
     return Exam2Result(metric=metric, rows=rows, token_ids_available=token_ids is not None, notes=notes)
-
-
-def exam2_files(result: Exam2Result, model: str, model_id: str) -> dict[str, str]:
-    """``<model_id>_lexical.csv``: the long table (METHOD 2.3), 30 rows."""
-    from fasteval.core.results import csv_text
-
-    rows = [{"model": model_id, "group_type": r.group_type, "group": r.group, "reference": r.reference,
-             "tau": r.tau, "n_pairs": r.n_pairs} for r in result.rows]
-    return {f"{model_id}_lexical.csv": csv_text(rows, ["model", "group_type", "group", "reference", "tau",
-                                                       "n_pairs"])}
-
-
-def exam2_text(result: Exam2Result) -> str:
-    """The pivot of METHOD 2.3: rows char_lev, num_dist, token_lev; tau x 100 to one decimal."""
-    lines = [f"{'reference':<10}" + "".join(f"{c:>13}" for c in PIVOT_COLUMNS)]
-    for ref, cols in result.pivot().items():
-        cells = ["n/a" if np.isnan(cols.get(c, np.nan)) else f"{cols[c]:.1f}" for c in PIVOT_COLUMNS]
-        lines.append(f"{ref:<10}" + "".join(f"{v:>13}" for v in cells))
-    return "\n".join(lines + result.notes)
-
-
-def tokenizer_ids(encoder, texts: list[str]) -> list[list[int]] | None:
-    """The encoder's own token ids without special tokens, if it exposes a tokenizer (fasteval or HF-style)."""
-    if callable(getattr(encoder, "token_ids", None)):
-        return encoder.token_ids(texts)
-    tokenizer = getattr(encoder, "tokenizer", None)
-    if tokenizer is not None and callable(getattr(tokenizer, "encode", None)):
-        try:
-            return [list(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
-        except TypeError:
-            return None
-    return None

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fasteval.core import protocol as P
-from fasteval.core.embeddings import EmbeddingTable
+from fasteval.core.choices import OVERWRITE, PAPER_EXAMS, check_choice, parse_exams
+from fasteval.core.embeddings import describe
 from fasteval.core.errors import FastevalError, InputError
-from fasteval.core.results import RESULT_FILE, check_writable
+from fasteval.core.results.io import check_writable
+from fasteval.core.results.model import RESULT_FILE
+from fasteval.core.runs.cache import EmbeddingCache
 
-OVERWRITE = ("never", "always", "only-missing")
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
                       "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense")
@@ -55,7 +55,7 @@ class Job:
     """One model with its options (passed to the loader) and the scoring settings."""
     model: str
     options: dict[str, Any] = field(default_factory=dict)
-    exams: tuple[int, ...] = (1, 2, 3)
+    exams: tuple[int | str, ...] = PAPER_EXAMS
     metric: str = "cos"
 
 
@@ -78,49 +78,6 @@ def read_result(folder: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("key") else None
 
 
-# --- embedding cache -----------------------------------------------------------------------------------------
-class EmbeddingCache:
-    """Embeddings on disk, keyed by (embedding settings, exact text): ``FASTEVAL_HOME/embeddings/<key>.npz``.
-
-    Exams embed their texts in the protocol's fixed group order, so a text is always first embedded in the
-    same encode call, and a cached run gives the numbers of a fresh one.
-    """
-
-    def __init__(self, root: Path | None):
-        self.root = root
-
-    def path(self, key: str) -> Path | None:
-        return None if self.root is None else self.root / "embeddings" / f"{key}.npz"
-
-    def load(self, key: str) -> EmbeddingTable:
-        table = EmbeddingTable()
-        path = self.path(key)
-        if path is not None and path.exists():
-            try:
-                with np.load(path, allow_pickle=False) as data:
-                    table.add([str(t) for t in data["texts"]], data["vectors"])
-            except (OSError, ValueError, KeyError):
-                print(f"fasteval: warning: ignoring unreadable embedding cache {path}", file=sys.stderr)
-                return EmbeddingTable()
-        return table
-
-    def save(self, key: str, table: EmbeddingTable) -> None:
-        path = self.path(key)
-        if path is None or len(table) == 0:
-            return
-        import io
-
-        from fasteval.core.results import atomic_write_text
-
-        texts, vectors = zip(*table.items())
-        buf = io.BytesIO()
-        np.savez(buf, texts=np.array(texts), vectors=np.stack(vectors))
-        try:
-            atomic_write_text(path, buf.getvalue())
-        except OSError:
-            pass  # the cache only saves time; a read-only home still gives results
-
-
 # --- one job -------------------------------------------------------------------------------------------------
 def clean_stale_staging(out: Path) -> None:
     """Remove staging folders a killed run left behind (never read as results)."""
@@ -128,25 +85,34 @@ def clean_stale_staging(out: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
+    """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
+    return {**info, "similarity": job.metric, "exams": list(parse_exams(job.exams)), "protocol": P.PROTOCOL_VERSION}
+
+
 def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
             cache_root: Path | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
-    """Load the model, decide skip/redo from the result key, run the exams, write the folder atomically."""
-    from fasteval.core.evaluate import evaluate, result_files
-    from fasteval.core.results import write_result_folder
+    """Load the model, decide skip/redo from the result key, run the exams, write the folder atomically.
+
+    Deciding needs only the encoder's settings (hashes remembered by size and mtime, the provider it will
+    use), not a session: a fasteval encoder starts onnxruntime at its first encode, so a skipped model costs
+    no session and no export.
+    """
+    from fasteval.core.results.files import result_files
+    from fasteval.core.results.io import write_result_folder
+    from fasteval.core.runs.evaluate import evaluate
 
     start = time.perf_counter()
-    encoder = loader(job.model, **job.options)
-    name = getattr(encoder, "name", job.model)
-    settings = dict(getattr(encoder, "info", {}) or {})
-    settings.update(similarity=job.metric, exams=list(job.exams), protocol=P.PROTOCOL_VERSION)
+    view = describe(loader(job.model, **job.options))
+    settings = job_settings(job, view.info)
     key = result_key(settings)
-    folder = out / P.model_id(name) / key
-    existing = read_result(folder)
+    folder = out / P.model_id(view.name) / key
     if overwrite != "always" and folder.exists():
+        existing = read_result(folder)
         if existing is not None and existing.get("key") == key:
-            return Outcome(name, "skipped", folder, "already done under the same settings")
+            return Outcome(view.name, "skipped", folder, "already done under the same settings")
         if overwrite == "never":
-            return Outcome(name, "skipped", folder, "a result folder exists (--overwrite never)")
+            return Outcome(view.name, "skipped", folder, "a result folder exists (--overwrite never)")
         print(f"fasteval: warning: {folder / RESULT_FILE} is missing or corrupt; redoing it", file=sys.stderr)
     # Without a content hash the model's identity is unknown: never share cached embeddings then.
     known = settings.get("source_sha256") or settings.get("onnx_sha256")
@@ -154,14 +120,20 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     ekey = embedding_key(settings)
     table = cache.load(ekey)
     cached = len(table)
-    result = evaluate(encoder, exams=job.exams, metric=job.metric, name=name, settings=settings, table=table,
-                      on_step=on_step)
+    result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
+                      table=table, on_step=on_step)
+    after = job_settings(job, describe(view.encoder).info)
+    if after != settings:
+        # The encoder settled a setting only when it ran (the GPU it was offered fell back to the CPU):
+        # the numbers belong under the settings they were made with.
+        settings, key = after, result_key(after)
+        folder, ekey = out / P.model_id(view.name) / key, embedding_key(after)
+        result.settings = dict(after, similarity=job.metric)
     if len(table) > cached:
         cache.save(ekey, table)
     result.settings["key"] = key
-    files = result_files(result, key=key)
-    write_result_folder(folder, files)
-    return Outcome(name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
+    write_result_folder(folder, result_files(result, key=key))
+    return Outcome(view.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
                    time.perf_counter() - start, result)
 
 
@@ -171,8 +143,7 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
               on_step: Callable[[str], None] | None = None) -> list[Outcome]:
     """Run ``jobs`` one after another (the local executor). A failing model is reported and skipped over
     when ``keep_going``; the outcomes say what happened to each."""
-    if overwrite not in OVERWRITE:
-        raise InputError(f"Unknown --overwrite {overwrite!r}.", f"use one of {', '.join(OVERWRITE)}.")
+    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
     out = check_writable(out)
     clean_stale_staging(out)
     outcomes = []
@@ -189,12 +160,13 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
     return outcomes
 
 
-def read_models_file(path: Path) -> list[str]:
-    """One model name or path a line; blank lines and '#' comments ignored."""
+def read_models_file(path: Path, what: str = "models file") -> list[str]:
+    """One entry a line (a model name or path; a quantity); blank lines and '#' comments ignored."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise InputError(f"Cannot read the models file {path}: {err.strerror or err}.",
-                         "pass a text file with one model name or folder a line.") from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise InputError(f"Cannot read the {what} {path}: {reason}.",
+                         "pass a UTF-8 text file with one entry a line.") from None
     models = [ln.split("#", 1)[0].strip() for ln in lines]
     return [m for m in models if m]

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from fasteval.core import protocol as P
-from fasteval.core.results import ModelResult, dumps
+from fasteval.core.results.io import dumps
+from fasteval.core.results.model import ModelResult
 
 TASKS = {
     "exam1": ("PhysScoreMeasurementGeometry", "Kendall tau of similarity vs physical distance to the anchor"),

@@ -22,7 +22,6 @@ from typing import Any
 
 from fasteval.core.errors import InputError
 
-TEXT_SETS = ("paper", "long")
 LONG_SEED = 20260602
 LONG_WORDS = (30, 60)  # words per long sentence, inclusive bounds
 # The packages whose versions decide a speed: the runtime fasteval uses and the peers it is measured against.
@@ -47,10 +46,9 @@ _TAILS = ("before the sun went down", "with great care", "for the third time thi
 def paper_texts() -> list[str]:
     """Every distinct text the paper embeds (Exam 1 cells, digits/words, conversion sides; Exam 2's numbers),
     in protocol order."""
-    from fasteval.core.exam1 import exam1_groups
-    from fasteval.core.exam2 import exam2_groups
+    from fasteval.core import protocol as P
 
-    return list(dict.fromkeys(t for group in exam1_groups() + exam2_groups() for t in group))
+    return list(dict.fromkeys(t for group in P.protocol_groups((1, 2)) for t in group))
 
 
 def long_sentences(n: int = 256, seed: int = LONG_SEED) -> list[str]:
@@ -133,13 +131,14 @@ def parse_int_list(value: str, what: str) -> list[int]:
 
 def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[int] = (1, 8, 32, 128),
               threads: Sequence[int] = (1,), provider: str = "auto", repeats: int = 3, n_long: int = 256,
-              exams: Sequence[int] = (1, 2, 3), on_step: Callable[[str], None] | None = None) -> BenchResult:
+              exams: Sequence[int | str] = (1, 2, 3), on_step: Callable[[str], None] | None = None) -> BenchResult:
     """Throughput for every (text set, threads, batch size), then the exams' compute (evaluate twice).
 
     ``loader(model, provider=, batch_size=, threads=, quiet=True)`` gives a fresh encoder for each setting,
     so a setting never inherits another's session. ``exams=()`` skips the exam timing.
     """
-    from fasteval.core.evaluate import check_exams, evaluate
+    from fasteval.core.choices import parse_exams
+    from fasteval.core.runs.evaluate import evaluate
 
     step = on_step or (lambda _name: None)
     if repeats < 1:
@@ -159,7 +158,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
                 result.encode.append(EncodeTiming(name, len(texts), b, t, result.provider, seconds, runs))
             del encoder
     if exams:
-        result.exams = check_exams(exams)
+        result.exams = parse_exams(exams)
         encoder = loader(model, provider=provider, quiet=True)
         result.provider = getattr(encoder, "provider", provider)
         step("exams (cold)")

@@ -1,7 +1,7 @@
 """The Ray executor: one Ray task per model; Ray schedules, this module only submits and gathers.
 
 Each task is ``run_job`` on a worker, so the result folders, their keys and the resume semantics are the
-local executor's (``fasteval.core.sweep``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
+local executor's (``fasteval.core.runs.sweep``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
 skipped when done under the same settings. On a cluster of several machines, ``out`` and ``cache_root``
 must be paths every node can write (a shared file system) and the loader's cache (``FASTEVAL_HOME``) too.
 
@@ -16,9 +16,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fasteval.core.errors import FastevalError, InputError
-from fasteval.core.results import check_writable
-from fasteval.core.sweep import OVERWRITE, Job, Outcome, clean_stale_staging, run_job
+from fasteval.core.choices import OVERWRITE, check_choice
+from fasteval.core.errors import FastevalError, InputError, first_line
+from fasteval.core.results.io import check_writable
+from fasteval.core.runs.sweep import Job, Outcome, clean_stale_staging, run_job
+
+# How long a HOST:PORT address may take to accept a TCP connection before we call it dead (Ray itself
+# retries for minutes).
+CONNECT_TIMEOUT_S = 5.0
 
 
 def _run_job_remote(job: Job, out: Path, loader: Callable[..., Any], overwrite: str,
@@ -41,9 +46,24 @@ def _import_ray():
     return ray
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """For a ``HOST:PORT`` or ``ray://HOST:PORT`` address, an InputError unless something accepts a TCP
+    connection there within ``timeout`` seconds. Other forms (``auto``, ``local``) are left to Ray."""
+    import socket
+
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return
+    except OSError as err:
+        reason = "timed out" if isinstance(err, socket.timeout) else first_line(err)
+        raise InputError(f"Nothing answers at the Ray address {address} ({reason}).",
+                         "start the cluster there (`ray start --head`), or pass its address with --address "
+                         "HOST:PORT (default port 6379), or leave --address out to start a local cluster.") \
+            from None
 
 
 def _connect(ray, address: str | None) -> bool:
@@ -53,12 +73,14 @@ def _connect(ray, address: str | None) -> bool:
     # Ray Client needs grpcio, which the minimal Ray lacks; say so before Ray's multi-line error.
     if address and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
         raise InputError(f"--address {address} needs Ray Client.", "pip install 'ray[client]'")
+    if address:
+        check_reachable(address)
     try:
         ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
                  logging_level=logging.WARNING)
     except (ConnectionError, ValueError, RuntimeError) as err:
         where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-        raise InputError(f"Cannot connect to {where}: {_first_line(err)}",
+        raise InputError(f"Cannot connect to {where}: {first_line(err)}",
                          "check --address (e.g. HOST:6379 or ray://HOST:10001) and that the cluster is up.") \
             from None
     return True
@@ -86,8 +108,7 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
     two models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as
     each model finishes, in finishing order.
     """
-    if overwrite not in OVERWRITE:
-        raise InputError(f"Unknown --overwrite {overwrite!r}.", f"use one of {', '.join(OVERWRITE)}.")
+    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
     # Absolute paths: a Ray worker's working directory is not the caller's.
@@ -131,4 +152,4 @@ def _gather(ray, ref, job: Job) -> Outcome:
     except ray.exceptions.RayTaskError:
         raise
     except ray.exceptions.RayError as err:
-        return Outcome(job.model, "failed", None, f"Ray could not run the task: {_first_line(err)}")
+        return Outcome(job.model, "failed", None, f"Ray could not run the task: {first_line(err)}")

@@ -1,7 +1,8 @@
-"""The paper protocol as data: quantities, value grids, phrase templates, seeds and splits (METHOD 1-3).
+"""The paper protocol as data: quantities, value grids, phrase templates, seeds and splits (PROTOCOL.md 1-3).
 
-Everything is generated from the rules in ../shared/METHOD.md, never typed in, and this module is the one
-source of truth for every constant: exams and tests import from here. Importing it costs only numpy.
+Everything is generated from the rules written down in PROTOCOL.md beside this file, never typed in, and
+this module is the one source of truth for every constant: exams and tests import from here. Importing it
+costs only numpy.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 PROTOCOL_VERSION = "paper-1"
 
-# --- Exam 1 (METHOD 1.1, 1.2) -------------------------------------------------------------------------------
+# --- Exam 1 (PROTOCOL.md 1.1, 1.2) -------------------------------------------------------------------------------
 QUANTITIES: tuple[str, ...] = ("meter", "kilogram", "liter", "second")
 RANGE_NAMES: tuple[str, ...] = ("local_0_10", "medium_0_1000", "log_1_100k", "sign_split", "scientific")
 
@@ -45,17 +46,17 @@ def range_values(name: str) -> np.ndarray:
 
 
 def plural_unit(value: float, unit: str) -> str:
-    """Singular iff |value| == 1 exactly (METHOD 1.2)."""
+    """Singular iff |value| == 1 exactly (PROTOCOL.md 1.2)."""
     return unit if abs(value) == 1 else unit + "s"
 
 
 def format_quantity(value: float, unit: str) -> str:
-    """`"{:g} <unit(s)>"`: the non-scientific template of METHOD 1.2 (also used by the conversion pairs)."""
+    """`"{:g} <unit(s)>"`: the non-scientific template of PROTOCOL.md 1.2 (also used by the conversion pairs)."""
     return f"{value:g} {plural_unit(value, unit)}"
 
 
 def format_scientific(value: float, unit: str) -> str:
-    """`"{:.0e} <unit>"`, unit always singular: the scientific-range template of METHOD 1.2."""
+    """`"{:.0e} <unit>"`, unit always singular: the scientific-range template of PROTOCOL.md 1.2."""
     return f"{value:.0e} {unit}"
 
 
@@ -80,11 +81,11 @@ class Cell:
 
 
 def exam1_cells() -> list[Cell]:
-    """The 20 cells, quantity-major in METHOD order (meter x 5 ranges, then kilogram, ...)."""
+    """The 20 cells, quantity-major in protocol order (meter x 5 ranges, then kilogram, ...)."""
     return [Cell(q, r) for q in QUANTITIES for r in RANGE_NAMES]
 
 
-# --- Exam 1, digits vs words (METHOD 1.7) ---------------------------------------------------------------------
+# --- Exam 1, digits vs words (PROTOCOL.md 1.7) ---------------------------------------------------------------------
 DIGITS: tuple[str, ...] = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "100")
 WORDS: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                           "one-hundred")
@@ -95,7 +96,7 @@ def digits_words_texts(quantity: str) -> tuple[list[str], list[str]]:
     return [f"{d} {quantity}" for d in DIGITS], [f"{w} {quantity}" for w in WORDS]
 
 
-# --- Exam 1, unit-conversion curves (METHOD 1.8) --------------------------------------------------------------
+# --- Exam 1, unit-conversion curves (PROTOCOL.md 1.8) --------------------------------------------------------------
 CONVERSION_SIGMA = 0.8
 
 
@@ -143,7 +144,7 @@ def conversion_texts(pair: ConversionPair) -> tuple[list[str], list[str]]:
             [format_quantity(_convert(float(v), pair.factor), pair.unit_b) for v in a_values])
 
 
-# --- Exam 2 (METHOD 2.1) --------------------------------------------------------------------------------------
+# --- Exam 2 (PROTOCOL.md 2.1) --------------------------------------------------------------------------------------
 EXAM2_SEED = 12345
 EXAM2_N_FLOATS = 50
 EXAM2_N_INTS = 50
@@ -170,7 +171,7 @@ def exam2_items() -> tuple[BareNumber, ...]:
                  + [BareNumber(str(v), float(v), "int") for v in ints])
 
 
-# --- Exam 3 (METHOD 3.1, 3.3) ---------------------------------------------------------------------------------
+# --- Exam 3 (PROTOCOL.md 3.1, 3.3) ---------------------------------------------------------------------------------
 PROBE_TEST_FRACTION = 0.35
 PROBE_MIN_TEST = 4
 PROBE_N_SPLITS = 5
@@ -179,12 +180,12 @@ PROBE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 4, 13)
 
 
 def probe_split(n: int, split: int) -> tuple[np.ndarray, np.ndarray]:
-    """(test, train) sorted index arrays of item-level split `split` for a range of n items (METHOD 3.3)."""
+    """(test, train) sorted index arrays of item-level split `split` for a range of n items (PROTOCOL.md 3.3)."""
     perm = np.random.default_rng(PROBE_SEED + split).permutation(n)
     n_test = min(max(PROBE_MIN_TEST, int(round(PROBE_TEST_FRACTION * n))), n - 3)
     return np.sort(perm[:n_test]), np.sort(perm[n_test:])
 
 
 def model_id(name: str) -> str:
-    """The paper's file-name id: the part after the last '/', every '-' replaced by '_' (METHOD 0.2)."""
+    """The paper's file-name id: the part after the last '/', every '-' replaced by '_' (PROTOCOL.md 0.2)."""
     return name.rstrip("/").rsplit("/", 1)[-1].replace("-", "_")

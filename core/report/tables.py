@@ -1,5 +1,4 @@
-"""`fasteval report`: the paper's tables (METHOD 1.5, 2.3, 3.6) rebuilt from result folders, as Markdown, CSV
-and LaTeX; the Exam 1 figures as PNG (METHOD 1.9); one self-contained HTML page with all of them.
+"""The paper's tables (PROTOCOL.md 1.5, 2.3, 3.6) rebuilt from result folders, as Markdown, CSV and LaTeX.
 
 Reads only ``results.json`` files (found recursively, hidden staging folders skipped) and turns them back into
 the exams' typed results, so every number comes from the same code that printed it at sweep time: Table 1
@@ -8,10 +7,7 @@ the probe row is ``Exam3Result.summary``. The report folder is staged and rename
 """
 from __future__ import annotations
 
-import base64
-import dataclasses
 import html
-import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from fasteval.core import protocol as P
-from fasteval.core.errors import InputError, OutputError
-from fasteval.core.exam1 import CellResult, ConversionCurve, Exam1Result, round_half_up, table1_row
-from fasteval.core.exam2 import Exam2Result, Exam2Row
-from fasteval.core.exam3 import Exam3Result, Exam3Row
-from fasteval.core.results import RESULT_FILE, ModelResult, csv_text, markdown_table, write_result_folder
+from fasteval.core.errors import InputError
+from fasteval.core.exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
+from fasteval.core.results.io import csv_text, markdown_table
+from fasteval.core.results.model import RESULT_FILE, ModelResult
+from fasteval.core.results.read import find_result_files, load_result
 
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"
 FIGURE_DIR = "figures"
-RANDOM_BASELINE = {"model": "random-baseline", "tau": 0.0, "pacc": 50.0, "avg": 25.0}  # METHOD 1.5
-# Lexical table blocks and columns (METHOD 2.3): (header, exam-2 reference) x (header, exam-2 group).
+RANDOM_BASELINE = {"model": "random-baseline", "tau": 0.0, "pacc": 50.0, "avg": 25.0}  # PROTOCOL.md 1.5
+# Lexical table blocks and columns (PROTOCOL.md 2.3): (header, exam-2 reference) x (header, exam-2 group).
 LEXICAL_BLOCKS = (("Character", "char_lev"), ("Tokenizer", "token_lev"), ("Numeric", "num_dist"))
 LEXICAL_COLUMNS = (("Overall", "all"), ("FF", "float-float"), ("FI", "float-int"), ("II", "int-int"))
 
@@ -46,67 +42,6 @@ class LoadedResult:
     label: str
     path: Path
     result: ModelResult
-
-
-def find_result_files(results_dir: Path) -> list[Path]:
-    """Every ``results.json`` under ``results_dir`` at any depth, skipping folders whose names start with '.'."""
-    results_dir = Path(results_dir)
-    found = []
-    for path in sorted(results_dir.rglob(RESULT_FILE)):
-        if not any(part.startswith(".") for part in path.relative_to(results_dir).parts):
-            found.append(path)
-    return found
-
-
-def _typed(cls, data: dict[str, Any]):
-    """``cls(**data)`` for a result dataclass, keeping its own fields; JSON null in a float field -> NaN."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            value = data[f.name]
-            kwargs[f.name] = math.nan if value is None and f.type == "float" else value
-    return cls(**kwargs)
-
-
-def _rows(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    rows = d[key]
-    if not isinstance(rows, list) or not rows:
-        raise ValueError(f"empty or malformed {key!r}")
-    return rows
-
-
-def _exam1(d: dict[str, Any]) -> Exam1Result:
-    return Exam1Result(metric=d.get("metric", "cos"), cells=[_typed(CellResult, c) for c in _rows(d, "cells")],
-                       heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
-                       conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []])
-
-
-def _exam2(d: dict[str, Any]) -> Exam2Result:
-    return Exam2Result(metric=d.get("metric", "cos"), rows=[_typed(Exam2Row, r) for r in _rows(d, "rows")],
-                       token_ids_available=d.get("token_ids_available", True), notes=d.get("notes") or [])
-
-
-def _exam3(d: dict[str, Any]) -> Exam3Result:
-    return Exam3Result(metric=d.get("metric", "cos"), rows=[_typed(Exam3Row, r) for r in _rows(d, "rows")],
-                       alphas=d.get("alphas") or {})
-
-
-EXAM_READERS = {"exam1": _exam1, "exam2": _exam2, "exam3": _exam3}
-
-
-def load_result(path: Path) -> ModelResult:
-    """A results.json (as written by ``evaluate.result_files``) back into a ModelResult with typed exams.
-
-    Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
-    """
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or "model_id" not in data or not isinstance(data.get("exams"), dict):
-        raise ValueError("not a fasteval result (no model_id or exams)")
-    exams = {key: EXAM_READERS[key](value) for key, value in data["exams"].items() if key in EXAM_READERS}
-    return ModelResult(model=data.get("model", data["model_id"]), model_id=data["model_id"],
-                       settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
-                       fasteval_version=data.get("fasteval_version", ""), exams=exams,
-                       timings=data.get("timings") or {})
 
 
 def load_results(results_dir: Path, models: Iterable[str] | None = None,
@@ -202,7 +137,7 @@ class Table:
         return csv_text(rows, self.columns)
 
     def latex(self) -> str:
-        """A booktabs tabular; numbers as METHOD 1.5 / 2.3 print them, names with LaTeX specials escaped."""
+        """A booktabs tabular; numbers as PROTOCOL.md 1.5 / 2.3 print them, names with LaTeX specials escaped."""
         text_cols = self.text_columns
         spec = "l" * len(text_cols) + "r" * (len(self.columns) - len(text_cols))
         lines = [f"% {self.title}", f"\\begin{{tabular}}{{{spec}}}", "\\toprule"]
@@ -242,7 +177,7 @@ class Table:
 
 
 def latex_number(value: float | None, digits: int = 2) -> str:
-    """Zero-padded to width 5 with two decimals (`07.33`, `-07.33`; METHOD 1.5), width 4 with one (2.3)."""
+    """Zero-padded to width 5 with two decimals (`07.33`, `-07.33`; PROTOCOL.md 1.5), width 4 with one (2.3)."""
     if value is None:
         return "--"
     width = 3 + digits  # two integer digits, the point, the decimals
@@ -324,7 +259,7 @@ def table2(entries: list[LoadedResult]) -> Table | None:
 
 
 def lexical_table(entries: list[LoadedResult]) -> Table | None:
-    """Per model (alphabetical) 100 tau-b: Character | Tokenizer | Numeric x Overall, FF, FI, II (METHOD 2.3)."""
+    """Per model (alphabetical) 100 tau-b: Character | Tokenizer | Numeric x Overall, FF, FI, II (PROTOCOL.md 2.3)."""
     scored = sorted((e.label, e.result.exams["exam2"]) for e in entries if "exam2" in e.result.exams)
     if not scored:
         return None
@@ -380,132 +315,3 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
 
 
 TABLES = (table1, table2, lexical_table, probe_table)
-
-
-# --- Figures --------------------------------------------------------------------------------------------------
-
-def _file_stem(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
-
-
-def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
-    """``figures/<label>_<figure>.png`` -> PNG bytes, for every result with Exam 1 matrices and curves."""
-    from fasteval.core import plots
-
-    plots.require_matplotlib()
-    out = {}
-    for e in entries:
-        exam1 = e.result.exams.get("exam1")
-        if exam1 is None:
-            continue
-        for name, draw in plots.FIGURES.items():
-            fig = draw(exam1, e.label)
-            if fig is not None:
-                out[f"{FIGURE_DIR}/{_file_stem(e.label)}_{name}.png"] = plots.png_bytes(fig, dpi)
-    return out
-
-
-# --- HTML -----------------------------------------------------------------------------------------------------
-
-CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:110em}
-table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rule td{border-bottom:2px solid #888}
-img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
-code{background:#f4f4f4;padding:0 0.2em}"""
-
-
-def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedResult], root: Path,
-              warnings: list[str]) -> str:
-    """One page, no external assets: the tables as HTML and every PNG as a base64 data URI."""
-    parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>fasteval report</h1><p>{len(entries)} result(s) under <code>{html.escape(str(root))}</code>. "
-             "Tables follow METHOD 1.5 (Table 1, Table 2), 2.3 (lexical) and 3.6 (probe); figures follow 1.9.</p>"]
-    parts += [f"<p class=note>warning: {html.escape(w)}</p>" for w in warnings]
-    parts += [t.html() for t in tables]
-    if pngs:
-        parts.append('<h2 id="figures">Figures</h2>')
-        for e in entries:
-            mine = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{_file_stem(e.label)}_")]
-            if mine:
-                parts.append(f"<h3>{html.escape(e.label)}</h3>")
-            for name in mine:
-                data = base64.b64encode(pngs[name]).decode("ascii")
-                parts.append(f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
-                             f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
-
-
-# --- Writing --------------------------------------------------------------------------------------------------
-
-@dataclass
-class Report:
-    out: Path
-    entries: list[LoadedResult]
-    tables: dict[str, Table]
-    files: list[str]
-    warnings: list[str]
-
-
-def _is_replaceable(dest: Path) -> bool:
-    """An existing folder may be replaced only when empty or an earlier report (never a results folder)."""
-    if not dest.exists():
-        return True
-    if not dest.is_dir():
-        return False
-    if any(dest.rglob(RESULT_FILE)):
-        return False
-    return not any(dest.iterdir()) or (dest / REPORT_HTML).is_file()
-
-
-def write_folder(dest: Path, files: dict[str, str | bytes]) -> Path:
-    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``: staged, then renamed into place.
-
-    Like ``results.write_result_folder``, but with binary files (the PNGs), and it refuses to replace a
-    folder that is not an earlier report.
-    """
-    dest = Path(dest).expanduser()
-    if not _is_replaceable(dest):
-        raise OutputError(f"{dest} exists and is not an earlier fasteval report; not replacing it.",
-                          "pass an empty or new folder with --out DIR.")
-    return write_result_folder(dest, files, what="the report")
-
-
-def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
-                 png: bool = True, dpi: int | None = None, warn: Warn | None = None) -> Report:
-    """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
-
-    ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
-    """
-    from fasteval.core.plots import DEFAULT_DPI
-
-    warnings: list[str] = []
-
-    def note(message: str) -> None:
-        warnings.append(message)
-        if warn:
-            warn(message)
-
-    results_dir = Path(results_dir).expanduser()
-    dpi = DEFAULT_DPI if dpi is None else int(dpi)
-    if not 10 <= dpi <= 1200:
-        raise InputError(f"dpi {dpi} is out of range.", "pass --dpi between 10 and 1200 (default 120).")
-    out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
-    entries = load_results(results_dir, models=models, warn=note)
-    tables = [t for t in (build(entries) for build in TABLES) if t is not None]
-    tables.append(sources_table(entries, results_dir))
-    files: dict[str, str | bytes] = {}
-    for t in tables:
-        files[f"{t.name}.md"] = t.markdown()
-        files[f"{t.name}.csv"] = t.csv()
-        if t.name != "sources":
-            files[f"{t.name}.tex"] = t.latex()
-    files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
-    pngs = figures(entries, dpi) if png else {}
-    files.update(pngs)
-    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
-    write_folder(out, files)
-    return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
-                  warnings=warnings)
-

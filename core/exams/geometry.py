@@ -1,4 +1,4 @@
-"""Exam 1, measurement geometry (METHOD 1): per-cell Kendall tau and PACC against the anchor row,
+"""Exam 1, measurement geometry (PROTOCOL.md 1): per-cell Kendall tau and PACC against the anchor row,
 the per-model aggregates, digits-vs-words matrices and unit-conversion curves.
 
 Exams take an EmbeddingTable (text -> embedding); they never load a model.
@@ -13,16 +13,7 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
-
-
-def exam1_groups() -> list[list[str]]:
-    """The encode calls of Exam 1 in notebook order: 20 cells, digits/words per quantity, conversion sides."""
-    groups = [cell.texts for cell in P.exam1_cells()]
-    for quantity in P.QUANTITIES:
-        groups.extend(P.digits_words_texts(quantity))
-    for pair in P.CONVERSION_PAIRS:
-        groups.extend(P.conversion_texts(pair))
-    return groups
+from fasteval.core.exams.similarities import cell_similarities
 
 
 @dataclass
@@ -60,7 +51,7 @@ class Exam1Result:
     conversions: list[ConversionCurve] = field(default_factory=list)
 
     def summary(self) -> dict[str, float | None]:
-        """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (METHOD 1.5)."""
+        """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5)."""
         return table1_row(self.cells)
 
 
@@ -72,7 +63,7 @@ def _mean_exact(cells: list[CellResult], attr: str) -> Fraction | None:
 
 
 def round_half_up(x: Fraction | float | None, digits: int = 2) -> float | None:
-    """Round half away from zero on the exact value (METHOD 1.5: AVG often lands on a half-cent)."""
+    """Round half away from zero on the exact value (PROTOCOL.md 1.5: AVG often lands on a half-cent)."""
     if x is None or (isinstance(x, float) and isnan(x)):
         return None
     q = Fraction(x) * 10 ** digits
@@ -106,16 +97,9 @@ def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
     return int(round(stat * pairs))
 
 
-def cell_similarities(table: EmbeddingTable, metric: str = "cos") -> dict[tuple[str, str], np.ndarray]:
-    """(quantity, range) -> the n x n similarity matrix of the cell (METHOD 1.3); shared by Exams 1 and 3."""
-    from fasteval.core.kernels.similarity import similarity_matrix
-
-    return {(c.quantity, c.range_name): similarity_matrix(table[c.texts], metric=metric) for c in P.exam1_cells()}
-
-
 def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True,
               similarities: dict[tuple[str, str], np.ndarray] | None = None) -> Exam1Result:
-    """Score every cell of METHOD 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8."""
+    """Score every cell of PROTOCOL.md 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8."""
     from scipy.ndimage import gaussian_filter1d
 
     from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
@@ -157,30 +141,3 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
         result.conversions.append(ConversionCurve(pair.panel, pair.unit_a, pair.unit_b, x.tolist(), raw.tolist(),
                                                   smoothed.tolist()))
     return result
-
-
-def exam1_files(result: Exam1Result, model: str, model_id: str) -> dict[str, str]:
-    """The CSVs of METHOD 1.6, one model per file."""
-    from fasteval.core.results import csv_text
-
-    full = [{"model": model_id, "unit": c.quantity, "range": c.range_name, "kendall": c.tau, "pairwise": c.pacc}
-            for c in result.cells]
-    summary = result.summary()
-    return {
-        f"{model_id}_benchmark_full.csv": csv_text(full, ["model", "unit", "range", "kendall", "pairwise"]),
-        f"{model_id}_benchmark_summary.csv": csv_text(
-            [{"model": model_id, **summary}], ["model", "kendall_mean", "pairwise_mean", "kendall_std",
-                                               "pairwise_std"]),
-    }
-
-
-def exam1_text(result: Exam1Result) -> str:
-    """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
-    lines = []
-    for quantity in P.QUANTITIES:
-        lines.append(f"[{quantity}]")
-        for c in result.cells:
-            if c.quantity == quantity:
-                tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
-                lines.append(f"  {c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
-    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""What the commands print: the notebook's printouts of each exam, the Table 1 row, the sweep summary.
+
+Only formatting: every number comes from the exams' typed results.
+"""
+from __future__ import annotations
+
+from math import isnan
+
+import typer
+
+from fasteval.core import protocol as P
+from fasteval.core.exams.lexical import PIVOT_COLUMNS
+
+echo = typer.echo
+
+
+def exam1_text(result) -> str:
+    """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
+    lines = []
+    for quantity in P.QUANTITIES:
+        lines.append(f"[{quantity}]")
+        for c in result.cells:
+            if c.quantity == quantity:
+                tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
+                lines.append(f"  {c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
+    return "\n".join(lines)
+
+
+def exam2_text(result) -> str:
+    """The pivot of PROTOCOL.md 2.3: rows char_lev, num_dist, token_lev; tau x 100 to one decimal."""
+    lines = [f"{'reference':<10}" + "".join(f"{c:>13}" for c in PIVOT_COLUMNS)]
+    for ref, cols in result.pivot().items():
+        cells = ["n/a" if isnan(cols.get(c, float("nan"))) else f"{cols[c]:.1f}" for c in PIVOT_COLUMNS]
+        lines.append(f"{ref:<10}" + "".join(f"{v:>13}" for v in cells))
+    return "\n".join(lines + result.notes)
+
+
+
+
+def exam3_text(result) -> str:
+    """Per row: probe tau (+-sd) and PACC | similarity tau (+-sd) and PACC, 3 decimals (PROTOCOL.md 3.5)."""
+    lines = []
+    for r in result.rows:
+        lines.append(f"  {r.unit:<9} {r.range:<14} probe tau={r.kendall:.3f}(±{r.kendall_sd_splits:.3f}) "
+                     f"pairwise={r.pairwise:.3f} | cosine tau={r.kendall_cosine:.3f}"
+                     f"(±{r.kendall_cosine_sd_splits:.3f}) pairwise={r.pairwise_cosine:.3f}")
+    s = result.summary()
+    lines.append(f"  mean: probe tau={s['kendall_mean']:.3f} pairwise={s['pairwise_mean']:.3f} | cosine "
+                 f"tau={s['kendall_cosine_mean']:.3f} pairwise={s['pairwise_cosine_mean']:.3f} | "
+                 f"delta tau x100={s['delta_tau_x100']:.2f}")
+    return "\n".join(lines)
+
+
+def print_result(result) -> None:
+    """The notebook's printouts of each exam that ran, then the Table 1 row."""
+    metric = result.settings.get("similarity", "cos")
+    if "exam1" in result.exams:
+        echo(f"Exam 1 - measurement geometry ({result.model}, similarity={metric})")
+        echo(exam1_text(result.exams["exam1"]))
+    if "exam2" in result.exams:
+        echo("\nExam 2 - lexical vs numeric similarity (Kendall tau-b x100)")
+        echo(exam2_text(result.exams["exam2"]))
+    if "exam3" in result.exams:
+        echo(f"\nExam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}")
+        echo(exam3_text(result.exams["exam3"]))
+    if "exam1" in result.exams:
+        s = result.exams["exam1"].summary()
+        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
+        echo("\nTable 1 row (x100)      tau    PACC    AVG")
+        echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
+                   f"{fmt(s['avg_display'])}")
+
+
+def print_summary(outcomes) -> None:
+    """One Table 1 row per model of the sweep, read back from the written results."""
+    from fasteval.core.runs.sweep import read_result
+
+    echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
+    for o in outcomes:
+        s = ((read_result(o.path) or {}).get("exams", {}).get("exam1", {}).get("summary", {})
+             if o.path else {})
+        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
+        echo(f"{o.model:<40} {o.status:<8} {fmt(s.get('tau_display'))}  {fmt(s.get('pacc_display'))}  "
+                   f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
+
+
+def short_unit(unit: str) -> str:
+    """pint's abbreviation of a unit name ("kilometer" -> "km")."""
+    from fasteval.core.quantities import registry
+
+    return f"{registry().Unit(unit):~P}"
+
+
+def print_check(result) -> None:
+    """The check as a table (by similarity), the distance ranking, tau, PACC and the discordant pairs."""
+    def num(value):
+        return "n/a" if value is None or isnan(value) else f"{value:.3f}"
+
+    width = max(len(c.text) for c in result.candidates) + 2
+    echo(f"fasteval check: {result.model}, {result.similarity} similarity to {result.anchor!r}"
+         + (" (quantities normalized)" if result.normalized else ""))
+    echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}  {'log10 ratio':>11}  rank: sim  dist")
+    dist_rank = {id(c): r for r, c in enumerate(result.by_distance(), 1)}
+    for r, c in enumerate(result.by_similarity(), 1):
+        distance = f"{c.distance:g} {short_unit(c.unit)}"
+        encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
+        echo(f"  {c.text:<{width}} {c.similarity:>10.3f}  {distance:>14}  {num(c.log_ratio):>11}  "
+             f"{r:>9} {dist_rank[id(c)]:>5}{encoded}")
+    verdict = "the physical order" if not result.discordant_pairs else "not the physical order"
+    echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
+    for line in result.discordant_lines():
+        echo(f"  discordant: {line}")
+    for note in result.notes:
+        echo(f"  note: {note}")

@@ -1,0 +1,41 @@
+"""The texts of each exam, grouped into encode calls exactly as the paper's notebook grouped them.
+
+Batch composition changes the last bits of an embedding, so the grouping is part of the protocol
+(PROTOCOL.md 0.2): one call per (quantity, range) cell, per digits or words list, per side of a conversion
+pair, and one for the 100 bare numbers. A text that an earlier group already embedded is taken from there.
+"""
+from __future__ import annotations
+
+from fasteval.core.protocol import paper as P
+
+
+def exam1_groups() -> list[list[str]]:
+    """Exam 1's encode calls in notebook order: 20 cells, digits/words per quantity, conversion sides."""
+    groups = exam3_groups()
+    for quantity in P.QUANTITIES:
+        groups.extend(P.digits_words_texts(quantity))
+    for pair in P.CONVERSION_PAIRS:
+        groups.extend(P.conversion_texts(pair))
+    return groups
+
+
+def exam2_groups() -> list[list[str]]:
+    """Exam 2's one encode call: the 100 bare numbers in item order."""
+    return [[item.text for item in P.exam2_items()]]
+
+
+def exam3_groups() -> list[list[str]]:
+    """Exam 3's encode calls: the 20 cells of Exam 1 (the probe reuses their embeddings)."""
+    return [cell.texts for cell in P.exam1_cells()]
+
+
+def protocol_groups(exams) -> list[list[str]]:
+    """The encode calls of the chosen exams, in protocol order (Exam 1's groups include Exam 3's)."""
+    groups: list[list[str]] = []
+    if 1 in exams or "conversion" in exams:
+        groups += exam1_groups()
+    elif 3 in exams:
+        groups += exam3_groups()
+    if 2 in exams:
+        groups += exam2_groups()
+    return groups

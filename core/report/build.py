@@ -1,0 +1,86 @@
+"""`fasteval report`: read every result under a folder, build the tables and figures, write the report folder
+(staged and renamed into place whole)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fasteval.core.errors import InputError, OutputError
+from fasteval.core.report.html import figures, html_page
+from fasteval.core.report.tables import (
+    REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
+)
+from fasteval.core.results.io import write_result_folder
+from fasteval.core.results.model import RESULT_FILE
+
+
+@dataclass
+class Report:
+    out: Path
+    entries: list[LoadedResult]
+    tables: dict[str, Table]
+    files: list[str]
+    warnings: list[str]
+
+
+def _is_replaceable(dest: Path) -> bool:
+    """An existing folder may be replaced only when empty or an earlier report (never a results folder)."""
+    if not dest.exists():
+        return True
+    if not dest.is_dir():
+        return False
+    if any(dest.rglob(RESULT_FILE)):
+        return False
+    return not any(dest.iterdir()) or (dest / REPORT_HTML).is_file()
+
+
+def write_folder(dest: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``: staged, then renamed into place.
+
+    Like ``results.write_result_folder``, but with binary files (the PNGs), and it refuses to replace a
+    folder that is not an earlier report.
+    """
+    dest = Path(dest).expanduser()
+    if not _is_replaceable(dest):
+        raise OutputError(f"{dest} exists and is not an earlier fasteval report; not replacing it.",
+                          "pass an empty or new folder with --out DIR.")
+    return write_result_folder(dest, files, what="the report")
+
+
+def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
+                 png: bool = True, dpi: int | None = None, warn: Warn | None = None) -> Report:
+    """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
+
+    ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
+    """
+    from fasteval.core.report.plots import DEFAULT_DPI
+
+    warnings: list[str] = []
+
+    def note(message: str) -> None:
+        warnings.append(message)
+        if warn:
+            warn(message)
+
+    results_dir = Path(results_dir).expanduser()
+    dpi = DEFAULT_DPI if dpi is None else int(dpi)
+    if not 10 <= dpi <= 1200:
+        raise InputError(f"dpi {dpi} is out of range.", "pass --dpi between 10 and 1200 (default 120).")
+    out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
+    entries = load_results(results_dir, models=models, warn=note)
+    tables = [t for t in (build(entries) for build in TABLES) if t is not None]
+    tables.append(sources_table(entries, results_dir))
+    files: dict[str, str | bytes] = {}
+    for t in tables:
+        files[f"{t.name}.md"] = t.markdown()
+        files[f"{t.name}.csv"] = t.csv()
+        if t.name != "sources":
+            files[f"{t.name}.tex"] = t.latex()
+    files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
+    pngs = figures(entries, dpi) if png else {}
+    files.update(pngs)
+    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
+    write_folder(out, files)
+    return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
+                  warnings=warnings)

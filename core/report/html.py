@@ -1,0 +1,61 @@
+"""The report's figures (PNG) and its one self-contained HTML page."""
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+from fasteval.core.report.tables import FIGURE_DIR, LoadedResult, Table
+
+
+def _file_stem(label: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
+
+
+def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
+    """``figures/<label>_<figure>.png`` -> PNG bytes, for every result with Exam 1 matrices and curves."""
+    from fasteval.core.report import plots
+
+    plots.require_matplotlib()
+    out = {}
+    for e in entries:
+        exam1 = e.result.exams.get("exam1")
+        if exam1 is None:
+            continue
+        for name, draw in plots.FIGURES.items():
+            fig = draw(exam1, e.label)
+            if fig is not None:
+                out[f"{FIGURE_DIR}/{_file_stem(e.label)}_{name}.png"] = plots.png_bytes(fig, dpi)
+    return out
+
+
+# --- HTML -----------------------------------------------------------------------------------------------------
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:110em}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rule td{border-bottom:2px solid #888}
+img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
+code{background:#f4f4f4;padding:0 0.2em}"""
+
+
+def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedResult], root: Path,
+              warnings: list[str]) -> str:
+    """One page, no external assets: the tables as HTML and every PNG as a base64 data URI."""
+    parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>fasteval report</h1><p>{len(entries)} result(s) under <code>{html.escape(str(root))}</code>. "
+             "Tables follow PROTOCOL.md 1.5 (Table 1, Table 2), 2.3 (lexical) and 3.6 (probe); figures follow 1.9.</p>"]
+    parts += [f"<p class=note>warning: {html.escape(w)}</p>" for w in warnings]
+    parts += [t.html() for t in tables]
+    if pngs:
+        parts.append('<h2 id="figures">Figures</h2>')
+        for e in entries:
+            mine = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{_file_stem(e.label)}_")]
+            if mine:
+                parts.append(f"<h3>{html.escape(e.label)}</h3>")
+            for name in mine:
+                data = base64.b64encode(pngs[name]).decode("ascii")
+                parts.append(f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
+                             f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -1,0 +1,19 @@
+"""The typed result of one model: what it was computed under, and each exam's result."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RESULT_FILE = "results.json"
+
+
+@dataclass
+class ModelResult:
+    """Everything one model's sweep produced, plus what it was computed under."""
+    model: str
+    model_id: str
+    settings: dict[str, Any]
+    protocol: str
+    fasteval_version: str
+    exams: dict[str, Any] = field(default_factory=dict)  # "exam1" -> Exam1Result, ...
+    timings: dict[str, float] = field(default_factory=dict)

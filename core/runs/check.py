@@ -1,0 +1,32 @@
+"""``fasteval.check(encoder, anchor, candidates)``: embed your own quantities with your own model and see
+whether similarity follows physical distance (the scoring is ``fasteval.core.exams.check``)."""
+from __future__ import annotations
+
+from fasteval.core.choices import SIMILARITIES, check_choice
+from fasteval.core.embeddings import Encoder, describe, embed_groups
+from fasteval.core.exams.check import CheckResult, parse_check_inputs, score_check
+
+
+def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",
+          normalize_quantities: bool = False, name: str | None = None) -> CheckResult:
+    """Score ``candidates`` against ``anchor`` with ``encoder`` (anything with ``encode(list[str])``).
+
+    The anchor and the candidates are embedded in one call (normalised rows, as the paper's exams);
+    ``normalize_quantities`` gives the encoder each text's canonical form instead ("2 kilometers" ->
+    "2000 meters"). Raises InputError for a text pint cannot read, one of another dimension than the anchor,
+    or fewer than two candidates.
+    """
+    from fasteval.core.kernels.similarity import similarity_matrix
+    from fasteval.core.quantities import canonical_text
+
+    check_choice(metric, SIMILARITIES, "similarity", "--similarity")
+    parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
+    view = describe(encoder, name)
+    texts = list(dict.fromkeys([anchor, *candidates]))
+    rewrite = canonical_text if normalize_quantities else None
+    table = embed_groups(encoder, [texts], rewrite=rewrite)
+    sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
+    encoded = [rewrite(t) if rewrite else t for t in candidates]
+    result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded)
+    result.normalized = normalize_quantities
+    return result

@@ -1,0 +1,72 @@
+"""The library entry point: ``evaluate(encoder, exams=...)`` runs the exams on any encoder.
+
+An encoder is a fasteval model (``fasteval.models.load_model``) or any object with
+``encode(list[str]) -> array``; a sentence-transformers model works as it is (the contract is in
+``fasteval.core.embeddings``).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from typing import Any
+
+from fasteval.core import protocol as P
+from fasteval.core.choices import PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
+from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
+from fasteval.core.results.model import ModelResult
+
+
+def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metric: str = "cos",
+             name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
+             on_step: Callable[[str], None] | None = None) -> ModelResult:
+    """Run the chosen exams of the paper protocol on ``encoder`` and return a ModelResult.
+
+    ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
+    model). Every distinct text is embedded once, in the protocol's fixed group order (Exams 1 and 3 share
+    their texts; ``table`` may hold embeddings from an earlier run), and the cell similarity matrices are
+    computed once for Exams 1 and 3. ``on_step(name)`` is called before each step (for progress bars);
+    the library itself prints nothing.
+    """
+    from fasteval import __version__
+    from fasteval.core.exams.geometry import run_exam1
+    from fasteval.core.exams.lexical import run_exam2
+    from fasteval.core.exams.probe import run_exam3
+    from fasteval.core.exams.similarities import cell_similarities
+    from fasteval.core.kernels import warm_up_in_background
+
+    exams = parse_exams(exams)
+    check_choice(metric, SIMILARITIES, "similarity", "--similarity")
+    view = describe(encoder, name)
+    settings = dict(settings if settings is not None else view.info)
+    settings["similarity"] = metric
+    result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=settings,
+                         protocol=P.PROTOCOL_VERSION, fasteval_version=__version__)
+    step = on_step or (lambda _name: None)
+
+    @contextmanager
+    def timed(name: str):
+        step(name)
+        start = time.perf_counter()
+        yield
+        result.timings[name] = time.perf_counter() - start
+
+    warming = warm_up_in_background()  # numba loads its kernels while the encoder works
+    with timed("embed"):
+        table = embed_groups(encoder, P.protocol_groups(exams), table)
+    warming.join()
+    sims = None
+    if 1 in exams or 3 in exams:
+        with timed("similarity"):
+            sims = cell_similarities(table, metric)
+    if 1 in exams:
+        with timed("exam1"):
+            result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims)
+    if 2 in exams:
+        with timed("exam2"):
+            token_ids = view.token_ids(P.exam2_groups()[0]) if view.token_ids else None
+            result.exams[exam_key(2)] = run_exam2(table, token_ids, metric=metric)
+    if 3 in exams:
+        with timed("exam3"):
+            result.exams[exam_key(3)] = run_exam3(table, metric=metric, similarities=sims)
+    return result
