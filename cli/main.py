@@ -87,7 +87,12 @@ def sweep(
     prompt_name: Annotated[Optional[str], typer.Option(
         help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
     dtype: Annotated[DType, typer.Option(help="Export precision; fp16 needs a CUDA GPU.")] = DType.fp32,
-    exams: Annotated[str, typer.Option(help="Exams to run, comma-separated.")] = "1,2,3",
+    exams: Annotated[str, typer.Option(help="Exams to run, comma-separated: the paper's 1, 2, 3, and the "
+                                            "extension 'conversion'.")] = "1,2,3",
+    normalize_quantities: Annotated[bool, typer.Option(
+        "--normalize-quantities", help="Give the model every quantity in canonical form (one unit per "
+                                       "dimension, plain digits, number words as digits); its own result key.")]
+        = False,
     overwrite: Annotated[Overwrite, typer.Option(
         help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
              "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
@@ -114,7 +119,7 @@ def sweep(
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
                    "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
-        jobs = [Job(name, options, chosen, similarity.value) for name in names]
+        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities) for name in names]
         if executor is Executor.ray:
             from fasteval.core.runs.ray_executor import run_sweep_ray
 

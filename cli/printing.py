@@ -51,6 +51,18 @@ def exam3_text(result) -> str:
     return "\n".join(lines)
 
 
+def conversion_text(result) -> str:
+    """Per unit pair: recall@1, MRR, mean similarity of equivalent / other pairs, lexical trap rate."""
+    lines = [f"  {'pair':<26} {'recall@1':>8} {'MRR':>6} {'sim equiv':>9} {'sim other':>9} {'trap rate':>9}"]
+    for r in result.rows:
+        lines.append(f"  {r.unit_a + ' -> ' + r.unit_b:<26} {r.recall_at_1:>8.3f} {r.mrr:>6.3f} "
+                     f"{r.mean_sim_equivalent:>9.3f} {r.mean_sim_other:>9.3f} {r.lexical_trap_rate:>9.3f}")
+    s = result.summary()
+    lines.append(f"  {'all pairs':<26} {s['recall_at_1']:>8.3f} {s['mrr']:>6.3f} {s['mean_sim_equivalent']:>9.3f} "
+                 f"{s['mean_sim_other']:>9.3f} {s['lexical_trap_rate']:>9.3f}")
+    return "\n".join(lines + [f"  note: {n}" for n in result.notes])
+
+
 def print_result(result) -> None:
     """The notebook's printouts of each exam that ran, then the Table 1 row."""
     metric = result.settings.get("similarity", "cos")
@@ -63,6 +75,9 @@ def print_result(result) -> None:
     if "exam3" in result.exams:
         echo(f"\nExam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}")
         echo(exam3_text(result.exams["exam3"]))
+    if "conversion" in result.exams:
+        echo(f"\nConversion (extension): the equivalent among 40 conversions, {metric}")
+        echo(conversion_text(result.exams["conversion"]))
     if "exam1" in result.exams:
         s = result.exams["exam1"].summary()
         fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")

@@ -30,6 +30,9 @@ _TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60
 _SCALE_WORDS = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _SMALL_WORDS = {w: i for i, w in enumerate(_UNITS_WORDS)} | _TENS_WORDS
 _NUMBER = re.compile(r"^\s*([+\-−]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*)$")
+# The version of the canonical form (``canonical_text``): it is what a result key records for
+# --normalize-quantities, so a change of the canonical form never reuses results made with the old one.
+CANONICAL_VERSION = "canonical-1"
 # The canonical unit of each dimension that the paper's quantities have (one unit per dimension).
 CANONICAL_UNITS = {"[length]": "meter", "[mass]": "kilogram", "[length] ** 3": "liter", "[time]": "second"}
 
@@ -144,15 +147,26 @@ def parse_quantity(text: str) -> ParsedQuantity:
     return ParsedQuantity(text=text, value=value, unit=str(unit), notes=notes)
 
 
+def convert(value: float, unit_from: str, unit_to: str) -> float:
+    """``value`` in ``unit_from`` expressed in ``unit_to`` (unit words as in ``parse_quantity``: "ton" is the
+    metric tonne)."""
+    ureg = registry()
+    source, target = _unit_word(unit_from)[0], _unit_word(unit_to)[0]
+    return float(ureg.Quantity(value, source).to(target).magnitude)
+
+
 def format_number(value: float) -> str:
     """Plain decimal digits, no exponent, at most 12 significant digits: 2000, 0.5, 0.000001, -100."""
+    from decimal import Decimal
+
     value = float(f"{value:.12g}")
     if value == 0:
         return "0"
-    text = f"{value:.15f}".rstrip("0").rstrip(".")
-    return text if text not in ("", "-") else "0"
+    text = format(Decimal(repr(value)), "f")  # repr is the shortest exact form; "f" spells out its exponent
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+@lru_cache(maxsize=None)
 def canonical_text(text: str) -> str:
     """The canonical form of a quantity text: the dimension's one unit (meter, kilogram, liter, second),
     plain decimal digits, number words as digits, plural unless |value| = 1: "2 kilometers" -> "2000 meters",

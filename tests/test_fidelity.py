@@ -107,3 +107,31 @@ def test_exam3_equal(both_results):
         assert (a.kendall_cosine, a.pairwise_cosine, a.pairwise) == (b.kendall_cosine, b.pairwise_cosine,
                                                                      b.pairwise)
         assert a.kendall == pytest.approx(b.kendall, abs=1e-12)
+
+
+# --- the second half on the default model: check, the conversion exam, normalisation ------------------------
+def test_check_on_the_default_model(real_model):
+    """The paper's advice as one command: "2 kilometers" sits nearer "2 meters" than "2000 meters"."""
+    import fasteval
+
+    encoder, reference = real_model
+    result = fasteval.check(encoder, "2 kilometers", ["2000 meters", "2 meters"])
+    assert [round(c.similarity, 3) for c in result.candidates] == [0.672, 0.798]
+    assert result.tau == -1.0 and result.pacc == 0.0
+    assert result.discordant_pairs == [("2000 meters", "2 meters")]
+    st = fasteval.check(reference, "2 kilometers", ["2000 meters", "2 meters"])
+    assert [c.similarity for c in st.candidates] == pytest.approx([c.similarity for c in result.candidates],
+                                                                   abs=1e-5)
+    fixed = fasteval.check(encoder, "2 kilometers", ["2000 meters", "2 meters"], normalize_quantities=True)
+    assert fixed.tau == 1.0 and not fixed.discordant_pairs, "normalisation fixes this order"
+
+
+def test_conversion_exam_on_the_default_model(real_model):
+    from fasteval.core.runs.evaluate import evaluate
+
+    encoder, _ = real_model
+    plain = evaluate(encoder, exams=("conversion",)).exams["conversion"].summary()
+    # 122 of the 440 A texts find their equivalent first; the lexical trap wins 434 times of 440.
+    assert round(plain["recall_at_1"] * 440) == 122 and round(plain["lexical_trap_rate"] * 440) == 434
+    norm = evaluate(encoder, exams=("conversion",), normalize_quantities=True).exams["conversion"].summary()
+    assert norm["recall_at_1"] > 0.9 and norm["lexical_trap_rate"] < 0.02

@@ -29,8 +29,19 @@ def exam3_groups() -> list[list[str]]:
     return [cell.texts for cell in P.exam1_cells()]
 
 
+def conversion_groups() -> list[list[str]]:
+    """The conversion exam's calls after Exam 1's (whose A and most B texts it reuses): per pair, its
+    pint-converted B texts, then its lexical traps; only texts not embedded before are encoded."""
+    groups = []
+    for pair in P.CONVERSION_PAIRS:
+        _, equivalents, traps = P.conversion_exam_texts(pair)
+        groups += [equivalents, traps]
+    return groups
+
+
 def protocol_groups(exams) -> list[list[str]]:
-    """The encode calls of the chosen exams, in protocol order (Exam 1's groups include Exam 3's)."""
+    """The encode calls of the chosen exams, in protocol order (Exam 1's groups include Exam 3's). Extension
+    exams come after the paper's, so a paper text is always first embedded in its paper call."""
     groups: list[list[str]] = []
     if 1 in exams or "conversion" in exams:
         groups += exam1_groups()
@@ -38,4 +49,6 @@ def protocol_groups(exams) -> list[list[str]]:
         groups += exam3_groups()
     if 2 in exams:
         groups += exam2_groups()
+    if "conversion" in exams:
+        groups += conversion_groups()
     return groups

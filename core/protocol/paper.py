@@ -144,6 +144,18 @@ def conversion_texts(pair: ConversionPair) -> tuple[list[str], list[str]]:
             [format_quantity(_convert(float(v), pair.factor), pair.unit_b) for v in a_values])
 
 
+def conversion_exam_texts(pair: ConversionPair) -> tuple[list[str], list[str], list[str]]:
+    """The conversion exam's texts of one pair (an extension, not the paper's): the A texts; the equivalent B
+    texts, converted by pint (so liter -> gallon divides by 3.785411784, unlike the paper's curve); and the
+    lexical traps, the A number with the B unit ("1 meter" -> "1 centimeter")."""
+    from fasteval.core.quantities import convert
+
+    a_values = [float(v) for v in conversion_values()]
+    return ([format_quantity(v, pair.unit_a) for v in a_values],
+            [format_quantity(convert(v, pair.unit_a, pair.unit_b), pair.unit_b) for v in a_values],
+            [format_quantity(v, pair.unit_b) for v in a_values])
+
+
 # --- Exam 2 (PROTOCOL.md 2.1) --------------------------------------------------------------------------------------
 EXAM2_SEED = 12345
 EXAM2_N_FLOATS = 50

@@ -13,17 +13,16 @@ def _file_stem(label: str) -> str:
 
 
 def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
-    """``figures/<label>_<figure>.png`` -> PNG bytes, for every result with Exam 1 matrices and curves."""
+    """``figures/<label>_<figure>.png`` -> PNG bytes, every figure whose exam the result has."""
     from fasteval.core.report import plots
 
     plots.require_matplotlib()
     out = {}
     for e in entries:
-        exam1 = e.result.exams.get("exam1")
-        if exam1 is None:
-            continue
-        for name, draw in plots.FIGURES.items():
-            fig = draw(exam1, e.label)
+        for name, (exam, draw) in plots.FIGURES.items():
+            if exam not in e.result.exams:
+                continue
+            fig = draw(e.result.exams[exam], e.label)
             if fig is not None:
                 out[f"{FIGURE_DIR}/{_file_stem(e.label)}_{name}.png"] = plots.png_bytes(fig, dpi)
     return out

@@ -1,5 +1,5 @@
-"""Exam 1 figures as PNG bytes (PROTOCOL.md 1.9): the embedding overview, the digits-vs-words matrices and the
-unit-conversion curves of one model.
+"""Figures as PNG bytes: Exam 1's (PROTOCOL.md 1.9: the embedding overview, the digits-vs-words matrices, the
+unit-conversion curves) and the conversion exam's scores, of one model.
 
 matplotlib is an optional extra (`fasteval[report]`) and is imported inside the functions. Figures are made
 with ``matplotlib.figure.Figure`` directly, never through pyplot, so a report leaves no global state behind
@@ -174,5 +174,30 @@ def conversion_figure(exam1: Exam1Result, title: str):
     return fig
 
 
-FIGURES = {"embedding_overview": overview_figure, "digits_words": digits_words_figure,
-           "conversions": conversion_figure}
+SCORES_SIZE = (7.5, 3.6)
+
+
+def conversion_scores_figure(conversion, title: str):
+    """The conversion exam per unit pair: recall@1 and lexical trap rate as bars (0-1)."""
+    require_matplotlib()
+    if not conversion.rows:
+        return None
+    fig = _figure(SCORES_SIZE, layout="constrained")
+    ax = fig.subplots()
+    x = np.arange(len(conversion.rows))
+    ax.bar(x - 0.2, [r.recall_at_1 for r in conversion.rows], width=0.4, label="recall@1 (higher is better)")
+    ax.bar(x + 0.2, [r.lexical_trap_rate for r in conversion.rows], width=0.4,
+           label="lexical trap rate (lower is better)")
+    ax.set_xticks(x, [f"{r.unit_a}→{r.unit_b}" for r in conversion.rows], rotation=45, ha="right", fontsize=7)
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks(np.round(np.arange(0, 1.01, 0.2), 1))
+    ax.grid(True, axis="y", alpha=0.3, linewidth=0.5)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(loc="upper center", ncol=2, frameon=False, fontsize=7)
+    ax.set_title(f"{title}: conversion exam", fontweight="bold", fontsize=10)
+    return fig
+
+
+# figure name -> (the exam it draws, the drawing function)
+FIGURES = {"embedding_overview": ("exam1", overview_figure), "digits_words": ("exam1", digits_words_figure),
+           "conversions": ("exam1", conversion_figure), "conversion_scores": ("conversion", conversion_scores_figure)}

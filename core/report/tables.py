@@ -81,14 +81,25 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
     return _labelled(results_dir, loaded)
 
 
+NORMALIZED_SUFFIX = " [normalized]"
+
+
+def is_normalized(result: ModelResult) -> bool:
+    return bool(result.settings.get("normalize_quantities"))
+
+
 def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
-    """Label = model_id; where several results share one (other settings), the folder path relative to the root."""
+    """Label = model_id (with " [normalized]" for a run with --normalize-quantities); where several results
+    still share one (other settings), the folder path relative to the root."""
+    def base(r: ModelResult) -> str:
+        return r.model_id + (NORMALIZED_SUFFIX if is_normalized(r) else "")
+
     counts: dict[str, int] = {}
     for _, r in loaded:
-        counts[r.model_id] = counts.get(r.model_id, 0) + 1
+        counts[base(r)] = counts.get(base(r), 0) + 1
     out = []
     for path, r in loaded:
-        label = r.model_id if counts[r.model_id] == 1 else path.parent.relative_to(results_dir).as_posix()
+        label = base(r) if counts[base(r)] == 1 else path.parent.relative_to(results_dir).as_posix()
         out.append(LoadedResult(label=label, path=path, result=r))
     return out
 
@@ -303,10 +314,70 @@ def probe_table(entries: list[LoadedResult]) -> Table | None:
                  rules_after={len(rows) - 2}, note=note)
 
 
+def conversion_table(entries: list[LoadedResult]) -> Table | None:
+    """The conversion exam per model (×100): recall@1, MRR, lexical trap rate, mean similarity of equivalent
+    and of other pairs; sorted by recall@1."""
+    scored = [(e.label, e.result.exams["conversion"].summary()) for e in entries if "conversion" in e.result.exams]
+    if not scored:
+        return None
+    keys = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
+    rows = [{"model": label, **{k: s[k] * 100 for k in keys}} for label, s in scored]
+    rows.sort(key=lambda r: (-_sort_value(r["recall_at_1"]), r["model"]))
+    return Table("conversion", "Conversion exam (extension, ×100): the equivalent among 40 conversions",
+                 ["model", *keys], ["Model", "Recall@1", "MRR", "Trap rate", "Sim equiv", "Sim other"], rows,
+                 note="Trap rate: how often '1 centimeter' beats '100 centimeters' as the match of '1 meter'. "
+                      "Conversions by pint (liter → gallon divides by 3.785411784).")
+
+
+# (column, header, the number of a result it shows; None when the result lacks that exam)
+_NORMALIZATION_COLUMNS = (
+    ("tau", "Table 1 τ", lambda r: table1_row(r.exams["exam1"].cells)["tau_display"] if "exam1" in r.exams else None),
+    ("avg", "Table 1 AVG",
+     lambda r: table1_row(r.exams["exam1"].cells)["avg_display"] if "exam1" in r.exams else None),
+    ("num_dist", "Exam 2 numeric τ",
+     lambda r: r.exams["exam2"].pivot()["num_dist"].get("all", math.nan) if "exam2" in r.exams else None),
+    ("probe", "Exam 3 probe τ",
+     lambda r: r.exams["exam3"].summary()["kendall_mean"] * 100 if "exam3" in r.exams else None),
+    ("recall", "Conversion recall@1",
+     lambda r: r.exams["conversion"].summary()["recall_at_1"] * 100 if "conversion" in r.exams else None),
+    ("trap", "Conversion trap rate",
+     lambda r: r.exams["conversion"].summary()["lexical_trap_rate"] * 100 if "conversion" in r.exams else None),
+)
+
+
+def normalization_table(entries: list[LoadedResult]) -> Table | None:
+    """Every exam's headline number without and with --normalize-quantities, side by side, for each model
+    (and similarity) that has both runs (×100)."""
+    groups: dict[tuple[str, str], dict[bool, ModelResult]] = {}
+    for e in entries:
+        key = (e.result.model_id, str(e.result.settings.get("similarity", "cos")))
+        groups.setdefault(key, {})[is_normalized(e.result)] = e.result
+    rows = []
+    for (model_id, metric), pair in sorted(groups.items()):
+        if len(pair) < 2:
+            continue
+        row: dict[str, Any] = {"model": model_id if metric == "cos" else f"{model_id} ({metric})"}
+        for column, _, value in _NORMALIZATION_COLUMNS:
+            for tag, normalized in (("plain", False), ("norm", True)):
+                row[f"{column}_{tag}"] = _nan_to_none(value(pair[normalized]))
+        rows.append(row)
+    if not rows:
+        return None
+    columns = [f"{c}_{t}" for c, _, _ in _NORMALIZATION_COLUMNS for t in ("plain", "norm")]
+    return Table("normalization", "Without and with --normalize-quantities (×100)", ["model", *columns],
+                 ["Model"] + [f"{h} {t}" for _, h, _ in _NORMALIZATION_COLUMNS for t in ("plain", "normalized")],
+                 rows, groups=[(h, 2) for _, h, _ in _NORMALIZATION_COLUMNS],
+                 sub_headers=["Model"] + ["plain", "normalized"] * len(_NORMALIZATION_COLUMNS),
+                 note="normalized: every quantity given to the model in canonical form (one unit per dimension, "
+                      "plain digits); the exams score the same values.")
+
+
 def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     """Where each row came from and what it was computed under."""
-    columns = ["label", "model", "similarity", "provider", "dtype", "protocol", "fasteval", "exams", "path"]
+    columns = ["label", "model", "similarity", "normalized", "provider", "dtype", "protocol", "fasteval", "exams",
+               "path"]
     rows = [{"label": e.label, "model": e.result.model, "similarity": str(e.result.settings.get("similarity", "")),
+             "normalized": "yes" if is_normalized(e.result) else "no",
              "provider": str(e.result.settings.get("provider", "")), "dtype": str(e.result.settings.get("dtype", "")),
              "protocol": e.result.protocol, "fasteval": e.result.fasteval_version,
              "exams": ",".join(k.replace("exam", "") for k in sorted(e.result.exams)),
@@ -314,4 +385,4 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
 
 
-TABLES = (table1, table2, lexical_table, probe_table)
+TABLES = (table1, table2, lexical_table, probe_table, conversion_table, normalization_table)

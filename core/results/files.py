@@ -1,4 +1,5 @@
-"""A model's result folder as files: ``results.json``, each exam's CSVs (PROTOCOL.md 1.6, 2.3, 3.6), and the
+"""A model's result folder as files: ``results.json``, each exam's CSVs (PROTOCOL.md 1.6, 2.3, 3.6, and the
+conversion exam's), and the
 MTEB-shaped JSON. One model per file (the paper's notebook mixed earlier models into later files)."""
 from __future__ import annotations
 
@@ -45,8 +46,16 @@ def exam3_files(result, model_id: str) -> dict[str, str]:
     }
 
 
+def conversion_files(result, model_id: str) -> dict[str, str]:
+    """``<model_id>_conversion.csv``: one row per unit pair of the conversion exam."""
+    from fasteval.core.exams.conversion import ConversionRow
+
+    rows = [{"model": model_id, **asdict(r)} for r in result.rows]
+    return {f"{model_id}_conversion.csv": csv_text(rows, ["model"] + list(ConversionRow.__dataclass_fields__))}
+
+
 WRITERS: dict[str, Callable[[Any, str], dict[str, str]]] = {
-    "exam1": exam1_files, "exam2": exam2_files, "exam3": exam3_files}
+    "exam1": exam1_files, "exam2": exam2_files, "exam3": exam3_files, "conversion": conversion_files}
 
 
 def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:

@@ -18,6 +18,7 @@ TASKS = {
     "exam1": ("PhysScoreMeasurementGeometry", "Kendall tau of similarity vs physical distance to the anchor"),
     "exam2": ("PhysScoreLexicalNumeric", "Kendall tau-b of similarity vs numeric distance of bare numbers"),
     "exam3": ("PhysScoreProbe", "Kendall tau of a ridge probe on |e1 - e2| (item-level splits)"),
+    "conversion": ("PhysScoreConversion", "Recall@1 of the equivalent quantity among 40 unit conversions"),
 }
 LANGUAGES = ["eng-Latn"]
 
@@ -49,7 +50,17 @@ def _exam3_scores(exam) -> list[dict[str, Any]]:
                    kendall_cosine=s["kendall_cosine_mean"], pairwise_cosine=s["pairwise_cosine_mean"])]
 
 
-SCORERS = {"exam1": _exam1_scores, "exam2": _exam2_scores, "exam3": _exam3_scores}
+def _conversion_scores(exam) -> list[dict[str, Any]]:
+    s = exam.summary()
+    entries = [_entry("default", s["recall_at_1"], **s)]
+    for r in exam.rows:
+        entries.append(_entry(f"{r.unit_a}-{r.unit_b}", r.recall_at_1, recall_at_1=r.recall_at_1, mrr=r.mrr,
+                              lexical_trap_rate=r.lexical_trap_rate))
+    return entries
+
+
+SCORERS = {"exam1": _exam1_scores, "exam2": _exam2_scores, "exam3": _exam3_scores,
+           "conversion": _conversion_scores}
 
 
 def mteb_files(result: ModelResult) -> dict[str, str]:

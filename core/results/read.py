@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from fasteval.core.exams.conversion import ConversionResult, ConversionRow
 from fasteval.core.exams.geometry import CellResult, ConversionCurve, Exam1Result
 from fasteval.core.exams.lexical import Exam2Result, Exam2Row
 from fasteval.core.exams.probe import Exam3Result, Exam3Row
@@ -59,7 +60,12 @@ def _exam3(d: dict[str, Any]) -> Exam3Result:
                        alphas=d.get("alphas") or {})
 
 
-EXAM_READERS = {"exam1": _exam1, "exam2": _exam2, "exam3": _exam3}
+def _conversion(d: dict[str, Any]) -> ConversionResult:
+    return ConversionResult(metric=d.get("metric", "cos"),
+                            rows=[_typed(ConversionRow, r) for r in _rows(d, "rows")], notes=d.get("notes") or [])
+
+
+EXAM_READERS = {"exam1": _exam1, "exam2": _exam2, "exam3": _exam3, "conversion": _conversion}
 
 
 def load_result(path: Path) -> ModelResult:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from fasteval.core import protocol as P
+from fasteval.core.quantities import CANONICAL_VERSION
 from fasteval.core.choices import PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
 from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from fasteval.core.results.model import ModelResult
@@ -19,13 +20,15 @@ from fasteval.core.results.model import ModelResult
 
 def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metric: str = "cos",
              name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
-             on_step: Callable[[str], None] | None = None) -> ModelResult:
-    """Run the chosen exams of the paper protocol on ``encoder`` and return a ModelResult.
+             on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False) -> ModelResult:
+    """Run the chosen exams (the paper's 1, 2, 3; the extension "conversion") on ``encoder``; a ModelResult.
 
     ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
     model). Every distinct text is embedded once, in the protocol's fixed group order (Exams 1 and 3 share
     their texts; ``table`` may hold embeddings from an earlier run), and the cell similarity matrices are
-    computed once for Exams 1 and 3. ``on_step(name)`` is called before each step (for progress bars);
+    computed once for Exams 1 and 3. ``normalize_quantities``: the encoder is given each text's canonical
+    form ("2 kilometers" -> "2000 meters", "five meter" -> "5 meters"; bare numbers unchanged) while the exams
+    score the protocol's own values. ``on_step(name)`` is called before each step (for progress bars);
     the library itself prints nothing.
     """
     from fasteval import __version__
@@ -40,6 +43,8 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     view = describe(encoder, name)
     settings = dict(settings if settings is not None else view.info)
     settings["similarity"] = metric
+    if normalize_quantities:
+        settings["normalize_quantities"] = CANONICAL_VERSION
     result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=settings,
                          protocol=P.PROTOCOL_VERSION, fasteval_version=__version__)
     step = on_step or (lambda _name: None)
@@ -53,7 +58,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
 
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
-        table = embed_groups(encoder, P.protocol_groups(exams), table)
+        table = embed_groups(encoder, P.protocol_groups(exams), table, rewrite=_rewrite(normalize_quantities))
     warming.join()
     sims = None
     if 1 in exams or 3 in exams:
@@ -64,9 +69,24 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
             result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims)
     if 2 in exams:
         with timed("exam2"):
-            token_ids = view.token_ids(P.exam2_groups()[0]) if view.token_ids else None
+            seen = [_rewrite(normalize_quantities)(t) for t in P.exam2_groups()[0]]  # the texts the model saw
+            token_ids = view.token_ids(seen) if view.token_ids else None
             result.exams[exam_key(2)] = run_exam2(table, token_ids, metric=metric)
     if 3 in exams:
         with timed("exam3"):
             result.exams[exam_key(3)] = run_exam3(table, metric=metric, similarities=sims)
+    if "conversion" in exams:
+        from fasteval.core.exams.conversion import run_conversion
+
+        with timed("conversion"):
+            result.exams[exam_key("conversion")] = run_conversion(table, metric=metric)
     return result
+
+
+def _rewrite(normalize_quantities: bool) -> Callable[[str], str]:
+    """What the encoder is given for each protocol text."""
+    if not normalize_quantities:
+        return lambda text: text
+    from fasteval.core.quantities import canonical_text
+
+    return canonical_text

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fasteval.core import protocol as P
+from fasteval.core.quantities import CANONICAL_VERSION
 from fasteval.core.choices import OVERWRITE, PAPER_EXAMS, check_choice, parse_exams
 from fasteval.core.embeddings import describe
 from fasteval.core.errors import FastevalError, InputError
@@ -35,6 +36,9 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
                       "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense")
 # ... and those that change a number only downstream of the embeddings.
 SCORING_SETTINGS = ("similarity", "exams", "protocol")
+# Settings added after the first results were keyed: they enter a key only when set, so every result made
+# without them keeps its key (a finished paper sweep is never redone for a new option it does not use).
+OPTIONAL_SETTINGS = ("normalize_quantities",)
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -42,12 +46,16 @@ def _digest(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+def _keyed(settings: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: settings.get(k) for k in names if k not in OPTIONAL_SETTINGS or settings.get(k)}
+
+
 def embedding_key(settings: dict[str, Any]) -> str:
-    return _digest({k: settings.get(k) for k in EMBEDDING_SETTINGS})
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + ("normalize_quantities",)))
 
 
 def result_key(settings: dict[str, Any]) -> str:
-    return _digest({k: settings.get(k) for k in EMBEDDING_SETTINGS + SCORING_SETTINGS})
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + ("normalize_quantities",) + SCORING_SETTINGS))
 
 
 @dataclass
@@ -57,6 +65,7 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)
     exams: tuple[int | str, ...] = PAPER_EXAMS
     metric: str = "cos"
+    normalize_quantities: bool = False  # rewrite every text to its canonical form before the encoder
 
 
 @dataclass
@@ -87,7 +96,11 @@ def clean_stale_staging(out: Path) -> None:
 
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
-    return {**info, "similarity": job.metric, "exams": list(parse_exams(job.exams)), "protocol": P.PROTOCOL_VERSION}
+    settings = {**info, "similarity": job.metric, "exams": list(parse_exams(job.exams)),
+                "protocol": P.PROTOCOL_VERSION}
+    if job.normalize_quantities:
+        settings["normalize_quantities"] = CANONICAL_VERSION
+    return settings
 
 
 def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
@@ -121,7 +134,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     table = cache.load(ekey)
     cached = len(table)
     result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
-                      table=table, on_step=on_step)
+                      table=table, on_step=on_step, normalize_quantities=job.normalize_quantities)
     after = job_settings(job, describe(view.encoder).info)
     if after != settings:
         # The encoder settled a setting only when it ran (the GPU it was offered fell back to the CPU):

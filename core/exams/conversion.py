@@ -1,0 +1,76 @@
+"""The conversion exam (an extension, selected with ``--exams ...,conversion``; never part of Table 1): does a
+model find the equivalent of "1 meter" among "100 centimeters", "134.34 centimeters", ...?
+
+For each of the paper's 11 unit pairs (A, B) and each of its 40 A values, the similarity of the A text to all
+40 equivalent B texts (converted by pint), and to the lexical trap (the A number with the B unit):
+
+* recall@1 - the equivalent B text is the most similar of the 40 (a tie counts against it);
+* MRR - the mean of 1 / rank of the equivalent B text (rank = 1 + the B texts at least as similar);
+* mean similarity of equivalent pairs (the diagonal) and of non-equivalent pairs (the rest);
+* lexical trap rate - how often the trap ("1 centimeter") is strictly more similar than the equivalent
+  ("100 centimeters").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.embeddings import EmbeddingTable
+
+SUMMARY_KEYS = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
+GALLON_NOTE = ("liter ↔ gallon uses pint's US gallon (B = A / 3.785411784); the paper's curve multiplied by "
+               "3.785 (PROTOCOL.md 1.8)")
+
+
+@dataclass
+class ConversionRow:
+    panel: str
+    unit_a: str
+    unit_b: str
+    n: int
+    recall_at_1: float
+    mrr: float
+    mean_sim_equivalent: float
+    mean_sim_other: float
+    lexical_trap_rate: float
+
+
+@dataclass
+class ConversionResult:
+    metric: str
+    rows: list[ConversionRow]
+    notes: list[str] = field(default_factory=lambda: [GALLON_NOTE])
+
+    def summary(self) -> dict[str, float]:
+        """Means over the 11 pairs (each has 40 items, so also the means over all items), 0-1."""
+        return {key: float(np.mean([getattr(r, key) for r in self.rows])) for key in SUMMARY_KEYS}
+
+
+def score_pair(sims: np.ndarray, trap_sims: np.ndarray) -> dict[str, float]:
+    """The scores of one pair from its (n, n) A x B similarity matrix (equivalents on the diagonal) and the
+    (n,) similarities of each A text to its trap."""
+    n = sims.shape[0]
+    diagonal = np.diag(sims)
+    # rank of the equivalent = 1 + the other B texts at least as similar (ties count against it)
+    at_least = (sims >= diagonal[:, None]).sum(axis=1) - 1
+    ranks = 1 + at_least
+    off = ~np.eye(n, dtype=bool)
+    return {"recall_at_1": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks)),
+            "mean_sim_equivalent": float(diagonal.mean()), "mean_sim_other": float(sims[off].mean()),
+            "lexical_trap_rate": float(np.mean(trap_sims > diagonal))}
+
+
+def run_conversion(table: EmbeddingTable, metric: str = "cos") -> ConversionResult:
+    """Score every pair of PROTOCOL.md 1.8 with pint's conversions."""
+    from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
+
+    rows = []
+    for pair in P.CONVERSION_PAIRS:
+        a_texts, b_texts, traps = P.conversion_exam_texts(pair)
+        a = table[a_texts]
+        sims = similarity_matrix(a, table[b_texts], metric=metric).astype(np.float64)
+        trap_sims = paired_similarity(a, table[traps], metric=metric).astype(np.float64)
+        rows.append(ConversionRow(pair.panel, pair.unit_a, pair.unit_b, len(a_texts), **score_pair(sims, trap_sims)))
+    return ConversionResult(metric=metric, rows=rows)

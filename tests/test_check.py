@@ -1,0 +1,237 @@
+"""`fasteval check`, the conversion exam and --normalize-quantities, against straightforward references
+(scipy, numpy) on fake and tiny models; the default model's numbers are in test_fidelity.py."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from fasteval.core import protocol as P
+from fasteval.core.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes import CountingEncoder, FakeEncoder, one_line_error, run_cli  # noqa: E402
+
+
+class TableEncoder:
+    """Embeddings from a fixed text -> vector table (for similarities chosen by hand)."""
+
+    def __init__(self, vectors: dict[str, list[float]]):
+        self.vectors, self.seen = vectors, []
+
+    def encode(self, texts):
+        self.seen.append(list(texts))
+        return np.array([self.vectors[t] for t in texts], dtype=np.float32)
+
+
+def test_check_by_hand():
+    import fasteval
+
+    # cos to the anchor: 2000 meters 0.6, 2 meters 0.8, 1.5 km 0.7 (unit vectors, angles chosen)
+    def unit(c):
+        return [c, math.sqrt(1 - c * c)]
+
+    enc = TableEncoder({"2 kilometers": [1.0, 0.0], "2000 meters": unit(0.6), "2 meters": unit(0.8),
+                        "1.5 km": unit(0.7)})
+    result = fasteval.check(enc, "2 kilometers", ["2000 meters", "2 meters", "1.5 km"], name="hand")
+    sims = {c.text: c.similarity for c in result.candidates}
+    assert sims == pytest.approx({"2000 meters": 0.6, "2 meters": 0.8, "1.5 km": 0.7}, abs=1e-6)
+    distances = {c.text: c.distance for c in result.candidates}
+    assert distances == pytest.approx({"2000 meters": 0.0, "2 meters": 1.998, "1.5 km": 0.5})
+    assert {c.unit for c in result.candidates} == {"kilometer"}
+    # closer-first order 2000 m, 1.5 km, 2 m; similarity order is the reverse: every pair discordant.
+    assert result.tau == pytest.approx(-1.0) and result.pacc == 0.0
+    assert sorted(result.discordant_pairs) == sorted([("2000 meters", "2 meters"), ("2000 meters", "1.5 km"),
+                                                      ("1.5 km", "2 meters")])
+    lines = result.discordant_lines()
+    assert "2 meters is more similar than 2000 meters, but 1998 m farther" in lines
+    assert "1.5 km is more similar than 2000 meters, but 0.5 km farther" in lines
+    assert [c.text for c in result.by_distance()] == ["2000 meters", "1.5 km", "2 meters"]
+    assert enc.seen == [["2 kilometers", "2000 meters", "2 meters", "1.5 km"]], "one encode call"
+    data = result.to_json()
+    assert set(data) >= {"anchor", "candidates", "tau", "pacc", "discordant_pairs", "model"}
+    assert data["candidates"][0] == {"text": "2000 meters", "similarity": pytest.approx(0.6, abs=1e-6),
+                                     "distance": 0.0, "unit": "kilometer", "log_ratio": 0.0,
+                                     "encoded_as": "2000 meters"}
+
+
+def _reference_check(encoder, anchor: str, candidates: list[str]):
+    """scipy and numpy, from the words of the check's definition."""
+    from fasteval.core.quantities import parse_quantity
+
+    emb = np.asarray(encoder.encode([anchor, *candidates]), dtype=np.float64)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    sims = emb[1:] @ emb[0]
+    a = parse_quantity(anchor)
+    dist = np.array([abs(parse_quantity(c).to(a.unit) - a.value) for c in candidates])
+    tau = kendalltau(sims, -dist).statistic
+    pairs = [(i, j) for i, j in combinations(range(len(dist)), 2) if dist[i] != dist[j]]
+    right = sum((sims[i] > sims[j]) if dist[i] < dist[j] else (sims[j] > sims[i]) for i, j in pairs)
+    return sims, tau, right / len(pairs)
+
+
+@pytest.mark.parametrize("candidates", [
+    ["2000 meters", "2 meters", "1.5 km", "3 km", "800 m", "2.2 kilometers", "12 meters"],
+    ["1 km", "1000 m", "3 km", "3000 meters", "0.5 km"],  # distance ties (1 km and 3 km are both 1 km away)
+])
+def test_check_equals_scipy_on_sentence_transformers_embeddings(tiny_st_folder, candidates):
+    """The tiny model through sentence-transformers itself: check's tau and PACC equal scipy's."""
+    from sentence_transformers import SentenceTransformer
+
+    import fasteval
+
+    st = SentenceTransformer(str(tiny_st_folder), device="cpu")
+    result = fasteval.check(st, "2 kilometers", candidates)
+    sims, tau, pacc = _reference_check(st, "2 kilometers", candidates)
+    assert [c.similarity for c in result.candidates] == pytest.approx(sims, abs=1e-6)
+    assert result.tau == pytest.approx(tau, abs=1e-12) and result.pacc == pytest.approx(pacc, abs=1e-12)
+
+
+def test_check_bad_inputs():
+    import fasteval
+
+    enc = FakeEncoder()
+    for candidates, fragment in ((["2000 meters"], "at least two candidates"),
+                                 (["2000 meters", "3 seconds"], "'3 seconds' is a [time]"),
+                                 (["2000 meters", "2 blorps"], "does not know the unit"),
+                                 (["2000 meters", "meters"], "Cannot read a number")):
+        with pytest.raises(InputError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+            fasteval.check(enc, "2 kilometers", candidates)
+    with pytest.raises(InputError, match="similarity"):
+        fasteval.check(enc, "2 kilometers", ["1 m", "2 m"], metric="manhattan")
+
+
+def test_check_normalized_gives_the_model_canonical_texts():
+    import fasteval
+
+    enc = FakeEncoder()
+    result = fasteval.check(enc, "2 kilometers", ["2000 meters", "five meters"], normalize_quantities=True)
+    assert enc.calls == [["2000 meters", "2000 meters", "5 meters"]]
+    assert [c.encoded_as for c in result.candidates] == ["2000 meters", "5 meters"]
+    assert result.candidates[0].similarity == pytest.approx(1.0, abs=1e-6) and result.normalized
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["2 kilometers", "2000 meters", "3 seconds"], "'3 seconds' is a [time]"),
+    (["2 kilometers", "2000 meters"], "at least two candidates"),
+    (["2 kilometers", "2000 meters", "2 blorps"], "'2 blorps'"),
+    ([], "needs an anchor"),
+])
+def test_cli_check_bad_input_is_one_line_and_exit_2(args, fragment, tmp_path):
+    proc = run_cli(["check", *args, "--model", tmp_path / "no-model"], timeout=120)
+    assert proc.returncode == 2
+    one_line_error(proc, fragment, "Fix:")
+
+
+def test_cli_check_file_and_json(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("# anchor first\n2 kilometers\n2000 meters\n2 meters\n\n1.5 km\n")
+    proc = run_cli(["check", "--file", f, "--model", tiny_st_folder, "--json", "--provider", "cpu"],
+                   env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["anchor"] == "2 kilometers" and [c["text"] for c in data["candidates"]] == \
+        ["2000 meters", "2 meters", "1.5 km"]
+    sims, tau, pacc = _reference_check(tiny_encoder, "2 kilometers", ["2000 meters", "2 meters", "1.5 km"])
+    assert [c["similarity"] for c in data["candidates"]] == pytest.approx(sims, abs=1e-6)
+    assert data["tau"] == pytest.approx(tau) and data["pacc"] == pytest.approx(pacc)
+    table = run_cli(["check", "--file", f, "--model", tiny_st_folder, "--provider", "cpu"],
+                    env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert table.returncode == 0 and "Kendall tau-b" in table.stdout and "2000 meters" in table.stdout
+
+
+# --- the conversion exam -------------------------------------------------------------------------------------
+def naive_conversion(sims: np.ndarray, trap: np.ndarray) -> dict[str, float]:
+    n = len(sims)
+    ranks = [1 + sum(sims[i, j] >= sims[i, i] for j in range(n) if j != i) for i in range(n)]
+    return {"recall_at_1": sum(r == 1 for r in ranks) / n, "mrr": sum(1 / r for r in ranks) / n,
+            "mean_sim_equivalent": sum(sims[i, i] for i in range(n)) / n,
+            "mean_sim_other": sum(sims[i, j] for i in range(n) for j in range(n) if i != j) / (n * n - n),
+            "lexical_trap_rate": sum(trap[i] > sims[i, i] for i in range(n)) / n}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_score_pair_equals_the_naive_definition(seed):
+    from fasteval.core.exams.conversion import score_pair
+
+    rng = np.random.default_rng(seed)
+    sims = np.round(rng.uniform(0, 1, size=(12, 12)), 1)  # rounding makes ties
+    trap = np.round(rng.uniform(0, 1, size=12), 1)
+    assert score_pair(sims, trap) == pytest.approx(naive_conversion(sims, trap))
+
+
+def test_conversion_exam_texts_use_pint():
+    for pair in P.CONVERSION_PAIRS:
+        a, b, traps = P.conversion_exam_texts(pair)
+        paper_a, paper_b = P.conversion_texts(pair)
+        assert a == paper_a and len(b) == len(traps) == 40
+        assert traps[0] == P.format_quantity(0.01, pair.unit_b)
+        if pair.unit_b == "gallon":
+            assert b[-1] == "264.172 gallons" and paper_b[-1] == "3785 gallons"  # 1000 L, pint vs the paper
+        else:
+            assert b == paper_b, pair
+
+
+def test_conversion_exam_on_a_fake_model_and_in_the_files(tmp_path):
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
+
+    enc = FakeEncoder()
+    result = evaluate(enc, exams=(1, "conversion"), name="fake")
+    conv = result.exams["conversion"]
+    assert [r.unit_a + ">" + r.unit_b for r in conv.rows] == [p.unit_a + ">" + p.unit_b for p in P.CONVERSION_PAIRS]
+    # The fake's embedding depends only on the number in front: "1 meter" and "1 centimeter" embed alike
+    # (noise apart), so the trap wins far more often than chance.
+    assert conv.summary()["lexical_trap_rate"] > 0.5
+    files = result_files(result)
+    assert files["fake_conversion.csv"].count("\n") == 12
+    assert json.loads(files["results.json"])["exams"]["conversion"]["summary"]["recall_at_1"] == \
+        pytest.approx(conv.summary()["recall_at_1"])
+    assert "mteb/PhysScoreConversion.json" in files
+    # Extension texts come after the paper's groups, so paper texts embed exactly as in a paper run.
+    paper_only = FakeEncoder()
+    evaluate(paper_only, exams=(1,), name="fake")
+    assert enc.calls[:len(paper_only.calls)] == paper_only.calls
+    assert len(enc.calls) > len(paper_only.calls), "the gallons and the traps are new texts"
+
+
+def test_extension_groups_never_change_paper_numbers():
+    from fasteval.core.runs.evaluate import evaluate
+
+    plain = evaluate(FakeEncoder(), exams=(1, 2, 3), name="fake")
+    more = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="fake")
+    for key in ("exam1", "exam2", "exam3"):
+        assert more.exams[key].summary() == plain.exams[key].summary(), key
+
+
+def test_normalization_is_its_own_key_and_leaves_the_paper_key(tmp_path):
+    from fasteval.core.runs.sweep import Job, run_sweep
+
+    def loader(name, **options):
+        return CountingEncoder(name)
+
+    out = tmp_path / "out"
+    plain = run_sweep([Job("m", exams=(1,))], out, loader)[0]
+    norm = run_sweep([Job("m", exams=(1,), normalize_quantities=True)], out, loader)[0]
+    assert plain.path != norm.path and norm.status == "done"
+    settings = json.loads((norm.path / "results.json").read_text())["settings"]
+    assert settings["normalize_quantities"] == "canonical-1"
+    assert "normalize_quantities" not in json.loads((plain.path / "results.json").read_text())["settings"]
+    again = run_sweep([Job("m", exams=(1,))], out, loader)[0]
+    assert again.status == "skipped" and again.path == plain.path
+
+
+def test_normalized_exam1_embeds_canonical_texts():
+    from fasteval.core.runs.evaluate import evaluate
+
+    enc = FakeEncoder()
+    evaluate(enc, exams=(1,), name="fake", normalize_quantities=True)
+    seen = {t for call in enc.calls for t in call}
+    assert "0.000001 meters" in seen and "1e-06 meter" not in seen
+    assert "5 meters" in seen and "five meter" not in seen
