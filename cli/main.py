@@ -93,6 +93,9 @@ def sweep(
         "--normalize-quantities", help="Give the model every quantity in canonical form (one unit per "
                                        "dimension, plain digits, number words as digits); its own result key.")]
         = False,
+    bootstrap: Annotated[int, typer.Option(
+        min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
+                    "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
     overwrite: Annotated[Overwrite, typer.Option(
         help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
              "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
@@ -119,7 +122,7 @@ def sweep(
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
                    "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
-        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities) for name in names]
+        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap) for name in names]
         if executor is Executor.ray:
             from fasteval.core.runs.ray_executor import run_sweep_ray
 
@@ -255,17 +258,41 @@ def report_command(
     png: Annotated[bool, typer.Option("--png/--no-png", help="Draw the figures (needs matplotlib: "
                                                              "pip install 'fasteval[report]').")] = True,
     dpi: Annotated[int, typer.Option(min=10, max=1200, help="PNG resolution (the paper's PDFs: 300).")] = 120,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Resamples of the models' paired comparison "
+                                                       "(0: no comparison).")] = choices.DEFAULT_RESAMPLES,
 ) -> None:
     """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
     with user_errors():
         from fasteval.core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
-                           png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
+                           png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True),
+                           resamples=bootstrap)
         if "table1" in rep.tables:
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "
                    f"({len(rep.files)} files; open {rep.out / 'report.html'})")
+
+
+@app.command("compare")
+def compare_command(
+    results_dir: Annotated[Path, typer.Argument(
+        help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
+    out: Annotated[Optional[Path], typer.Option(help="Folder for comparison.csv/.md/.png "
+                                                     "(default: RESULTS_DIR/comparison).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples (seeded).")]
+        = choices.DEFAULT_RESAMPLES,
+    png: Annotated[bool, typer.Option("--png/--no-png", help="Draw the Δτ heatmap (needs matplotlib).")] = True,
+) -> None:
+    """Is one model's Table 1 tau really higher than another's? A paired bootstrap for every pair of models."""
+    with user_errors("nothing was written."):
+        from fasteval.cli import printing
+        from fasteval.core.report.compare import run_compare
+
+        comparison, dest = run_compare(results_dir, out=out, resamples=bootstrap, png=png,
+                                       warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
+        printing.print_comparison(comparison)
+        typer.echo(f"Comparison of {len(comparison.models)} models written to {dest}")
 
 
 @app.command("bench")

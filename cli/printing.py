@@ -84,6 +84,20 @@ def print_result(result) -> None:
         echo("\nTable 1 row (x100)      tau    PACC    AVG")
         echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
                    f"{fmt(s['avg_display'])}")
+        echo(caveats_text(s))
+
+
+def caveats_text(s: dict) -> str:
+    """The intervals and the variants beside the Table 1 row (extensions; empty when absent)."""
+    lines = []
+    if s.get("tau_ci_low") is not None:
+        lines.append("  95% bootstrap interval: " + "  ".join(
+            f"{name} [{s[f'{name}_ci_low']:.2f}, {s[f'{name}_ci_high']:.2f}]" for name in ("tau", "pacc", "avg")))
+    if s.get("strict_tau") is not None:
+        lines.append(f"  variants (x100): tau {s['tau']:.2f} (random {s['random_tau']:.2f}), strict tau "
+                     f"{s['strict_tau']:.2f} (random {s['random_strict_tau']:.2f}), all-anchors tau "
+                     f"{s['all_anchors_tau']:.2f} (random {s['random_all_anchors_tau']:.2f})")
+    return "\n".join(lines)
 
 
 def print_summary(outcomes) -> None:
@@ -127,3 +141,17 @@ def print_check(result) -> None:
         echo(f"  discordant: {line}")
     for note in result.notes:
         echo(f"  note: {note}")
+
+
+def print_comparison(comparison) -> None:
+    """One line per pair: delta tau x100, its 95% interval, p and Holm's p, significant or not."""
+    width = max(len(m) for m in comparison.models) + 2
+    echo(f"Paired bootstrap of delta tau x100 ({comparison.resamples} resamples; {comparison.group})")
+    echo(f"{'model A':<{width}} {'model B':<{width}} {'delta tau':>9} {'95% interval':>17} {'p':>7} "
+         f"{'p (Holm)':>9}")
+    for p in sorted(comparison.pairs, key=lambda p: p.p_holm):
+        mark = "" if p.significant else "  n.s."
+        echo(f"{p.model_a:<{width}} {p.model_b:<{width}} {p.delta_tau:>9.2f} "
+             f"{f'[{p.ci_low:.2f}, {p.ci_high:.2f}]':>17} {p.p_value:>7.4f} {p.p_holm:>9.4f}{mark}")
+    for line in comparison.skipped:
+        echo(f"skipped: {line}")

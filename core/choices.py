@@ -29,6 +29,8 @@ BATCH_ORDERS: tuple[str, ...] = ("text-length", "token-length")
 PROTOCOLS: tuple[str, ...] = ("paper",)
 # Where a sweep runs.
 EXECUTORS: tuple[str, ...] = ("local", "ray")
+# Bootstrap resamples for Exam 1's intervals (--bootstrap; 0 turns them off).
+DEFAULT_RESAMPLES = 10_000
 
 
 def check_choice(value: str, choices: Iterable[str], what: str, flag: str | None = None) -> str:

@@ -18,19 +18,25 @@ def scipy_tau(x, y) -> float:
 
 
 def naive_pacc(values, scores, value_ties: str = "wrong") -> float:
-    """PROTOCOL.md 1.4 ("wrong") and PROTOCOL.md 3.5 ("as_greater") written out as the paper states them."""
+    """PROTOCOL.md 1.4 ("wrong") and PROTOCOL.md 3.5 ("as_greater") written out as the paper states them;
+    "skip": pairs with equal values are not counted at all."""
     n = len(values)
     if n < 2 or any(math.isnan(v) for v in list(values) + list(scores)):
         return math.nan
     correct = 0
+    counted = 0
     for i in range(n):
         for j in range(i + 1, n):
             if value_ties == "as_greater":  # "if d_i < d_j correct iff s_i > s_j; otherwise iff s_i < s_j"
                 correct += scores[i] > scores[j] if values[i] < values[j] else scores[i] < scores[j]
+                counted += 1
             elif values[i] != values[j]:  # the smaller-value item must have the strictly larger score
                 small, large = (i, j) if values[i] < values[j] else (j, i)
                 correct += scores[small] > scores[large]
-    return correct / math.comb(n, 2)
+                counted += 1
+            elif value_ties == "wrong":
+                counted += 1
+    return correct / counted if counted else math.nan
 
 
 def naive_levenshtein(a, b) -> int:

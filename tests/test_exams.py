@@ -199,7 +199,8 @@ def test_evaluate_all_exams_and_files(table):
     assert entry["main_score"] == pytest.approx(result.exams["exam1"].summary()["kendall_mean"])
     assert set(files) - mteb == {"results.json", "fake_model_benchmark_full.csv", "fake_model_benchmark_summary.csv",
                           "fake_model_lexical.csv", "fake_model_benchmark_full_regression_experiment.csv",
-                          "fake_model_benchmark_summary_regression_experiment.csv"}
+                          "fake_model_benchmark_summary_regression_experiment.csv",
+                          "fake_model_benchmark_intervals_variants.csv"}
     data = json.loads(files["results.json"])
     assert data["exams"]["exam2"]["summary"]["char_lev_all"] is not None
     assert files["fake_model_lexical.csv"].count("\n") == 31

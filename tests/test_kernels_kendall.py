@@ -204,12 +204,19 @@ def test_pacc_method_3_5_tie_rule_by_hand():
     assert pairwise_accuracy([0, 1, 2], [0.5, 0.5, 0.1]) == pytest.approx(2 / 3)
 
 
+def test_pacc_skip_rule_by_hand():
+    # (1, 1) tie skipped; (1, 2) and (1, 2) right (the smaller value has the larger score); (1, 1) ... of 3 pairs
+    assert pairwise_accuracy([1, 1, 2], [0.9, 0.5, 0.1], "skip") == 1.0
+    assert pairwise_accuracy([1, 1, 2], [0.9, 0.5, 0.1], "wrong") == pytest.approx(2 / 3)
+    assert math.isnan(pairwise_accuracy([3, 3, 3], [0.1, 0.2, 0.3], "skip"))
+
+
 def test_pacc_edge_cases():
     assert math.isnan(pairwise_accuracy([], []))
     assert math.isnan(pairwise_accuracy([1.0], [1.0]))
     assert math.isnan(pairwise_accuracy([1.0, 2.0, 3.0], [1.0, np.nan, 0.0]))
     with pytest.raises(InputError):
-        pairwise_accuracy([1, 2], [1, 2], value_ties="skip")
+        pairwise_accuracy([1, 2], [1, 2], value_ties="ignore")
     with pytest.raises(InputError):
         pairwise_accuracy_rows([[1, 2]], [[1, 2]], value_ties=None)
     with pytest.raises(InputError):

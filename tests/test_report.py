@@ -227,9 +227,13 @@ def test_pngs(report):
     sizes = {"embedding_overview": plots.OVERVIEW_SIZE, "digits_words": plots.DIGITS_WORDS_SIZE,
              "conversions": plots.CONVERSION_SIZE}
     pngs = sorted((rep.out / "figures").glob("*.png"))
-    assert [p.name for p in pngs] == sorted(f"fake_smooth_{f}.png" for f in sizes)  # fake_noisy has no matrices
+    # fake_noisy has no matrices; the forest plot is the report's own (the comparison needs two models' rows)
+    assert [p.name for p in pngs] == sorted([f"fake_smooth_{f}.png" for f in sizes] + ["_all_forest.png"])
     for path in pngs:
         data = path.read_bytes()
+        if path.name == "_all_forest.png":
+            assert png_size(data)[0] == round(7.0 * DPI)
+            continue
         w, h = sizes[path.stem.split("_", 2)[2]]
         assert len(data) > 1000 and png_size(data) == (round(w * DPI), round(h * DPI))
 
@@ -239,7 +243,7 @@ def test_html_is_self_contained(report):
     page = (rep.out / "report.html").read_text()
     pngs = sorted((rep.out / "figures").glob("*.png"))
     uris = page.count('src="data:image/png;base64,')
-    assert uris == len(pngs) == 3
+    assert uris == len(pngs) == 4
     first = page.split('src="data:image/png;base64,', 1)[1].split('"', 1)[0]
     assert base64.b64decode(first) in {p.read_bytes() for p in pngs}
     for name in ("table1", "table2", "lexical", "probe", "sources"):

@@ -112,15 +112,5 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
                 discordant.append((candidates[closer].text, candidates[farther].text))
     notes = sorted({n for q in [anchor, *candidates] for n in q.notes})
     return CheckResult(model=model, anchor=anchor.text, candidates=rows, tau=kendall_tau_b(sims, -distance),
-                       pacc=_pacc_distinct(distance, sims, pairwise_accuracy), discordant_pairs=discordant,
+                       pacc=pairwise_accuracy(distance, sims, "skip"), discordant_pairs=discordant,
                        similarity=similarity, notes=notes)
-
-
-def _pacc_distinct(distance: np.ndarray, sims: np.ndarray, pairwise_accuracy) -> float:
-    """PACC over the pairs whose distances differ: the closer one must be strictly more similar."""
-    n_tied = sum(1 for i in range(len(distance)) for j in range(i + 1, len(distance)) if distance[i] == distance[j])
-    pairs = len(distance) * (len(distance) - 1) // 2
-    if pairs == n_tied:
-        return float("nan")
-    # pairwise_accuracy counts a distance tie as wrong over all C(n, 2) pairs; rescale to the untied ones.
-    return pairwise_accuracy(distance, sims) * pairs / (pairs - n_tied)

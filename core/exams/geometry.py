@@ -26,6 +26,14 @@ class CellResult:
     # Exact numerators over C(n, 2) when the anchor similarities have no ties (the normal case), else None.
     tau_numerator: int | None = None
     pacc_numerator: int | None = None
+    # Extensions (fasteval.core.exams.statistics), beside the paper's numbers, never instead of them:
+    # the cell's bootstrap intervals (0-1, None when the bootstrap is off) and its variant taus.
+    tau_ci_low: float | None = None
+    tau_ci_high: float | None = None
+    pacc_ci_low: float | None = None
+    pacc_ci_high: float | None = None
+    strict_tau: float | None = None
+    all_anchors_tau: float | None = None
 
     @property
     def pairs(self) -> int:
@@ -49,10 +57,14 @@ class Exam1Result:
     heatmaps: dict[str, list[list[float]]] = field(default_factory=dict)  # "quantity/range" -> n x n
     digits_words: dict[str, list[list[float]]] = field(default_factory=dict)  # quantity -> 12 x 12
     conversions: list[ConversionCurve] = field(default_factory=list)
+    # The model's bootstrap intervals x100 (tau_ci_low, ..., avg_ci_high) and the bootstrap settings.
+    intervals: dict[str, float | None] = field(default_factory=dict)
+    bootstrap: dict | None = None
 
     def summary(self) -> dict[str, float | None]:
-        """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5)."""
-        return table1_row(self.cells)
+        """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5);
+        then the extensions: the bootstrap intervals (x100) and the variants with their random baselines."""
+        return {**table1_row(self.cells), **self.intervals, **variants_row(self.cells)}
 
 
 def _mean_exact(cells: list[CellResult], attr: str) -> Fraction | None:
@@ -91,6 +103,23 @@ def table1_row(cells: list[CellResult]) -> dict[str, float | None]:
     }
 
 
+def variants_row(cells: list[CellResult]) -> dict[str, float | None]:
+    """The variants' means over the cells x100 and each one's simulated random baseline (x100)."""
+    from fasteval.core.exams.statistics import random_baselines
+
+    out: dict[str, float | None] = {}
+    for name in ("strict_tau", "all_anchors_tau"):
+        values = [getattr(c, name) for c in cells]
+        out[name] = (None if any(v is None for v in values) or not values
+                     else float(np.nanmean(np.array(values, dtype=float)) * 100))
+    if all(v is None for v in out.values()):
+        return {}  # a result written before the variants existed
+    baselines = random_baselines()
+    out.update(random_tau=baselines["tau"], random_pacc=baselines["pacc"],
+               random_strict_tau=baselines["strict_tau"], random_all_anchors_tau=baselines["all_anchors_tau"])
+    return out
+
+
 def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
     if tied or isnan(stat):
         return None
@@ -98,8 +127,12 @@ def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
 
 
 def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True,
-              similarities: dict[tuple[str, str], np.ndarray] | None = None) -> Exam1Result:
-    """Score every cell of PROTOCOL.md 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8."""
+              similarities: dict[tuple[str, str], np.ndarray] | None = None, bootstrap: int = 0) -> Exam1Result:
+    """Score every cell of PROTOCOL.md 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8.
+
+    Beside them (fasteval.core.exams.statistics): each cell's strict and all-anchors tau, and with
+    ``bootstrap`` > 0 resamples, the cells' and the model's percentile 95% intervals."""
+    from fasteval.core.exams import statistics as S
     from scipy.ndimage import gaussian_filter1d
 
     from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
@@ -125,8 +158,18 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
         pairs = comb(len(s), 2)
         cell_results.append(CellResult(c.quantity, c.range_name, len(s), float(taus[i]), float(paccs[i]),
                                        _exact_numerator(taus[i], pairs, tied),
-                                       _exact_numerator(paccs[i], pairs, tied)))
+                                       _exact_numerator(paccs[i], pairs, tied),
+                                       strict_tau=S.strict_tau(c.values, matrices[i]),
+                                       all_anchors_tau=S.all_anchors_tau(c.values, matrices[i])))
     result = Exam1Result(metric=metric, cells=cell_results)
+    if bootstrap:
+        result.bootstrap = S.bootstrap_settings(bootstrap)
+        resampled = S.resample_exam1([m[0] for m in matrices], bootstrap)
+        for k, cell in enumerate(cell_results):
+            cell.tau_ci_low, cell.tau_ci_high = S.percentile_interval(resampled.taus[k])
+            cell.pacc_ci_low, cell.pacc_ci_high = S.percentile_interval(resampled.paccs[k])
+        for name, samples in zip(("tau", "pacc", "avg"), resampled.table1()):
+            result.intervals[f"{name}_ci_low"], result.intervals[f"{name}_ci_high"] = S.percentile_interval(samples)
     if not keep_matrices:
         return result
     result.heatmaps = {f"{c.quantity}/{c.range_name}": m.tolist() for c, m in zip(cells, matrices)}

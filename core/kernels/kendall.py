@@ -29,7 +29,8 @@ __all__ = [
 DIRECT_MAX_N = 160  # read at compile time (a Numba global): change it here, not at run time
 
 # How a pair with equal values is scored by pairwise_accuracy (name -> kernel code).
-VALUE_TIES = {"wrong": 0, "as_greater": 1}
+VALUE_TIES = {"wrong": 0, "as_greater": 1, "skip": 2}
+_WRONG = VALUE_TIES["wrong"]
 _AS_GREATER = VALUE_TIES["as_greater"]
 
 # Statistic codes of _statistic / _statistic_rows.
@@ -166,18 +167,26 @@ def _tau_b_from_counts(n, s, tx, ty):
 # ----------------------------------------------------------------------------- pairwise accuracy
 @njit(cache=True)
 def _pacc(values, scores, value_ties):
-    """#{i<j : v_i < v_j and s_i > s_j, or v_i > v_j and s_i < s_j, or v_i == v_j, as_greater, s_i < s_j} / C(n,2)."""
+    """#{i<j : v_i < v_j and s_i > s_j, or v_i > v_j and s_i < s_j, or v_i == v_j, as_greater, s_i < s_j} / pairs;
+    pairs = C(n,2), or the pairs with unequal values for "skip" (NaN when there are none)."""
     n = values.shape[0]
     correct = np.int64(0)
+    pairs = np.int64(0)
     for i in range(n - 1):
         vi = values[i]
         si = scores[i]
         for j in range(i + 1, n):
             if vi < values[j]:
                 correct += np.int64(si > scores[j])
+                pairs += 1
             elif vi > values[j] or value_ties == _AS_GREATER:
                 correct += np.int64(si < scores[j])
-    return correct / (np.int64(n) * (n - 1) // 2)
+                pairs += 1
+            elif value_ties == _WRONG:
+                pairs += 1
+    if pairs == 0:
+        return np.nan
+    return correct / pairs
 
 
 # ----------------------------------------------------------------------------- dispatch
@@ -296,7 +305,9 @@ def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
 
     A pair with equal values counts as wrong (``value_ties="wrong"``, PROTOCOL.md 1.4, where values are
     distinct anyway), or, with ``value_ties="as_greater"`` (PROTOCOL.md 3.5: "if d_i < d_j correct iff
-    s_i > s_j, otherwise correct iff s_i < s_j"), as if v_i > v_j: correct iff s_i < s_j.
+    s_i > s_j, otherwise correct iff s_i < s_j"), as if v_i > v_j: correct iff s_i < s_j; or, with
+    ``value_ties="skip"`` (bootstrap resamples, where repeated items tie), is left out of the count and of
+    the denominator (NaN when every pair ties).
     NaN when any value or score is NaN, or when n < 2. O(n^2).
     With distinct values and no score ties, PACC = (1 + kendall_tau_b(values, -scores)) / 2.
     """

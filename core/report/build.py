@@ -6,10 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fasteval.core.choices import DEFAULT_RESAMPLES
 from fasteval.core.errors import InputError, OutputError
-from fasteval.core.report.html import figures, html_page
+from fasteval.core.report.html import SUMMARY_PREFIX, figures, html_page
 from fasteval.core.report.tables import (
-    REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
+    FIGURE_DIR, REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
 )
 from fasteval.core.results.io import write_result_folder
 from fasteval.core.results.model import RESULT_FILE
@@ -48,8 +49,19 @@ def write_folder(dest: Path, files: dict[str, str | bytes]) -> Path:
     return write_result_folder(dest, files, what="the report")
 
 
+def _comparison(entries: list[LoadedResult], resamples: int, note: Warn):
+    """The paired comparison of the report's models, when two or more can be compared (else None)."""
+    from fasteval.core.report.compare import compare
+
+    try:
+        return compare(entries, resamples) if resamples else None
+    except InputError:
+        return None
+
+
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
-                 png: bool = True, dpi: int | None = None, warn: Warn | None = None) -> Report:
+                 png: bool = True, dpi: int | None = None, warn: Warn | None = None,
+                 resamples: int = DEFAULT_RESAMPLES) -> Report:
     """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
 
     ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
@@ -70,6 +82,9 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
     entries = load_results(results_dir, models=models, warn=note)
     tables = [t for t in (build(entries) for build in TABLES) if t is not None]
+    comparison = _comparison(entries, resamples, note)
+    if comparison is not None:
+        tables.append(comparison.table())
     tables.append(sources_table(entries, results_dir))
     files: dict[str, str | bytes] = {}
     for t in tables:
@@ -79,6 +94,14 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
     pngs = figures(entries, dpi) if png else {}
+    if png:
+        from fasteval.core.report.compare import comparison_figure, forest_figure
+        from fasteval.core.report.plots import png_bytes
+
+        summary_figures = {"forest": forest_figure(entries),
+                           "comparison": comparison_figure(comparison) if comparison is not None else None}
+        pngs.update({f"{FIGURE_DIR}/{SUMMARY_PREFIX}{name}.png": png_bytes(fig, dpi)
+                     for name, fig in summary_figures.items() if fig is not None})
     files.update(pngs)
     files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
     write_folder(out, files)

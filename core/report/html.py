@@ -7,6 +7,8 @@ from pathlib import Path
 
 from fasteval.core.report.tables import FIGURE_DIR, LoadedResult, Table
 
+SUMMARY_PREFIX = "_all_"  # report-level figures (forest plot, comparison): figures/_all_<name>.png
+
 
 def _file_stem(label: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
@@ -48,13 +50,20 @@ def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedR
     parts += [t.html() for t in tables]
     if pngs:
         parts.append('<h2 id="figures">Figures</h2>')
+        summary = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{SUMMARY_PREFIX}")]
+        for name in summary:
+            parts.append(_img(name, pngs[name]))
         for e in entries:
             mine = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{_file_stem(e.label)}_")]
             if mine:
                 parts.append(f"<h3>{html.escape(e.label)}</h3>")
             for name in mine:
-                data = base64.b64encode(pngs[name]).decode("ascii")
-                parts.append(f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
-                             f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")
+                parts.append(_img(name, pngs[name]))
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _img(name: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
+            f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")

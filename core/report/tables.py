@@ -89,10 +89,11 @@ def is_normalized(result: ModelResult) -> bool:
 
 
 def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
-    """Label = model_id (with " [normalized]" for a run with --normalize-quantities); where several results
-    still share one (other settings), the folder path relative to the root."""
+    """Label = model_id, with " [l2]" (a similarity other than cos) and " [normalized]" (--normalize-quantities);
+    where several results still share one (other settings), the folder path relative to the root."""
     def base(r: ModelResult) -> str:
-        return r.model_id + (NORMALIZED_SUFFIX if is_normalized(r) else "")
+        metric = str(r.settings.get("similarity", "cos"))
+        return r.model_id + ("" if metric == "cos" else f" [{metric}]") + (NORMALIZED_SUFFIX if is_normalized(r) else "")
 
     counts: dict[str, int] = {}
     for _, r in loaded:
@@ -240,6 +241,33 @@ def table1(entries: list[LoadedResult]) -> Table | None:
                  ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3})
 
 
+def intervals_table(entries: list[LoadedResult]) -> Table | None:
+    """Table 1 with the 95% bootstrap intervals and the caveat variants (×100), beside the paper's numbers;
+    the last row is each variant's simulated random baseline (not the constant of Table 1)."""
+    scored = [(e.label, e.result.exams["exam1"].summary()) for e in entries if "exam1" in e.result.exams]
+    scored = [(label, s) for label, s in scored if s.get("tau_ci_low") is not None or s.get("strict_tau") is not None]
+    if not scored:
+        return None
+    keys = ("tau", "tau_ci_low", "tau_ci_high", "pacc", "pacc_ci_low", "pacc_ci_high", "avg", "avg_ci_low",
+            "avg_ci_high", "strict_tau", "all_anchors_tau")
+    rows = [{"model": label, **{k: _nan_to_none(s.get(k)) for k in keys},
+             "display": {k: s[f"{k}_display"] for k in ("tau", "pacc", "avg")}} for label, s in scored]
+    rows.sort(key=lambda r: (-_sort_value(r["avg"]), r["model"]))
+    baseline = next(s for _, s in scored)
+    if baseline.get("random_tau") is not None:
+        rows.append({"model": "random (simulated)", "tau": baseline["random_tau"], "pacc": baseline["random_pacc"],
+                     "avg": (baseline["random_tau"] + baseline["random_pacc"]) / 2,
+                     "strict_tau": baseline["random_strict_tau"],
+                     "all_anchors_tau": baseline["random_all_anchors_tau"]})
+    return Table("table1_intervals", "Table 1 with 95% bootstrap intervals and the caveat variants (×100)",
+                 ["model", *keys], ["Model", "τ", "τ low", "τ high", "PACC", "PACC low", "PACC high", "AVG",
+                                    "AVG low", "AVG high", "Strict τ", "All-anchors τ"], rows,
+                 rules_after={len(rows) - 2},
+                 note="Strict τ leaves the anchor's self-pair out; all-anchors τ makes every item the anchor. "
+                      "The random row is simulated (random similarities, self-similarity 1): the paper's τ "
+                      "credits a model with the anchor's self-pair, so its random baseline is above 0.")
+
+
 def _sort_value(value: Number) -> float:
     return -math.inf if value is None or math.isnan(float(value)) else float(value)
 
@@ -385,4 +413,4 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
 
 
-TABLES = (table1, table2, lexical_table, probe_table, conversion_table, normalization_table)
+TABLES = (table1, intervals_table, table2, lexical_table, probe_table, conversion_table, normalization_table)

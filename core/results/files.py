@@ -12,15 +12,24 @@ from fasteval.core.results.model import RESULT_FILE, ModelResult
 
 
 def exam1_files(result, model_id: str) -> dict[str, str]:
-    """``<model_id>_benchmark_full.csv`` (20 cells) and ``..._summary.csv`` (PROTOCOL.md 1.6)."""
+    """``<model_id>_benchmark_full.csv`` (20 cells) and ``..._summary.csv`` (PROTOCOL.md 1.6), and the cells'
+    intervals and variants in ``..._benchmark_intervals_variants.csv``."""
     full = [{"model": model_id, "unit": c.quantity, "range": c.range_name, "kendall": c.tau, "pairwise": c.pacc}
             for c in result.cells]
+    extended = [{**row, **{k: getattr(c, k) for k in EXAM1_EXTENSION_COLUMNS}} for row, c in zip(full, result.cells)]
     return {
         f"{model_id}_benchmark_full.csv": csv_text(full, ["model", "unit", "range", "kendall", "pairwise"]),
         f"{model_id}_benchmark_summary.csv": csv_text(
             [{"model": model_id, **result.summary()}],
             ["model", "kendall_mean", "pairwise_mean", "kendall_std", "pairwise_std"]),
+        # The extensions beside the paper's columns, in a file of their own (the paper's two keep their shape).
+        f"{model_id}_benchmark_intervals_variants.csv": csv_text(
+            extended, ["model", "unit", "range", "kendall", "pairwise", *EXAM1_EXTENSION_COLUMNS]),
     }
+
+
+EXAM1_EXTENSION_COLUMNS = ("tau_ci_low", "tau_ci_high", "pacc_ci_low", "pacc_ci_high", "strict_tau",
+                           "all_anchors_tau")
 
 
 def exam2_files(result, model_id: str) -> dict[str, str]:

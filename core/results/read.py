@@ -47,7 +47,8 @@ def _rows(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
 def _exam1(d: dict[str, Any]) -> Exam1Result:
     return Exam1Result(metric=d.get("metric", "cos"), cells=[_typed(CellResult, c) for c in _rows(d, "cells")],
                        heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
-                       conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []])
+                       conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []],
+                       intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"))
 
 
 def _exam2(d: dict[str, Any]) -> Exam2Result:

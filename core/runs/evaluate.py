@@ -15,12 +15,14 @@ from fasteval.core import protocol as P
 from fasteval.core.quantities import CANONICAL_VERSION
 from fasteval.core.choices import PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
 from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
+from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.results.model import ModelResult
 
 
 def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metric: str = "cos",
              name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
-             on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False) -> ModelResult:
+             on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
+             bootstrap: int = DEFAULT_RESAMPLES) -> ModelResult:
     """Run the chosen exams (the paper's 1, 2, 3; the extension "conversion") on ``encoder``; a ModelResult.
 
     ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
@@ -28,7 +30,8 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     their texts; ``table`` may hold embeddings from an earlier run), and the cell similarity matrices are
     computed once for Exams 1 and 3. ``normalize_quantities``: the encoder is given each text's canonical
     form ("2 kilometers" -> "2000 meters", "five meter" -> "5 meters"; bare numbers unchanged) while the exams
-    score the protocol's own values. ``on_step(name)`` is called before each step (for progress bars);
+    score the protocol's own values. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none; see
+    ``fasteval.core.exams.statistics``). ``on_step(name)`` is called before each step (for progress bars);
     the library itself prints nothing.
     """
     from fasteval import __version__
@@ -45,6 +48,8 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     settings["similarity"] = metric
     if normalize_quantities:
         settings["normalize_quantities"] = CANONICAL_VERSION
+    if 1 in exams and bootstrap_settings(bootstrap):
+        settings["bootstrap"] = bootstrap_settings(bootstrap)
     result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=settings,
                          protocol=P.PROTOCOL_VERSION, fasteval_version=__version__)
     step = on_step or (lambda _name: None)
@@ -66,7 +71,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
             sims = cell_similarities(table, metric)
     if 1 in exams:
         with timed("exam1"):
-            result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims)
+            result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims, bootstrap=bootstrap)
     if 2 in exams:
         with timed("exam2"):
             seen = [_rewrite(normalize_quantities)(t) for t in P.exam2_groups()[0]]  # the texts the model saw

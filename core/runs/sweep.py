@@ -26,6 +26,7 @@ from fasteval.core import protocol as P
 from fasteval.core.quantities import CANONICAL_VERSION
 from fasteval.core.choices import OVERWRITE, PAPER_EXAMS, check_choice, parse_exams
 from fasteval.core.embeddings import describe
+from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.errors import FastevalError, InputError
 from fasteval.core.results.io import check_writable
 from fasteval.core.results.model import RESULT_FILE
@@ -35,10 +36,10 @@ from fasteval.core.runs.cache import EmbeddingCache
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
                       "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense")
 # ... and those that change a number only downstream of the embeddings.
-SCORING_SETTINGS = ("similarity", "exams", "protocol")
+SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap")
 # Settings added after the first results were keyed: they enter a key only when set, so every result made
 # without them keeps its key (a finished paper sweep is never redone for a new option it does not use).
-OPTIONAL_SETTINGS = ("normalize_quantities",)
+OPTIONAL_SETTINGS = ("normalize_quantities", "bootstrap")
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -66,6 +67,7 @@ class Job:
     exams: tuple[int | str, ...] = PAPER_EXAMS
     metric: str = "cos"
     normalize_quantities: bool = False  # rewrite every text to its canonical form before the encoder
+    bootstrap: int = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
 
 
 @dataclass
@@ -100,6 +102,8 @@ def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
                 "protocol": P.PROTOCOL_VERSION}
     if job.normalize_quantities:
         settings["normalize_quantities"] = CANONICAL_VERSION
+    if 1 in settings["exams"] and bootstrap_settings(job.bootstrap):
+        settings["bootstrap"] = bootstrap_settings(job.bootstrap)
     return settings
 
 
@@ -134,7 +138,8 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     table = cache.load(ekey)
     cached = len(table)
     result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
-                      table=table, on_step=on_step, normalize_quantities=job.normalize_quantities)
+                      table=table, on_step=on_step, normalize_quantities=job.normalize_quantities,
+                      bootstrap=job.bootstrap)
     after = job_settings(job, describe(view.encoder).info)
     if after != settings:
         # The encoder settled a setting only when it ran (the GPU it was offered fell back to the CPU):

@@ -1,0 +1,93 @@
+"""e2e: `fasteval sweep` (all three exams) against benchmarks/reference_impl.py (sentence-transformers,
+scipy, RapidFuzz, scikit-learn), each in a cold process, same model, no embedding cache."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import Ctx, HERE, Line, fasteval_cmd, med, run_wall
+
+
+def fasteval_numbers(results_json: Path) -> dict[str, Any]:
+    data = json.loads(results_json.read_text())
+    e1, e2, e3 = (data["exams"][k] for k in ("exam1", "exam2", "exam3"))
+    pivot = {ref: {} for ref in ("char_lev", "num_dist", "token_lev")}
+    for r in e2["rows"]:
+        if r["group"] in ("all", "float-float", "float-int", "int-int"):
+            pivot[r["reference"]][r["group"]] = r["tau"] * 100
+    s1 = e1["summary"]
+    return {"table1": {"tau": s1["tau"], "pacc": s1["pacc"], "avg": s1["avg"]}, "pivot": pivot,
+            "exam3": {k: e3["summary"][k] for k in ("kendall_mean", "pairwise_mean", "kendall_cosine_mean",
+                                                      "pairwise_cosine_mean")},
+            "timings": data.get("timings", {})}
+
+
+def reference_numbers(ref_json: Path) -> dict[str, Any]:
+    data = json.loads(ref_json.read_text())
+    return {"table1": data["exam1"]["table1"],
+            "pivot": {ref: {g: v for g, v in cols.items()} for ref, cols in data["exam2"]["pivot"].items()},
+            "exam3": data["exam3"]["summary"], "timings": data["timings"]}
+
+
+def e2e_fidelity(f: dict[str, Any], r: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
+    """Table 1 row to 1e-9 (AVG's display may differ by the half-cent, PROTOCOL.md 1.5), the Exam 2 pivot at its
+    printed precision (0.1), the Exam 3 means at theirs (0.001)."""
+    t1 = {k: abs(f["table1"][k] - r["table1"][k]) for k in ("tau", "pacc", "avg")}
+    piv_f = {ref: {g: round(v, 1) for g, v in cols.items()} for ref, cols in f["pivot"].items()}
+    piv_diff = max(abs(piv_f[ref][g] - r["pivot"][ref][g]) for ref in piv_f for g in piv_f[ref])
+    e3 = {k: abs(f["exam3"][k] - r["exam3"][k]) for k in f["exam3"]}
+    ok = max(t1.values()) < 1e-6 and piv_diff < 0.05 and max(e3.values()) < 5e-4
+    text = (f"Table 1 tau/PACC/AVG {f['table1']['tau']:.3f}/{f['table1']['pacc']:.3f}/{f['table1']['avg']:.3f} vs "
+            f"{r['table1']['tau']:.3f}/{r['table1']['pacc']:.3f}/{r['table1']['avg']:.3f}; Exam 2 pivot (12 cells, "
+            f"x100, 1 dec.) max diff {piv_diff:.1f}; Exam 3 means max diff {max(e3.values()):.1e}")
+    return text, ok, {"table1_diff": t1, "pivot_max_diff": piv_diff, "exam3_diff": e3, "fasteval_pivot": piv_f,
+                      "reference_pivot": r["pivot"], "fasteval_exam3": f["exam3"], "reference_exam3": r["exam3"],
+                      "fasteval_table1": f["table1"], "reference_table1": r["table1"]}
+
+
+def bench_e2e(ctx: Ctx) -> list[Line]:
+    runs = 2 if ctx.quick else 3
+    out = ctx.tmp / "sweep-out"
+    ref_json = ctx.tmp / "reference.json"
+    env = ctx.env()
+    sweep_cmd = fasteval_cmd() + ["sweep", "--model", ctx.model, "--out", str(out), "--overwrite", "always",
+                                  "--provider", ctx.args.provider, "-q"]
+    ref_cmd = [sys.executable, str(HERE / "reference_impl.py"), str(ctx.folder), "--json", str(ref_json),
+               "--device", ctx.peer_device]
+
+    def fasteval_once(extra_env: dict[str, str] | None = None) -> float:
+        shutil.rmtree(ctx.home / "embeddings", ignore_errors=True)  # cold: nothing embedded before
+        shutil.rmtree(out, ignore_errors=True)
+        return run_wall(sweep_cmd, {**env, **(extra_env or {})})[0]
+
+    def reference_once() -> float:
+        return run_wall(ref_cmd, env)[0]
+
+    print("  e2e: warm-up (fills numba's and the OS's file caches; not timed)", file=sys.stderr)
+    fasteval_once()
+    if not ctx.quick:
+        reference_once()
+    tf, tr, phases_f, phases_r = [], [], [], []
+    for k in range(runs):
+        print(f"  e2e: run {k + 1}/{runs}", file=sys.stderr)
+        tf.append(fasteval_once())
+        phases_f.append(fasteval_numbers(next(out.glob("*/*/results.json")))["timings"])
+        tr.append(reference_once())
+        phases_r.append(reference_numbers(ref_json)["timings"])
+    f = fasteval_numbers(next(out.glob("*/*/results.json")))
+    r = reference_numbers(ref_json)
+    text, ok, detail = e2e_fidelity(f, r)
+    median_phases = (lambda ps: {k: med([p[k] for p in ps]) for k in ps[0]})
+    # Diagnostic: small LAPACK calls (the probe's 384 x 384 reductions) on a 2-thread OpenBLAS stall when the
+    # machine is busy; one more run with OpenBLAS on one thread shows how much of the sweep that is.
+    print("  e2e: one diagnostic run with OPENBLAS_NUM_THREADS=1", file=sys.stderr)
+    one_blas = fasteval_once({"OPENBLAS_NUM_THREADS": "1"})
+    detail.update(fasteval_runs=tf, peer_runs=tr, fasteval_phases=median_phases(phases_f),
+                  peer_phases=median_phases(phases_r), fasteval_one_blas_thread_wall=one_blas,
+                  fasteval_one_blas_thread_phases=fasteval_numbers(next(out.glob("*/*/results.json")))["timings"])
+    return [Line("e2e", f"whole sweep, 3 exams, cold process ({ctx.args.provider})", med(tf), med(tr),
+                 f"reference_impl.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
+                 text, ok, 5.0, "whole sweep >= 5x the reference", detail)]

@@ -1,0 +1,145 @@
+"""What every benchmark section shares: the comparison line, alternate timing, the context."""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+from dataclasses import dataclass, field
+
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Line:
+    """One comparison: fasteval and a peer timed on the same work."""
+    section: str
+    name: str
+    fasteval_s: float | None
+    peer_s: float | None
+    peer: str
+    fidelity: str = ""
+    fidelity_ok: bool | None = None
+    target: float | None = None  # the ratio the issue asks for, if any
+    target_name: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+    limit_s: float | None = None  # an absolute target: fasteval's time must stay under it
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.fasteval_s or self.peer_s is None:
+            return None
+        return self.peer_s / self.fasteval_s
+
+    @property
+    def met(self) -> bool | None:
+        if self.limit_s is not None and self.fasteval_s is not None:
+            return self.fasteval_s < self.limit_s
+        if self.target is None or self.ratio is None:
+            return None
+        return self.ratio >= self.target
+
+
+def load1() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+def alternate(f: Callable[[], Any], g: Callable[[], Any], runs: int,
+              min_sample: float = 0.05) -> tuple[list[float], list[float]]:
+    """Seconds per call of fasteval's f and the peer's g, ``runs`` samples each, taken alternately.
+
+    One untimed call of each first (JIT caches, thread pools, lazy imports); a call shorter than
+    ``min_sample`` is repeated within a sample (as timeit does), so sub-millisecond lines are not timer
+    noise. A peer call of a second or more counts as its first sample (nothing of it is compiled).
+    """
+    tf: list[float] = []
+    tg: list[float] = []
+    loops = []
+    for fn, out in ((f, None), (g, tg)):
+        start = time.perf_counter()
+        fn()
+        once = time.perf_counter() - start
+        if out is not None and once >= 1.0:
+            out.append(once)
+        loops.append(1 if once >= min_sample else int(min_sample / max(once, 1e-9)) + 1)
+    for k in range(runs):
+        for fn, n, out in ((f, loops[0], tf), (g, loops[1], tg)):
+            if out is tg and k == 0 and tg:
+                continue
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out.append((time.perf_counter() - start) / n)
+    return tf, tg
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def fasteval_cmd() -> list[str]:
+    script = Path(sys.executable).with_name("fasteval")
+    return [str(script)] if script.exists() else [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
+
+
+def run_wall(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    return wall, proc
+
+
+def max_abs(a, b) -> float:
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    both_nan = np.isnan(a) & np.isnan(b)
+    diff = np.abs(np.where(both_nan, 0.0, a - b))
+    return float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))) if diff.size else 0.0
+
+
+@dataclass
+class Ctx:
+    args: argparse.Namespace
+    model: str
+    folder: Path  # the sentence-transformers folder (the peer's input)
+    tmp: Path
+    home: Path  # a FASTEVAL_HOME sharing the real cache's models and exports, without its embeddings
+    threads: int
+    peer_device: str
+    quick: bool
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "FASTEVAL_HOME": str(self.home)}
+
+
+def prepare(args) -> Ctx:
+    from fasteval.core.runs.bench import usable_cores
+    from fasteval.models.loader import load_model
+    from fasteval.models.registry import fasteval_home, source_folder
+
+    _, folder = source_folder(args.model, quiet=True)
+    load_model(args.model, provider="cpu", quiet=True)  # exports once if the cache has no export yet
+    tmp = Path(tempfile.mkdtemp(prefix="fasteval-bench-"))
+    home = tmp / "home"
+    home.mkdir()
+    for entry in fasteval_home().iterdir():
+        if entry.name != "embeddings":
+            (home / entry.name).symlink_to(entry)
+    peer_device = "cpu"
+    if args.provider == "cuda":
+        try:
+            import torch
+
+            peer_device = "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:
+            pass
+    return Ctx(args, args.model, Path(folder), tmp, home, usable_cores(), peer_device, args.quick)

@@ -1,0 +1,152 @@
+"""Numbers you can trust: bootstrap intervals for Exam 1, paired model comparisons, and the paper's own caveats
+as variants (an extension; the paper's numbers are never changed, only reported beside).
+
+**Bootstrap.** One resample draws, within each of the 20 cells, the n - 1 non-anchor items with replacement
+(the anchor stays first), recomputes τ-b and PACC on it (PACC over the pairs whose values differ: repeated
+items tie), and averages the cells as Table 1 does. The draws depend only on the cell, n, the number of
+resamples and the seed, never on the model, so two models resampled alike are a paired bootstrap: the
+difference of their resampled means is the resampled difference. Intervals are percentile 95% intervals.
+
+**Variants.** ``strict_tau``: the anchor's self-pair left out (the n - 1 other items ranked by similarity to
+the anchor). ``all_anchors_tau``: every item in turn is the anchor and the others are ranked by
+|v - v_anchor| (distance ties handled by τ-b), averaged over anchors: the whole heatmap instead of its first
+row. The random baseline of each variant comes from simulated random similarity matrices (symmetric,
+uniform off the diagonal, 1 on it, as a model's self-similarity is), not from a constant: the paper's τ
+credits every model with the anchor's self-pair, so its random baseline is above 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.choices import DEFAULT_RESAMPLES  # noqa: F401 (the default lives with the other choices)
+from fasteval.core.errors import InputError
+
+BOOTSTRAP_SEED = 20260521
+CI_LEVEL = 0.95
+RANDOM_BASELINE_SEED = 12345
+RANDOM_BASELINE_DRAWS = 400
+
+
+def bootstrap_settings(resamples: int) -> dict | None:
+    """What a result key records of the bootstrap (None when it is off)."""
+    if resamples < 0:
+        raise InputError(f"--bootstrap must be >= 0, got {resamples}.", "pass 0 (off) or a number of resamples.")
+    return {"resamples": int(resamples), "seed": BOOTSTRAP_SEED, "level": CI_LEVEL} if resamples else None
+
+
+def bootstrap_indices(n: int, resamples: int, cell: int, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
+    """(resamples, n) item indices of cell number ``cell``: column 0 is the anchor (0), the rest are drawn
+    from 1..n-1 with replacement. The same for every model."""
+    rng = np.random.default_rng([seed, cell, n])
+    idx = np.empty((resamples, n), dtype=np.int64)
+    idx[:, 0] = 0
+    idx[:, 1:] = rng.integers(1, n, size=(resamples, n - 1))
+    return idx
+
+
+def resampled_cell(values: np.ndarray, anchor_sims: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(τ-b, PACC) of every resample ``idx`` of one cell (its values and the similarities to its anchor)."""
+    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+
+    x = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[idx])
+    s = np.ascontiguousarray(np.asarray(anchor_sims, dtype=np.float64)[idx])
+    return kendall_tau_b_rows(x, -s), pairwise_accuracy_rows(x, s, "skip")
+
+
+def percentile_interval(samples: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:
+    """The percentile interval of ``samples`` (NaN resamples left out; (nan, nan) when none is left)."""
+    samples = np.asarray(samples, dtype=np.float64)
+    samples = samples[~np.isnan(samples)]
+    if not len(samples):
+        return float("nan"), float("nan")
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@dataclass
+class Resampled:
+    """One model's resampled Exam 1: per cell (rows) and resample (columns), τ and PACC (0-1 scale)."""
+    taus: np.ndarray
+    paccs: np.ndarray
+
+    def table1(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The resampled Table 1 row ×100: τ, PACC and AVG per resample (the mean of the cells)."""
+        tau = self.taus.mean(axis=0) * 100
+        pacc = self.paccs.mean(axis=0) * 100
+        return tau, pacc, (tau + pacc) / 2
+
+
+def resample_exam1(anchor_rows: list[np.ndarray], resamples: int) -> Resampled:
+    """Resample every Exam 1 cell; ``anchor_rows`` = each cell's similarities to its anchor, in cell order."""
+    cells = P.exam1_cells()
+    if len(anchor_rows) != len(cells):
+        raise InputError(f"Expected {len(cells)} anchor rows, got {len(anchor_rows)}.", "pass every Exam 1 cell.")
+    taus = np.empty((len(cells), resamples))
+    paccs = np.empty((len(cells), resamples))
+    for k, (cell, sims) in enumerate(zip(cells, anchor_rows)):
+        idx = bootstrap_indices(len(cell.values), resamples, k)
+        taus[k], paccs[k] = resampled_cell(cell.values, sims, idx)
+    return Resampled(taus, paccs)
+
+
+# --- variants ------------------------------------------------------------------------------------------------
+def strict_tau(values: np.ndarray, matrix: np.ndarray) -> float:
+    """τ-b of the n - 1 non-anchor items' values against their similarity to the anchor (item 0)."""
+    from fasteval.core.kernels.kendall import kendall_tau_b
+
+    return kendall_tau_b(values[1:], -np.asarray(matrix[0][1:], dtype=np.float64))
+
+
+def all_anchors_tau(values: np.ndarray, matrix: np.ndarray) -> float:
+    """The mean over anchors a of τ-b(|v_o - v_a|, -S[a, o]) over the other items o (NaN rows left out)."""
+    from fasteval.core.kernels.kendall import kendall_tau_b_rows
+
+    values = np.asarray(values, dtype=np.float64)
+    matrix = np.asarray(matrix, dtype=np.float64)
+    n = len(values)
+    others = np.array([[o for o in range(n) if o != a] for a in range(n)])
+    distance = np.abs(values[others] - values[:, None])
+    sims = np.take_along_axis(matrix, others, axis=1)
+    taus = kendall_tau_b_rows(distance, -sims)
+    return float(np.nanmean(taus)) if np.isfinite(taus).any() else float("nan")
+
+
+def paper_tau(values: np.ndarray, matrix: np.ndarray) -> float:
+    """The paper's cell τ (PROTOCOL.md 1.4): row 0, the anchor's self-pair included."""
+    from fasteval.core.kernels.kendall import kendall_tau_b
+
+    return kendall_tau_b(values, -np.asarray(matrix[0], dtype=np.float64))
+
+
+VARIANTS = {"tau": paper_tau, "strict_tau": strict_tau, "all_anchors_tau": all_anchors_tau}
+
+
+def random_similarity(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A symmetric random similarity matrix: uniform(0, 1) off the diagonal, 1 on it."""
+    upper = np.triu(rng.uniform(0, 1, size=(n, n)), k=1)
+    return upper + upper.T + np.eye(n)
+
+
+@lru_cache(maxsize=None)
+def random_baselines(draws: int = RANDOM_BASELINE_DRAWS, seed: int = RANDOM_BASELINE_SEED) -> dict[str, float]:
+    """Each variant's expected value (×100, averaged over the 20 cells as Table 1 averages) under random
+    similarities, and the paper's PACC under them: what a model that knows nothing scores."""
+    from fasteval.core.kernels.kendall import pairwise_accuracy
+
+    rng = np.random.default_rng(seed)
+    per_range: dict[str, dict[str, float]] = {}
+    for range_name in P.RANGE_NAMES:  # the four quantities share the values of a range
+        values = P.range_values(range_name)
+        draws_out = {name: [] for name in (*VARIANTS, "pacc")}
+        for _ in range(draws):
+            m = random_similarity(len(values), rng)
+            for name, variant in VARIANTS.items():
+                draws_out[name].append(variant(values, m))
+            draws_out["pacc"].append(pairwise_accuracy(values, m[0]))
+        per_range[range_name] = {name: float(np.mean(v)) for name, v in draws_out.items()}
+    return {name: float(np.mean([r[name] for r in per_range.values()]) * 100) for name in (*VARIANTS, "pacc")}

@@ -1,0 +1,229 @@
+"""`fasteval compare`: is the difference between two models' Table 1 τ real?
+
+For every pair of models found under a sweep's results folder, a paired bootstrap of Δτ = τ_a − τ_b (×100):
+both models are resampled with the same items (``fasteval.core.exams.statistics``; possible because both
+embedded the same strings), so the resampled differences carry the pairing. Reported: Δτ, its percentile 95%
+interval, a two-sided bootstrap p-value (twice the smaller share of resampled differences on either side of
+0, with the +1 correction) and Holm's adjustment across all pairs. Works from results.json files alone: the
+cells' anchor similarities are the first rows of the stored heatmaps.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from fasteval.core import protocol as P
+from fasteval.core.choices import DEFAULT_RESAMPLES
+from fasteval.core.errors import InputError
+from fasteval.core.report.tables import LoadedResult, Table, load_results
+
+SIGNIFICANCE = 0.05
+COMPARISON_COLUMNS = ["model_a", "model_b", "delta_tau", "ci_low", "ci_high", "p_value", "p_holm"]
+
+
+@dataclass
+class PairComparison:
+    model_a: str
+    model_b: str
+    delta_tau: float  # x100
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float = float("nan")
+
+    @property
+    def significant(self) -> bool:
+        return self.p_holm < SIGNIFICANCE
+
+
+@dataclass
+class Comparison:
+    models: list[str]
+    taus: dict[str, float]  # the Table 1 tau x100 of each model
+    pairs: list[PairComparison]
+    resamples: int
+    skipped: list[str] = field(default_factory=list)
+    group: str = ""
+
+    def table(self) -> Table:
+        rows = [{c: getattr(p, c) for c in COMPARISON_COLUMNS} for p in self.pairs]
+        return Table("comparison", f"Paired bootstrap of Δτ ×100 ({self.resamples} resamples; {self.group})",
+                     COMPARISON_COLUMNS, ["Model A", "Model B", "Δτ", "95% low", "95% high", "p", "p (Holm)"],
+                     rows, digits=3,
+                     note=f"Δτ = Table 1 τ of A − B. Significant (Holm-adjusted p < {SIGNIFICANCE}): "
+                          f"{sum(p.significant for p in self.pairs)} of {len(self.pairs)} pairs.")
+
+
+def bootstrap_p_value(deltas: np.ndarray) -> float:
+    """Two-sided: 2 x min((1 + #{d <= 0}) / (B + 1), (1 + #{d >= 0}) / (B + 1)), at most 1."""
+    deltas = deltas[~np.isnan(deltas)]
+    b = len(deltas)
+    if not b:
+        return float("nan")
+    below, above = (1 + np.sum(deltas <= 0)) / (b + 1), (1 + np.sum(deltas >= 0)) / (b + 1)
+    return float(min(1.0, 2 * min(below, above)))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment: p_(i) -> max over j <= i of min(1, (m - j) p_(j)), 0-based j."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def anchor_rows(entry: LoadedResult) -> list[np.ndarray] | None:
+    """Each Exam 1 cell's similarities to its anchor, from the stored heatmaps (None when they are missing)."""
+    exam1 = entry.result.exams.get("exam1")
+    if exam1 is None:
+        return None
+    rows = []
+    for cell in P.exam1_cells():
+        matrix = exam1.heatmaps.get(f"{cell.quantity}/{cell.range_name}")
+        if not matrix or len(matrix[0]) != len(cell.values):
+            return None
+        rows.append(np.array(matrix[0], dtype=np.float64))
+    return rows
+
+
+def comparable(entries: list[LoadedResult], warn: Callable[[str], None] | None = None
+               ) -> tuple[list[tuple[LoadedResult, list[np.ndarray]]], list[str], str]:
+    """The entries that can be compared: with Exam 1 and its similarity rows, in the largest group of one
+    protocol and similarity. The others are returned as lines saying why they were skipped."""
+    usable, skipped = [], []
+    for e in entries:
+        rows = anchor_rows(e)
+        twin = next((u for u, u_rows in usable if u.result.model_id == e.result.model_id
+                     and all(np.array_equal(a, b) for a, b in zip(rows, u_rows))), None) if rows else None
+        if rows is None:
+            skipped.append(f"{e.label}: no Exam 1 similarity rows in {e.path.name}")
+        elif twin is not None:  # the same model's same similarities under another scoring setting
+            skipped.append(f"{e.label}: the same similarities as {twin.label}")
+        else:
+            usable.append((e, rows))
+    groups: dict[tuple[str, str], list] = {}
+    for e, rows in usable:
+        groups.setdefault((e.result.protocol, str(e.result.settings.get("similarity", "cos"))), []).append((e, rows))
+    if not groups:
+        return [], skipped, ""
+    best = max(groups, key=lambda g: (len(groups[g]), g))
+    for key, members in groups.items():
+        if key != best:
+            skipped += [f"{e.label}: protocol {key[0]}, similarity {key[1]} (compared: {best[0]}, {best[1]})"
+                        for e, _ in members]
+    if warn:
+        for line in skipped:
+            warn(f"compare skipped {line}")
+    return groups[best], skipped, f"protocol {best[0]}, similarity {best[1]}"
+
+
+def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
+            warn: Callable[[str], None] | None = None) -> Comparison:
+    """Every pair of comparable entries; InputError with fewer than two."""
+    from fasteval.core.exams.geometry import table1_row
+    from fasteval.core.exams.statistics import percentile_interval, resample_exam1
+
+    if resamples < 1:
+        raise InputError(f"compare needs at least one resample, got {resamples}.", "pass --bootstrap 1000 or more.")
+    members, skipped, group = comparable(entries, warn)
+    if len(members) < 2:
+        raise InputError(f"compare needs two or more models with Exam 1, found {len(members)}"
+                         + (f" ({len(skipped)} skipped)" if skipped else "") + ".",
+                         "run `fasteval sweep --exams 1` on two or more models into one --out folder.")
+    taus = {e.label: float(table1_row(e.result.exams["exam1"].cells)["tau"]) for e, _ in members}
+    resampled = {e.label: resample_exam1(rows, resamples).table1()[0] for e, rows in members}
+    pairs = []
+    for (a, _), (b, _) in combinations(members, 2):
+        deltas = resampled[a.label] - resampled[b.label]
+        low, high = percentile_interval(deltas)
+        pairs.append(PairComparison(a.label, b.label, taus[a.label] - taus[b.label], low, high,
+                                    bootstrap_p_value(deltas)))
+    for p, adjusted in zip(pairs, holm([p.p_value for p in pairs])):
+        p.p_holm = adjusted
+    return Comparison([e.label for e, _ in members], taus, pairs, resamples, skipped, group)
+
+
+def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − column)"):
+    """A heatmap of Δτ (row model − column model); pairs whose Holm-adjusted p >= 0.05 are marked "n.s."."""
+    from fasteval.core.report.plots import _figure, require_matplotlib
+
+    require_matplotlib()
+    labels = sorted(comparison.models, key=lambda m: -comparison.taus[m])
+    k = len(labels)
+    delta = np.full((k, k), np.nan)
+    significant = np.zeros((k, k), dtype=bool)
+    where = {m: i for i, m in enumerate(labels)}
+    for p in comparison.pairs:
+        i, j = where[p.model_a], where[p.model_b]
+        delta[i, j], delta[j, i] = p.delta_tau, -p.delta_tau
+        significant[i, j] = significant[j, i] = p.significant
+    size = max(4.0, 0.5 * k + 2.5)
+    fig = _figure((size + 1.2, size), layout="constrained")
+    ax = fig.subplots()
+    limit = max(1.0, float(np.nanmax(np.abs(delta)))) if k > 1 else 1.0
+    image = ax.imshow(delta, cmap="RdBu", vmin=-limit, vmax=limit, interpolation="nearest")
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                text = f"{delta[i, j]:.1f}" + ("" if significant[i, j] else "\nn.s.")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if not significant[i, j] else "white" if abs(delta[i, j]) > limit / 2
+                        else "black")
+    ax.set_xticks(range(k), labels, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(k), labels, fontsize=7)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="Δτ ×100")
+    ax.set_title(title, fontsize=10, fontweight="bold")
+    return fig
+
+
+def forest_figure(entries: list[LoadedResult]):
+    """τ ×100 with its 95% bootstrap interval per model, sorted (None when no result has intervals)."""
+    from fasteval.core.report.plots import _figure, require_matplotlib
+
+    rows = []
+    for e in entries:
+        exam1 = e.result.exams.get("exam1")
+        if exam1 is not None and exam1.intervals.get("tau_ci_low") is not None:
+            s = exam1.summary()
+            rows.append((e.label, s["tau"], s["tau_ci_low"], s["tau_ci_high"]))
+    if not rows:
+        return None
+    require_matplotlib()
+    rows.sort(key=lambda r: r[1])
+    fig = _figure((7.0, 1.2 + 0.35 * len(rows)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(rows))
+    taus = np.array([r[1] for r in rows])
+    ax.errorbar(taus, y, xerr=[taus - [r[2] for r in rows], [r[3] for r in rows] - taus], fmt="o", capsize=3)
+    ax.set_yticks(y, [r[0] for r in rows], fontsize=8)
+    ax.axvline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel("Table 1 τ ×100 with its 95% bootstrap interval")
+    ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEFAULT_RESAMPLES, png: bool = True,
+                dpi: int | None = None, warn: Callable[[str], None] | None = None) -> tuple[Comparison, Path]:
+    """Compare every model under ``results_dir``; write comparison.csv / .md (and .png) to ``out``
+    (default ``results_dir/comparison``), staged and renamed into place."""
+    from fasteval.core.report.plots import DEFAULT_DPI, png_bytes
+    from fasteval.core.results.io import write_result_folder
+
+    results_dir = Path(results_dir).expanduser()
+    comparison = compare(load_results(results_dir, warn=warn), resamples, warn)
+    table = comparison.table()
+    files: dict[str, str | bytes] = {"comparison.csv": table.csv(), "comparison.md": table.markdown()}
+    if png:
+        files["comparison.png"] = png_bytes(comparison_figure(comparison), dpi or DEFAULT_DPI)
+    out = Path(out).expanduser() if out is not None else results_dir / "comparison"
+    write_result_folder(out, files, what="the comparison")
+    return comparison, out
