@@ -71,6 +71,9 @@ def bench_statistics(ctx: Ctx) -> list[Line]:
         for cell in P.exam1_cells():
             e = rng.normal(size=(len(cell.values), 16)) + np.linspace(0, 3 * (1 + m % 5), len(cell.values))[:, None]
             table.add(cell.texts, e.astype(np.float32))
+        for group in P.exam1_groups():  # digits, words and conversion sides: any vectors will do here
+            new = [t for t in group if t not in table]
+            table.add(new, rng.normal(size=(len(new), 16)).astype(np.float32))
         result = ModelResult(f"model-{m:02d}", f"model_{m:02d}", {"similarity": "cos"}, P.PROTOCOL_VERSION, "bench")
         result.exams["exam1"] = run_exam1(table, keep_matrices=True, bootstrap=0)
         write_result_folder(out / result.model_id, result_files(result, key=f"k{m}"))

@@ -96,6 +96,8 @@ def sweep(
     bootstrap: Annotated[int, typer.Option(
         min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
                     "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
+    protocol: Annotated[str, typer.Option(
+        help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file.")] = "paper",
     overwrite: Annotated[Overwrite, typer.Option(
         help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
              "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
@@ -113,6 +115,18 @@ def sweep(
         from fasteval.core.results import check_writable
 
         chosen = choices.parse_exams(exams)
+        from fasteval.core.protocol.spec import load_protocol
+
+        spec = load_protocol(protocol)  # a bad protocol file fails here, before anything is written
+        if exams == "1,2,3" and not spec.is_paper:
+            chosen = spec.exams  # the default exams of the paper are not all a protocol file's
+        unsupported = [e for e in chosen if e not in spec.exams]
+        if unsupported:
+            from fasteval.core.errors import InputError
+
+            raise InputError(f"The {spec.name} protocol does not support exam(s) "
+                             f"{', '.join(map(str, unsupported))}.",
+                             f"choose from --exams {','.join(map(str, spec.exams))}.")
         out = check_writable(out)
         from fasteval.core.runs.sweep import Job, read_models_file, run_sweep
         from fasteval.models.loader import load_model
@@ -122,7 +136,8 @@ def sweep(
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
                    "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
-        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap) for name in names]
+        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap, protocol)
+                for name in names]
         if executor is Executor.ray:
             from fasteval.core.runs.ray_executor import run_sweep_ray
 
@@ -204,6 +219,23 @@ def check_command(
             typer.echo(dumps(result.to_json()).rstrip())
         else:
             printing.print_check(result)
+
+
+@app.command("protocols")
+def protocols_command() -> None:
+    """List the built-in protocols and what each one measures (run one with `fasteval sweep --protocol NAME`)."""
+    with user_errors():
+        from fasteval.core.protocol.spec import builtin_names, load_protocol
+
+        for name in builtin_names():
+            p = load_protocol(name)
+            variants = [v.label for v in p.variants if v.label is not None]
+            typer.echo(f"{p.name} (version {p.version}; exams {','.join(map(str, p.exams))}; "
+                       f"{len(p.cells())} cells" + (f"; {', '.join(variants)}" if variants else "") + ")")
+            typer.echo(f"    {p.description}")
+            typer.echo(f"    measures: {p.measures}")
+        typer.echo("\nYour own: write a protocol file (see the README, 'Protocols as data') and pass it with "
+                   "--protocol FILE.")
 
 
 @app.command()

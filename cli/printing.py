@@ -17,12 +17,27 @@ echo = typer.echo
 def exam1_text(result) -> str:
     """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
     lines = []
-    for quantity in P.QUANTITIES:
+    for quantity in dict.fromkeys(c.quantity for c in result.cells):
         lines.append(f"[{quantity}]")
         for c in result.cells:
             if c.quantity == quantity:
                 tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
-                lines.append(f"  {c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
+                variant = "" if c.variant is None else f"{c.variant:<12} "
+                lines.append(f"  {variant}{c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
+    return "\n".join(lines)
+
+
+def variants_text(summary: dict) -> str:
+    """A protocol's variants (languages, templates, formats): tau, PACC, AVG and the alignment, x100."""
+    rows = summary.get("by_variant")
+    if not rows:
+        return ""
+    lines = [f"  {'variant':<14} {'tau':>6} {'PACC':>6} {'AVG':>6}   aligned: recall@1  mean sim"]
+    for label, r in rows.items():
+        aligned = (f"{r['alignment_recall_at_1']:>17.1f} {r['alignment_mean_sim']:>9.1f}"
+                   if "alignment_recall_at_1" in r else f"{'(reference)':>17}")
+        lines.append(f"  {label:<14} {r['tau_display']:>6.2f} {r['pacc_display']:>6.2f} {r['avg_display']:>6.2f}   "
+                     f"{aligned}")
     return "\n".join(lines)
 
 
@@ -85,6 +100,9 @@ def print_result(result) -> None:
         echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
                    f"{fmt(s['avg_display'])}")
         echo(caveats_text(s))
+        if s.get("by_variant"):
+            echo(f"\nBy variant of the {result.protocol} protocol (x100)")
+            echo(variants_text(s))
 
 
 def caveats_text(s: dict) -> str:

@@ -135,3 +135,22 @@ def test_conversion_exam_on_the_default_model(real_model):
     assert round(plain["recall_at_1"] * 440) == 122 and round(plain["lexical_trap_rate"] * 440) == 434
     norm = evaluate(encoder, exams=("conversion",), normalize_quantities=True).exams["conversion"].summary()
     assert norm["recall_at_1"] > 0.9 and norm["lexical_trap_rate"] < 0.02
+
+
+def test_builtin_protocols_on_the_default_model(real_model, both_results):
+    """The reference variants ask exactly the paper's strings in the paper's calls, so their cells are the
+    paper's cells to the last bit; the other variants are scored and aligned."""
+    from fasteval.core.runs.evaluate import evaluate
+
+    encoder, _ = real_model
+    paper = {(c.quantity, c.range_name): (c.tau, c.pacc) for c in both_results[0].exams["exam1"].cells}
+    for name, reference in (("multilingual", "en"), ("in-context", "bare")):
+        exam1 = evaluate(encoder, exams=(1,), protocol=name, bootstrap=0).exams["exam1"]
+        ref = {(c.quantity, c.range_name): (c.tau, c.pacc) for c in exam1.cells if c.variant == reference}
+        assert ref == paper, name
+        rows = exam1.summary()["by_variant"]
+        assert (rows[reference]["tau_display"], rows[reference]["avg_display"]) == (36.97, 52.73)
+        assert all(0 < r.get("alignment_recall_at_1", 50) <= 100 for r in rows.values())
+    formats = evaluate(encoder, exams=(1,), protocol="formats", bootstrap=0).exams["exam1"].summary()["by_variant"]
+    assert set(formats) == {"digits", "thousands", "scientific", "words"}
+    assert formats["thousands"]["alignment_recall_at_1"] > formats["scientific"]["alignment_recall_at_1"]

@@ -34,6 +34,16 @@ class CellResult:
     pacc_ci_high: float | None = None
     strict_tau: float | None = None
     all_anchors_tau: float | None = None
+    # What was asked: the protocol variant (language, template, format; None in the paper) and the exact
+    # strings and values of the cell.
+    variant: str | None = None
+    texts: list[str] | None = None
+    values: list[float] | None = None
+
+    @property
+    def key(self) -> str:
+        base = f"{self.quantity}/{self.range_name}"
+        return base if self.variant is None else f"{base}/{self.variant}"
 
     @property
     def pairs(self) -> int:
@@ -51,6 +61,18 @@ class ConversionCurve:
 
 
 @dataclass
+class AlignmentRow:
+    """One cell of a variant against the same cell of the reference variant: is each text's most similar
+    reference text the one with its own value?"""
+    variant: str
+    quantity: str
+    range_name: str
+    n: int
+    recall_at_1: float
+    mean_sim: float  # mean similarity of a text and its own value's reference text
+
+
+@dataclass
 class Exam1Result:
     metric: str
     cells: list[CellResult]
@@ -60,11 +82,38 @@ class Exam1Result:
     # The model's bootstrap intervals x100 (tau_ci_low, ..., avg_ci_high) and the bootstrap settings.
     intervals: dict[str, float | None] = field(default_factory=dict)
     bootstrap: dict | None = None
+    # A protocol with variants: each non-reference cell against the reference variant's cell.
+    alignment: list[AlignmentRow] = field(default_factory=list)
 
     def summary(self) -> dict[str, float | None]:
         """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5);
-        then the extensions: the bootstrap intervals (x100) and the variants with their random baselines."""
-        return {**table1_row(self.cells), **self.intervals, **variants_row(self.cells)}
+        then the extensions: the bootstrap intervals (x100) and the variants with their random baselines;
+        in a protocol with variants, ``by_variant``: each variant's row and its alignment (x100)."""
+        out = {**table1_row(self.cells), **self.intervals, **variants_row(self.cells)}
+        labels = list(dict.fromkeys(c.variant for c in self.cells if c.variant is not None))
+        if labels:
+            out["by_variant"] = {label: self.variant_row(label) for label in labels}
+        return out
+
+    def variant_row(self, label: str) -> dict[str, float | None]:
+        """One variant's tau, PACC, AVG (x100) and, when aligned, mean recall@1 and similarity to the reference."""
+        s = table1_row([c for c in self.cells if c.variant == label])
+        row = {k: s[k] for k in ("tau", "pacc", "avg", "tau_display", "pacc_display", "avg_display")}
+        aligned = [a for a in self.alignment if a.variant == label]
+        if aligned:
+            row["alignment_recall_at_1"] = float(np.mean([a.recall_at_1 for a in aligned]) * 100)
+            row["alignment_mean_sim"] = float(np.mean([a.mean_sim for a in aligned]) * 100)
+        return row
+
+    def for_variant(self, label: str | None) -> "Exam1Result":
+        """This result seen as a paper-shaped one for one variant (keys without the variant), for drawing."""
+        cells = [c for c in self.cells if c.variant == label]
+        suffix = "" if label is None else f"/{label}"
+        heatmaps = {k[: -len(suffix)] if suffix else k: v for k, v in self.heatmaps.items()
+                    if (k.endswith(suffix) and k.count("/") == 2) or (not suffix and k.count("/") == 1)}
+        digits = {k[: -len(suffix)] if suffix else k: v for k, v in self.digits_words.items()
+                  if (k.endswith(suffix) and "/" in k) or (not suffix and "/" not in k)}
+        return Exam1Result(self.metric, cells, heatmaps, digits, self.conversions if label is None else [])
 
 
 def _mean_exact(cells: list[CellResult], attr: str) -> Fraction | None:
@@ -103,6 +152,27 @@ def table1_row(cells: list[CellResult]) -> dict[str, float | None]:
     }
 
 
+def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[AlignmentRow]:
+    """Each non-reference variant's cells against the reference variant's (same quantity and range)."""
+    from fasteval.core.kernels.similarity import similarity_matrix
+
+    reference = protocol.reference_variant()
+    if reference is None:
+        return []
+    by_key = {(c.quantity, c.range_name, c.variant): c for c in cells}
+    rows = []
+    for c in cells:
+        if c.variant == reference.label:
+            continue
+        ref = by_key[(c.quantity, c.range_name, reference.label)]
+        sims = similarity_matrix(table[c.texts], table[ref.texts], metric=metric).astype(np.float64)
+        diagonal = np.diag(sims)
+        best = (sims >= diagonal[:, None]).sum(axis=1) == 1  # its own value strictly the most similar
+        rows.append(AlignmentRow(c.variant, c.quantity, c.range_name, len(c.texts), float(best.mean()),
+                                 float(diagonal.mean())))
+    return rows
+
+
 def variants_row(cells: list[CellResult]) -> dict[str, float | None]:
     """The variants' means over the cells x100 and each one's simulated random baseline (x100)."""
     from fasteval.core.exams.statistics import random_baselines
@@ -127,20 +197,23 @@ def _exact_numerator(stat: float, pairs: int, tied: bool) -> int | None:
 
 
 def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = True,
-              similarities: dict[tuple[str, str], np.ndarray] | None = None, bootstrap: int = 0) -> Exam1Result:
+              similarities: dict[str, np.ndarray] | None = None, bootstrap: int = 0,
+              protocol=None) -> Exam1Result:
     """Score every cell of PROTOCOL.md 1.4, and (optionally) the matrices and curves of 1.3, 1.7, 1.8.
 
     Beside them (fasteval.core.exams.statistics): each cell's strict and all-anchors tau, and with
-    ``bootstrap`` > 0 resamples, the cells' and the model's percentile 95% intervals."""
+    ``bootstrap`` > 0 resamples, the cells' and the model's percentile 95% intervals. ``protocol``: a
+    protocol file's cells instead of the paper's (``fasteval.core.protocol.spec``), with the alignment of
+    its variants to the reference variant."""
     from fasteval.core.exams import statistics as S
     from scipy.ndimage import gaussian_filter1d
 
     from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
     from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
 
-    cells = P.exam1_cells()
-    similarities = similarities or cell_similarities(table, metric)
-    matrices = [similarities[(c.quantity, c.range_name)] for c in cells]
+    cells = P.protocol_cells(protocol)
+    similarities = similarities or cell_similarities(table, metric, cells)
+    matrices = [similarities[c.key] for c in cells]
     cell_results: list[CellResult] = []
     by_n: dict[int, list[int]] = {}
     for i, c in enumerate(cells):
@@ -160,19 +233,31 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
                                        _exact_numerator(taus[i], pairs, tied),
                                        _exact_numerator(paccs[i], pairs, tied),
                                        strict_tau=S.strict_tau(c.values, matrices[i]),
-                                       all_anchors_tau=S.all_anchors_tau(c.values, matrices[i])))
+                                       all_anchors_tau=S.all_anchors_tau(c.values, matrices[i]),
+                                       variant=c.variant, texts=list(c.texts), values=c.values.tolist()))
     result = Exam1Result(metric=metric, cells=cell_results)
     if bootstrap:
         result.bootstrap = S.bootstrap_settings(bootstrap)
-        resampled = S.resample_exam1([m[0] for m in matrices], bootstrap)
+        resampled = S.resample_exam1([m[0] for m in matrices], bootstrap, [c.values for c in cells])
         for k, cell in enumerate(cell_results):
             cell.tau_ci_low, cell.tau_ci_high = S.percentile_interval(resampled.taus[k])
             cell.pacc_ci_low, cell.pacc_ci_high = S.percentile_interval(resampled.paccs[k])
         for name, samples in zip(("tau", "pacc", "avg"), resampled.table1()):
             result.intervals[f"{name}_ci_low"], result.intervals[f"{name}_ci_high"] = S.percentile_interval(samples)
+    if protocol is not None and not protocol.is_paper:
+        result.alignment = alignment_rows(table, protocol, cells, metric)
     if not keep_matrices:
         return result
-    result.heatmaps = {f"{c.quantity}/{c.range_name}": m.tolist() for c, m in zip(cells, matrices)}
+    result.heatmaps = {c.key: m.tolist() for c, m in zip(cells, matrices)}
+    if protocol is not None and not protocol.is_paper:
+        for variant in protocol.variants:
+            for q in protocol.quantities:
+                digits, words = protocol.digits_words_texts(q.name, variant)
+                if digits:
+                    key = q.name if variant.label is None else f"{q.name}/{variant.label}"
+                    result.digits_words[key] = similarity_matrix(table[words], table[digits],
+                                                                 metric=metric).tolist()
+        return result
     for quantity in P.QUANTITIES:
         digits, words = P.digits_words_texts(quantity)
         result.digits_words[quantity] = similarity_matrix(table[words], table[digits], metric=metric).tolist()

@@ -95,7 +95,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
                 for anchor, others in _anchor_rows(test):
                     dist_rows.append(np.abs(values[others] - values[anchor]))
                     probe_rows.append(-predict(fit, np.abs(emb[others] - emb[anchor])).astype(np.float64))
-                    sim_rows.append(sims[(q, range_name)][anchor, others].astype(np.float64))
+                    sim_rows.append(sims[f"{q}/{range_name}"][anchor, others].astype(np.float64))
                     keys.append((q, s))
         D, S_probe, S_sim = np.array(dist_rows), np.array(probe_rows), np.array(sim_rows)
         tau_probe = kendall_tau_b_rows(D, -S_probe)

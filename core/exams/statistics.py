@@ -81,16 +81,19 @@ class Resampled:
         return tau, pacc, (tau + pacc) / 2
 
 
-def resample_exam1(anchor_rows: list[np.ndarray], resamples: int) -> Resampled:
-    """Resample every Exam 1 cell; ``anchor_rows`` = each cell's similarities to its anchor, in cell order."""
-    cells = P.exam1_cells()
-    if len(anchor_rows) != len(cells):
-        raise InputError(f"Expected {len(cells)} anchor rows, got {len(anchor_rows)}.", "pass every Exam 1 cell.")
-    taus = np.empty((len(cells), resamples))
-    paccs = np.empty((len(cells), resamples))
-    for k, (cell, sims) in enumerate(zip(cells, anchor_rows)):
-        idx = bootstrap_indices(len(cell.values), resamples, k)
-        taus[k], paccs[k] = resampled_cell(cell.values, sims, idx)
+def resample_exam1(anchor_rows: list[np.ndarray], resamples: int,
+                   values: list[np.ndarray] | None = None) -> Resampled:
+    """Resample every Exam 1 cell; ``anchor_rows`` = each cell's similarities to its anchor, in cell order;
+    ``values`` = each cell's values (default: the paper's 20 cells)."""
+    values = values if values is not None else [c.values for c in P.exam1_cells()]
+    if len(anchor_rows) != len(values):
+        raise InputError(f"Expected {len(values)} anchor rows, got {len(anchor_rows)}.", "pass every Exam 1 cell.")
+    taus = np.empty((len(values), resamples))
+    paccs = np.empty((len(values), resamples))
+    for k, (cell_values, sims) in enumerate(zip(values, anchor_rows)):
+        cell_values = np.asarray(cell_values, dtype=np.float64)
+        idx = bootstrap_indices(len(cell_values), resamples, k)
+        taus[k], paccs[k] = resampled_cell(cell_values, sims, idx)
     return Resampled(taus, paccs)
 
 

@@ -11,5 +11,5 @@ from fasteval.core.protocol.paper import (  # noqa: F401
     range_values,
 )
 from fasteval.core.protocol.groups import (  # noqa: F401
-    conversion_groups, exam1_groups, exam2_groups, exam3_groups, protocol_groups,
+    conversion_groups, exam1_groups, exam2_groups, exam3_groups, protocol_cells, protocol_groups,
 )  # noqa: F401

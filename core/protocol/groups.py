@@ -39,9 +39,28 @@ def conversion_groups() -> list[list[str]]:
     return groups
 
 
-def protocol_groups(exams) -> list[list[str]]:
+def protocol_cells(protocol=None) -> list:
+    """The Exam 1 cells of a protocol (``fasteval.core.protocol.spec.Protocol``; None or the paper: the
+    paper's 20)."""
+    if protocol is None or protocol.is_paper:
+        return P.exam1_cells()
+    return protocol.cells()
+
+
+def file_protocol_groups(protocol) -> list[list[str]]:
+    """A protocol file's encode calls: one per cell, then per (variant, quantity) its digits and its words."""
+    groups = [cell.texts for cell in protocol.cells()]
+    for variant in protocol.variants:
+        for quantity in protocol.quantities:
+            groups += [g for g in protocol.digits_words_texts(quantity.name, variant) if g]
+    return groups
+
+
+def protocol_groups(exams, protocol=None) -> list[list[str]]:
     """The encode calls of the chosen exams, in protocol order (Exam 1's groups include Exam 3's). Extension
     exams come after the paper's, so a paper text is always first embedded in its paper call."""
+    if protocol is not None and not protocol.is_paper:
+        return file_protocol_groups(protocol)
     groups: list[list[str]] = []
     if 1 in exams or "conversion" in exams:
         groups += exam1_groups()

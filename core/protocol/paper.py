@@ -14,35 +14,29 @@ import numpy as np
 
 PROTOCOL_VERSION = "paper-1"
 
-# --- Exam 1 (PROTOCOL.md 1.1, 1.2) -------------------------------------------------------------------------------
-QUANTITIES: tuple[str, ...] = ("meter", "kilogram", "liter", "second")
-RANGE_NAMES: tuple[str, ...] = ("local_0_10", "medium_0_1000", "log_1_100k", "sign_split", "scientific")
+# --- Exam 1 (PROTOCOL.md 1.1, 1.2, 1.7): read from builtin/paper.toml, the paper's protocol file ------------
+def paper_protocol():
+    """The paper's protocol file, parsed (cached)."""
+    from fasteval.core.protocol.spec import load_protocol
+
+    return load_protocol("paper")
 
 
-def _range_values(name: str) -> np.ndarray:
-    if name == "local_0_10":
-        return np.arange(0, 10.5, 0.5)
-    if name == "medium_0_1000":
-        return np.arange(0, 1001, 50).astype(float)
-    if name == "log_1_100k":
-        return np.unique(np.round(np.logspace(0, 5, 25))).astype(int).astype(float)
-    if name == "sign_split":
-        return np.arange(-100, 101, 10).astype(float)
-    if name == "scientific":
-        return np.logspace(-6, 6, 25)
-    raise KeyError(name)
+_PAPER = paper_protocol()
+QUANTITIES: tuple[str, ...] = tuple(q.name for q in _PAPER.quantities)
+RANGE_NAMES: tuple[str, ...] = tuple(r.name for r in _PAPER.ranges)
+_VARIANT = _PAPER.variants[0]
 
 
 @lru_cache(maxsize=None)
-def _range_values_cached(name: str) -> np.ndarray:
-    values = _range_values(name)
-    values.setflags(write=False)
-    return values
-
-
 def range_values(name: str) -> np.ndarray:
     """The raw values of one range (float64, ascending, read-only)."""
-    return _range_values_cached(name)
+    try:
+        values = np.array(_PAPER.range(name).values, dtype=np.float64)
+    except StopIteration:
+        raise KeyError(name) from None
+    values.setflags(write=False)
+    return values
 
 
 def plural_unit(value: float, unit: str) -> str:
@@ -62,8 +56,7 @@ def format_scientific(value: float, unit: str) -> str:
 
 def cell_texts(quantity: str, range_name: str) -> list[str]:
     """The strings of one (quantity, range) cell, in range order; one encode call in the paper."""
-    fmt = format_scientific if range_name == "scientific" else format_quantity
-    return [fmt(float(v), quantity) for v in range_values(range_name)]
+    return [_PAPER.render(float(v), quantity, range_name, _VARIANT) for v in range_values(range_name)]
 
 
 @dataclass(frozen=True)
@@ -79,21 +72,27 @@ class Cell:
     def texts(self) -> list[str]:
         return cell_texts(self.quantity, self.range_name)
 
+    @property
+    def key(self) -> str:
+        return f"{self.quantity}/{self.range_name}"
+
+    @property
+    def variant(self) -> None:
+        return None
+
 
 def exam1_cells() -> list[Cell]:
     """The 20 cells, quantity-major in protocol order (meter x 5 ranges, then kilogram, ...)."""
     return [Cell(q, r) for q in QUANTITIES for r in RANGE_NAMES]
 
 
-# --- Exam 1, digits vs words (PROTOCOL.md 1.7) ---------------------------------------------------------------------
-DIGITS: tuple[str, ...] = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "100")
-WORDS: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                          "one-hundred")
+DIGITS: tuple[str, ...] = _PAPER.digits
+WORDS: tuple[str, ...] = _PAPER.words["en"]
 
 
 def digits_words_texts(quantity: str) -> tuple[list[str], list[str]]:
     """(digit texts, word texts), unit always singular: `5 meter`, `five meter`."""
-    return [f"{d} {quantity}" for d in DIGITS], [f"{w} {quantity}" for w in WORDS]
+    return _PAPER.digits_words_texts(quantity, _VARIANT)
 
 
 # --- Exam 1, unit-conversion curves (PROTOCOL.md 1.8) --------------------------------------------------------------

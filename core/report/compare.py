@@ -86,12 +86,25 @@ def anchor_rows(entry: LoadedResult) -> list[np.ndarray] | None:
     if exam1 is None:
         return None
     rows = []
-    for cell in P.exam1_cells():
-        matrix = exam1.heatmaps.get(f"{cell.quantity}/{cell.range_name}")
-        if not matrix or len(matrix[0]) != len(cell.values):
+    for cell, values in zip(exam1.cells, cell_values(exam1)):
+        matrix = exam1.heatmaps.get(cell.key)
+        if not matrix or values is None or len(matrix[0]) != len(values):
             return None
         rows.append(np.array(matrix[0], dtype=np.float64))
     return rows
+
+
+def cell_values(exam1) -> list[np.ndarray | None]:
+    """Each cell's values: recorded in the cell, or (results written before cells recorded them) the paper's."""
+    out = []
+    for cell in exam1.cells:
+        if cell.values is not None:
+            out.append(np.asarray(cell.values, dtype=np.float64))
+        elif cell.variant is None and cell.range_name in P.RANGE_NAMES:
+            out.append(P.range_values(cell.range_name))
+        else:
+            out.append(None)
+    return out
 
 
 def comparable(entries: list[LoadedResult], warn: Callable[[str], None] | None = None
@@ -139,7 +152,8 @@ def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
                          + (f" ({len(skipped)} skipped)" if skipped else "") + ".",
                          "run `fasteval sweep --exams 1` on two or more models into one --out folder.")
     taus = {e.label: float(table1_row(e.result.exams["exam1"].cells)["tau"]) for e, _ in members}
-    resampled = {e.label: resample_exam1(rows, resamples).table1()[0] for e, rows in members}
+    resampled = {e.label: resample_exam1(rows, resamples, cell_values(e.result.exams["exam1"])).table1()[0]
+                 for e, rows in members}
     pairs = []
     for (a, _), (b, _) in combinations(members, 2):
         deltas = resampled[a.label] - resampled[b.label]

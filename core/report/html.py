@@ -21,12 +21,20 @@ def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
     plots.require_matplotlib()
     out = {}
     for e in entries:
-        for name, (exam, draw) in plots.FIGURES.items():
-            if exam not in e.result.exams:
-                continue
-            fig = draw(e.result.exams[exam], e.label)
-            if fig is not None:
-                out[f"{FIGURE_DIR}/{_file_stem(e.label)}_{name}.png"] = plots.png_bytes(fig, dpi)
+        exam1 = e.result.exams.get("exam1")
+        labels = list(dict.fromkeys(c.variant for c in exam1.cells)) if exam1 is not None else [None]
+        for variant in labels:  # a protocol with variants: its figures once per language, template, format
+            exams = dict(e.result.exams)
+            if exam1 is not None:
+                exams["exam1"] = exam1.for_variant(variant) if variant is not None else exam1
+            title = e.label if variant is None else f"{e.label} ({variant})"
+            stem = _file_stem(e.label) + ("" if variant is None else f"_{_file_stem(variant)}")
+            for name, (exam, draw) in plots.FIGURES.items():
+                if exam not in exams or (variant is not None and exam != "exam1"):
+                    continue
+                fig = draw(exams[exam], title)
+                if fig is not None:
+                    out[f"{FIGURE_DIR}/{stem}_{name}.png"] = plots.png_bytes(fig, dpi)
     return out
 
 

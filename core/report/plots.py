@@ -90,17 +90,19 @@ def _digits_words_panel(ax, matrix, fontsize: float) -> object:
 def overview_figure(exam1: Exam1Result, title: str):
     """4 rows (quantities) x 6 columns (5 range heatmaps, digits <-> words), width ratios 1:1:1:1:1:2."""
     require_matplotlib()
-    quantities = [q for q in P.QUANTITIES if any(k.startswith(q + "/") for k in exam1.heatmaps)]
+    quantities = [q for q in dict.fromkeys(c.quantity for c in exam1.cells)
+                  if any(k.startswith(q + "/") for k in exam1.heatmaps)]
+    ranges = list(dict.fromkeys(c.range_name for c in exam1.cells))
     if not quantities:
         return None
     # A fixed layout: constrained layout would double the drawing time of these 24 panels.
     fig = _figure(OVERVIEW_SIZE)
-    grid = fig.add_gridspec(len(quantities), len(P.RANGE_NAMES) + 1, width_ratios=[1] * len(P.RANGE_NAMES) + [2],
+    grid = fig.add_gridspec(len(quantities), len(ranges) + 1, width_ratios=[1] * len(ranges) + [2],
                             left=0.03, right=0.93, bottom=0.08, top=0.91, wspace=0.12, hspace=0.3)
     image = None
     for row, quantity in enumerate(quantities):
         bottom = row == len(quantities) - 1
-        for col, range_name in enumerate(P.RANGE_NAMES):
+        for col, range_name in enumerate(ranges):
             ax = fig.add_subplot(grid[row, col])
             matrix = exam1.heatmaps.get(f"{quantity}/{range_name}")
             if row == 0:
@@ -114,7 +116,7 @@ def overview_figure(exam1: Exam1Result, title: str):
             ticks, labels = range_ticks(range_name, len(matrix))
             ax.set_xticks(ticks, labels if bottom else [], fontsize=6, rotation=90)
             ax.set_yticks(ticks, [])
-        ax = fig.add_subplot(grid[row, len(P.RANGE_NAMES)])
+        ax = fig.add_subplot(grid[row, len(ranges)])
         if row == 0:
             ax.set_title("Digits ↔ Words", fontweight="bold", fontsize=10)
         if quantity in exam1.digits_words:
@@ -131,7 +133,7 @@ def overview_figure(exam1: Exam1Result, title: str):
 def digits_words_figure(exam1: Exam1Result, title: str):
     """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (PROTOCOL.md 1.7)."""
     require_matplotlib()
-    quantities = [q for q in P.QUANTITIES if q in exam1.digits_words]
+    quantities = [q for q in dict.fromkeys(c.quantity for c in exam1.cells) if q in exam1.digits_words]
     if not quantities:
         return None
     fig = _figure(DIGITS_WORDS_SIZE, layout="constrained")

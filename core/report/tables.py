@@ -88,12 +88,23 @@ def is_normalized(result: ModelResult) -> bool:
     return bool(result.settings.get("normalize_quantities"))
 
 
+def is_paper(result: ModelResult) -> bool:
+    return result.protocol in ("", P.PROTOCOL_VERSION)
+
+
+def protocol_name(result: ModelResult) -> str:
+    """The protocol's name ("multilingual"), from the protocol file's record in the settings."""
+    info = result.settings.get("protocol_file") or {}
+    return str(info.get("name") or result.protocol)
+
+
 def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
     """Label = model_id, with " [l2]" (a similarity other than cos) and " [normalized]" (--normalize-quantities);
     where several results still share one (other settings), the folder path relative to the root."""
     def base(r: ModelResult) -> str:
         metric = str(r.settings.get("similarity", "cos"))
-        return r.model_id + ("" if metric == "cos" else f" [{metric}]") + (NORMALIZED_SUFFIX if is_normalized(r) else "")
+        return (r.model_id + ("" if is_paper(r) else f" [{protocol_name(r)}]")
+                + ("" if metric == "cos" else f" [{metric}]") + (NORMALIZED_SUFFIX if is_normalized(r) else ""))
 
     counts: dict[str, int] = {}
     for _, r in loaded:
@@ -276,6 +287,8 @@ def table2(entries: list[LoadedResult]) -> Table | None:
     """Per quantity and range (alphabetical): mean, min, max of the cell tau x100 across models; AVG rows."""
     taus: dict[tuple[str, str], list[Fraction | float]] = {}
     for e in entries:
+        if not is_paper(e.result):  # another protocol's cells are not the paper's cells
+            continue
         for cell in e.result.exams.get("exam1", Exam1Result("", [])).cells:
             taus.setdefault((cell.quantity, cell.range_name), []).append(_exact_tau(cell) * 100)
     if not taus:
@@ -291,7 +304,7 @@ def table2(entries: list[LoadedResult]) -> Table | None:
         rows.append({"quantity": quantity, "range": "AVG",
                      **{k: _mean(r[k] for r in block) for k in ("mean", "min", "max")}})
         rules.add(len(rows) - 1)
-    n_models = sum("exam1" in e.result.exams for e in entries)
+    n_models = sum("exam1" in e.result.exams and is_paper(e.result) for e in entries)
     return Table("table2", f"Table 2: cell τ (×100) across {n_models} model(s)",
                  ["quantity", "range", "mean", "min", "max"], ["Quantity", "Range", "Mean", "Min", "Max"], rows,
                  rules_after=rules)
@@ -340,6 +353,28 @@ def probe_table(entries: list[LoadedResult]) -> Table | None:
                  ["model", *keys, "delta_tau"],
                  ["Model", "Cosine τ", "Cosine PACC", "Probe τ", "Probe PACC", "Δτ"], rows,
                  rules_after={len(rows) - 2}, note=note)
+
+
+def protocol_variants_table(entries: list[LoadedResult]) -> Table | None:
+    """Per result of a protocol with variants (languages, templates, formats) and per variant: τ, PACC, AVG
+    and the alignment with the reference variant (recall@1, mean similarity), ×100."""
+    rows = []
+    for e in entries:
+        exam1 = e.result.exams.get("exam1")
+        by_variant = exam1.summary().get("by_variant") if exam1 is not None else None
+        for label, r in (by_variant or {}).items():
+            rows.append({"model": e.label, "protocol": protocol_name(e.result), "variant": label,
+                         "tau": r["tau"], "pacc": r["pacc"], "avg": r["avg"],
+                         "recall": r.get("alignment_recall_at_1"), "mean_sim": r.get("alignment_mean_sim"),
+                         "display": {k: r[f"{k}_display"] for k in ("tau", "pacc", "avg")}})
+    if not rows:
+        return None
+    return Table("protocol_variants", "Protocols: each variant's Exam 1 (×100) and its alignment with the reference",
+                 ["model", "protocol", "variant", "tau", "pacc", "avg", "recall", "mean_sim"],
+                 ["Model", "Protocol", "Variant", "τ", "PACC", "AVG", "Aligned recall@1", "Aligned mean sim"], rows,
+                 note="Aligned: each text against the reference variant's texts of the same cell (English; bare "
+                      "strings; plain digits): is its own value's reference the most similar? — marks the "
+                      "reference itself.")
 
 
 def conversion_table(entries: list[LoadedResult]) -> Table | None:
@@ -413,4 +448,5 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
 
 
-TABLES = (table1, intervals_table, table2, lexical_table, probe_table, conversion_table, normalization_table)
+TABLES = (table1, intervals_table, table2, lexical_table, probe_table, conversion_table, normalization_table,
+          protocol_variants_table)

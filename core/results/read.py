@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fasteval.core.exams.conversion import ConversionResult, ConversionRow
-from fasteval.core.exams.geometry import CellResult, ConversionCurve, Exam1Result
+from fasteval.core.exams.geometry import AlignmentRow, CellResult, ConversionCurve, Exam1Result
 from fasteval.core.exams.lexical import Exam2Result, Exam2Row
 from fasteval.core.exams.probe import Exam3Result, Exam3Row
 from fasteval.core.results.model import RESULT_FILE, ModelResult
@@ -48,7 +48,8 @@ def _exam1(d: dict[str, Any]) -> Exam1Result:
     return Exam1Result(metric=d.get("metric", "cos"), cells=[_typed(CellResult, c) for c in _rows(d, "cells")],
                        heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
                        conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []],
-                       intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"))
+                       intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"),
+                       alignment=[_typed(AlignmentRow, a) for a in d.get("alignment") or []])
 
 
 def _exam2(d: dict[str, Any]) -> Exam2Result:

@@ -15,6 +15,8 @@ from fasteval.core import protocol as P
 from fasteval.core.quantities import CANONICAL_VERSION
 from fasteval.core.choices import PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
 from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
+from fasteval.core.errors import InputError
+from fasteval.core.protocol.spec import Protocol, load_protocol
 from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.results.model import ModelResult
 
@@ -22,7 +24,7 @@ from fasteval.core.results.model import ModelResult
 def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metric: str = "cos",
              name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
              on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
-             bootstrap: int = DEFAULT_RESAMPLES) -> ModelResult:
+             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol = "paper") -> ModelResult:
     """Run the chosen exams (the paper's 1, 2, 3; the extension "conversion") on ``encoder``; a ModelResult.
 
     ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
@@ -30,7 +32,8 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     their texts; ``table`` may hold embeddings from an earlier run), and the cell similarity matrices are
     computed once for Exams 1 and 3. ``normalize_quantities``: the encoder is given each text's canonical
     form ("2 kilometers" -> "2000 meters", "five meter" -> "5 meters"; bare numbers unchanged) while the exams
-    score the protocol's own values. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none; see
+    score the protocol's own values. ``protocol``: a built-in protocol's name (``fasteval protocols``), a
+    protocol file, or a loaded Protocol; the paper's by default. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none; see
     ``fasteval.core.exams.statistics``). ``on_step(name)`` is called before each step (for progress bars);
     the library itself prints nothing.
     """
@@ -43,6 +46,11 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
 
     exams = parse_exams(exams)
     check_choice(metric, SIMILARITIES, "similarity", "--similarity")
+    protocol = protocol if isinstance(protocol, Protocol) else load_protocol(protocol)
+    unsupported = [e for e in exams if e not in protocol.exams]
+    if unsupported:
+        raise InputError(f"The {protocol.name} protocol does not support exam(s) {', '.join(map(str, unsupported))}.",
+                         f"choose from --exams {','.join(map(str, protocol.exams))}.")
     view = describe(encoder, name)
     settings = dict(settings if settings is not None else view.info)
     settings["similarity"] = metric
@@ -50,8 +58,10 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
         settings["normalize_quantities"] = CANONICAL_VERSION
     if 1 in exams and bootstrap_settings(bootstrap):
         settings["bootstrap"] = bootstrap_settings(bootstrap)
+    if not protocol.is_paper:
+        settings["protocol_file"] = protocol.describe()
     result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=settings,
-                         protocol=P.PROTOCOL_VERSION, fasteval_version=__version__)
+                         protocol=protocol.key, fasteval_version=__version__)
     step = on_step or (lambda _name: None)
 
     @contextmanager
@@ -63,15 +73,17 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
 
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
-        table = embed_groups(encoder, P.protocol_groups(exams), table, rewrite=_rewrite(normalize_quantities))
+        table = embed_groups(encoder, P.protocol_groups(exams, protocol), table,
+                             rewrite=_rewrite(normalize_quantities))
     warming.join()
     sims = None
     if 1 in exams or 3 in exams:
         with timed("similarity"):
-            sims = cell_similarities(table, metric)
+            sims = cell_similarities(table, metric, P.protocol_cells(protocol))
     if 1 in exams:
         with timed("exam1"):
-            result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims, bootstrap=bootstrap)
+            result.exams[exam_key(1)] = run_exam1(table, metric=metric, similarities=sims, bootstrap=bootstrap,
+                                                  protocol=protocol)
     if 2 in exams:
         with timed("exam2"):
             seen = [_rewrite(normalize_quantities)(t) for t in P.exam2_groups()[0]]  # the texts the model saw

@@ -28,6 +28,7 @@ from fasteval.core.choices import OVERWRITE, PAPER_EXAMS, check_choice, parse_ex
 from fasteval.core.embeddings import describe
 from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.errors import FastevalError, InputError
+from fasteval.core.protocol.spec import load_protocol
 from fasteval.core.results.io import check_writable
 from fasteval.core.results.model import RESULT_FILE
 from fasteval.core.runs.cache import EmbeddingCache
@@ -68,6 +69,7 @@ class Job:
     metric: str = "cos"
     normalize_quantities: bool = False  # rewrite every text to its canonical form before the encoder
     bootstrap: int = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
+    protocol: str = "paper"  # a built-in protocol's name or a protocol file
 
 
 @dataclass
@@ -99,7 +101,7 @@ def clean_stale_staging(out: Path) -> None:
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
     settings = {**info, "similarity": job.metric, "exams": list(parse_exams(job.exams)),
-                "protocol": P.PROTOCOL_VERSION}
+                "protocol": load_protocol(job.protocol).key}
     if job.normalize_quantities:
         settings["normalize_quantities"] = CANONICAL_VERSION
     if 1 in settings["exams"] and bootstrap_settings(job.bootstrap):
@@ -139,7 +141,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     cached = len(table)
     result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
                       table=table, on_step=on_step, normalize_quantities=job.normalize_quantities,
-                      bootstrap=job.bootstrap)
+                      bootstrap=job.bootstrap, protocol=job.protocol)
     after = job_settings(job, describe(view.encoder).info)
     if after != settings:
         # The encoder settled a setting only when it ran (the GPU it was offered fell back to the CPU):

@@ -1,0 +1,501 @@
+"""Protocols as data: a TOML file says what to ask a model (quantities, value ranges, number rendering,
+templates, languages), and this module turns it into the cells the exams score.
+
+A protocol file (read with the standard ``tomllib``) has these tables; every key is checked, and a bad file
+gives one line naming the file, the key and the fix:
+
+``[protocol]``      ``name``, ``version``, ``description``, ``measures``, ``exams`` (which exams it supports:
+                    1, 2, 3, "conversion"; only the paper's protocol has the rules of 2, 3 and conversion).
+``[languages.XX]``  per language: ``template`` ("{number} {unit}", or "{number}{unit}" for Japanese and
+                    Chinese), ``plural`` ("one": singular exactly when |v| = 1; "below-two": singular when
+                    |v| < 2, French; "none": one form), ``decimal`` ("." or ",").
+``[[quantities]]``  ``name``; ``unit`` (the pint unit, checked with pint; default: the name); ``forms.XX`` =
+                    [singular, plural] per language.
+``[[ranges]]``      ``name`` and one generator: ``values = [...]``, ``step = {start, stop, step}`` (numpy
+                    arange, stop excluded), ``linspace = {start, stop, num}`` or ``logspace = {start, stop,
+                    num}`` (exponents); then optionally ``round = k``, ``unique = true``, ``integer = true``;
+                    ``format`` ("g", "plain", "fixed:N", "scientific", "scientific:N", "thousands", "words");
+                    ``plural = "never"`` (the unit always singular). At least three values.
+``[digits_words]``  ``digits = [...]``, ``words.XX = [...]`` (same length), ``words_for.XX.QUANTITY`` (a
+                    quantity whose words differ, e.g. German "eine Sekunde"), ``plural`` (a rule, or
+                    "language": each language's own).
+``[[variants]]``    the ways the same values are asked, each scored on its own: ``label``, ``kind``
+                    ("language", "template", "format"), ``language``, ``template`` or ``templates.QUANTITY``,
+                    ``format``; ``reference = true`` on the one the others are aligned with ("does '5 미터'
+                    sit where '5 meters' sits?").
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fasteval.core.errors import InputError
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+PLURAL_RULES = ("one", "below-two", "none", "never")
+NUMBER_FORMATS = ("g", "plain", "fixed", "scientific", "thousands", "words")
+KNOWN_KEYS = {
+    "": {"protocol", "languages", "quantities", "ranges", "digits_words", "variants"},
+    "protocol": {"name", "version", "description", "measures", "exams"},
+    "languages": {"template", "plural", "decimal"},
+    "quantities": {"name", "unit", "forms"},
+    "ranges": {"name", "values", "step", "linspace", "logspace", "round", "unique", "integer", "format", "plural"},
+    "digits_words": {"digits", "words", "words_for", "plural"},
+    "variants": {"label", "kind", "language", "template", "templates", "format", "reference"},
+}
+
+
+class ProtocolError(InputError):
+    """A protocol file that cannot be used: the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    template: str = "{number} {unit}"
+    plural: str = "one"
+    decimal: str = "."
+
+
+@dataclass(frozen=True)
+class Quantity:
+    name: str
+    unit: str  # the pint unit it measures in
+    forms: dict[str, tuple[str, str]]  # language -> (singular, plural)
+
+
+@dataclass(frozen=True)
+class Range:
+    name: str
+    values: tuple[float, ...]
+    number_format: str = "g"
+    plural: str | None = None  # "never": the unit is always singular
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str | None  # None: the protocol has one way of asking (the paper)
+    kind: str = ""
+    language: str = "en"
+    templates: dict[str, str] = field(default_factory=dict)  # quantity -> template; "" -> every quantity
+    number_format: str | None = None
+    reference: bool = False
+
+    def template(self, quantity: str, language: Language) -> str:
+        return self.templates.get(quantity) or self.templates.get("") or language.template
+
+
+@dataclass(frozen=True)
+class ProtocolCell:
+    """One (quantity, range, variant): the values and the exact strings embedded for them (one encode call)."""
+    quantity: str
+    range_name: str
+    values: np.ndarray
+    texts: list[str]
+    variant: str | None = None
+
+    @property
+    def key(self) -> str:
+        """"meter/local_0_10", or "meter/local_0_10/ko" in a protocol with variants."""
+        base = f"{self.quantity}/{self.range_name}"
+        return base if self.variant is None else f"{base}/{self.variant}"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    version: str
+    description: str
+    measures: str
+    exams: tuple[int | str, ...]
+    languages: dict[str, Language]
+    quantities: tuple[Quantity, ...]
+    ranges: tuple[Range, ...]
+    variants: tuple[Variant, ...]
+    digits: tuple[str, ...] = ()
+    words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    words_for: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    digits_words_plural: str = "never"
+    source: str = ""  # the file it was read from
+    content_sha256: str = ""
+
+    @property
+    def is_paper(self) -> bool:
+        return self.name == "paper"
+
+    @property
+    def key(self) -> str:
+        """What a result key records: the paper's version alone (so paper results keep their keys), else the
+        name, version and the file's content hash."""
+        return self.version if self.is_paper else f"{self.name}-{self.version}-{self.content_sha256[:12]}"
+
+    def range(self, name: str) -> Range:
+        return next(r for r in self.ranges if r.name == name)
+
+    def quantity(self, name: str) -> Quantity:
+        return next(q for q in self.quantities if q.name == name)
+
+    def render(self, value: float, quantity: str, range_name: str, variant: Variant) -> str:
+        """The text of one value: the number in its format, the unit in its form, in the template."""
+        language = self.languages[variant.language]
+        rng = self.range(range_name)
+        number = format_value(value, variant.number_format or rng.number_format, language)
+        rule = rng.plural or language.plural
+        unit = unit_form(self.quantity(quantity).forms[variant.language], value, rule)
+        return variant.template(quantity, language).replace("{number}", number).replace("{unit}", unit)
+
+    def cells(self) -> list[ProtocolCell]:
+        """Every cell, quantity-major, then range, then variant (the paper's order when there are none)."""
+        out = []
+        for q in self.quantities:
+            for r in self.ranges:
+                for v in self.variants:
+                    values = np.asarray(r.values, dtype=np.float64)
+                    values.setflags(write=False)
+                    out.append(ProtocolCell(q.name, r.name, values, [self.render(float(x), q.name, r.name, v)
+                                                                     for x in values], v.label))
+        return out
+
+    def digits_words_texts(self, quantity: str, variant: Variant) -> tuple[list[str], list[str]]:
+        """(digit texts, word texts) of one quantity in a variant's language."""
+        language = self.languages[variant.language]
+        words = self.words_for.get(variant.language, {}).get(quantity) or self.words.get(variant.language)
+        if not self.digits or not words:
+            return [], []
+        forms = self.quantity(quantity).forms[variant.language]
+        template = variant.template(quantity, language)
+        digit_texts, word_texts = [], []
+        rule = language.plural if self.digits_words_plural == "language" else self.digits_words_plural
+        for digit, word in zip(self.digits, words):
+            unit = unit_form(forms, float(digit), rule)
+            digit_texts.append(template.replace("{number}", digit).replace("{unit}", unit))
+            word_texts.append(template.replace("{number}", word).replace("{unit}", unit))
+        return digit_texts, word_texts
+
+    def reference_variant(self) -> Variant | None:
+        return next((v for v in self.variants if v.reference), None)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "description": self.description,
+                "measures": self.measures, "exams": list(self.exams), "source": self.source,
+                "content_sha256": self.content_sha256, "variants": [v.label for v in self.variants]}
+
+
+# --- number rendering -----------------------------------------------------------------------------------------
+_EN_SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+             "sixteen seventeen eighteen nineteen").split()
+_EN_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
+
+def english_words(value: float) -> str:
+    """English number words: 1334 -> "one thousand three hundred thirty-four", -90 -> "minus ninety",
+    7.5 -> "seven point five" (the decimals as written by ``{:g}``)."""
+    if value < 0:
+        return "minus " + english_words(-value)
+    text = f"{value:g}"
+    if "e" in text:
+        raise ValueError(f"{value!r} has no plain decimal form for words")
+    whole, _, decimals = text.partition(".")
+    out = _english_integer(int(whole))
+    if decimals:
+        out += " point " + " ".join(_EN_SMALL[int(d)] for d in decimals)
+    return out
+
+
+def _english_integer(n: int) -> str:
+    if n < 20:
+        return _EN_SMALL[n]
+    if n < 100:
+        return _EN_TENS[n // 10] + ("" if n % 10 == 0 else "-" + _EN_SMALL[n % 10])
+    for size, word in ((1_000_000_000, "billion"), (1_000_000, "million"), (1000, "thousand"), (100, "hundred")):
+        if n >= size:
+            head, rest = divmod(n, size)
+            return _english_integer(head) + " " + word + ("" if rest == 0 else " " + _english_integer(rest))
+    raise AssertionError(n)  # pragma: no cover
+
+
+def format_value(value: float, number_format: str, language: Language) -> str:
+    """A number in one of NUMBER_FORMATS ("g" is Python's {:g}, the paper's), with the language's decimal mark."""
+    name, _, arg = number_format.partition(":")
+    if name == "g":
+        text = f"{value:g}"
+    elif name == "plain":
+        from fasteval.core.quantities import format_number
+
+        text = format_number(value)
+    elif name == "fixed":
+        text = f"{value:.{int(arg)}f}"
+    elif name == "scientific":
+        if arg:
+            return f"{value:.{int(arg)}e}"  # exponent notation is the same in every language here
+        mantissa, _, exponent = f"{value:.6e}".partition("e")
+        return (mantissa.rstrip("0").rstrip(".") or "0") + "e" + exponent
+    elif name == "thousands":
+        from decimal import Decimal
+
+        text = format(Decimal(repr(float(f"{value:.12g}"))), ",f")
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        if language.decimal == ",":
+            return text.replace(",", " ").replace(".", ",")  # 1 000,5 (a thin space would be typeset)
+        return text
+    elif name == "words":
+        if language.code != "en":
+            raise ValueError("number words are written for English only")
+        return english_words(value)
+    else:  # validated on load
+        raise ValueError(number_format)
+    return text.replace(".", ",") if language.decimal == "," else text
+
+
+def unit_form(forms: tuple[str, str], value: float, rule: str) -> str:
+    """The unit's singular or plural form for ``value`` under a plural rule."""
+    singular, plural = forms
+    if rule == "never" or rule == "none":
+        return singular
+    if rule == "one":
+        return singular if abs(value) == 1 else plural
+    if rule == "below-two":
+        return singular if abs(value) < 2 else plural
+    raise ValueError(rule)  # validated on load
+
+
+# --- loading ----------------------------------------------------------------------------------------------------
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+
+
+def load_protocol(name_or_path: str | Path) -> Protocol:
+    """A built-in protocol by name (``fasteval protocols``) or a protocol file; ProtocolError when unusable."""
+    text = str(name_or_path)
+    builtin = BUILTIN_DIR / f"{text}.toml"
+    if text in builtin_names():
+        return _load_cached(str(builtin))
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise ProtocolError(f"No protocol named {text!r} and no file {path}.",
+                            f"pass one of {', '.join(builtin_names())} (fasteval protocols) or a protocol .toml file.")
+    return _load_cached(str(path.resolve()))
+
+
+_CACHE: dict[tuple[str, str], Protocol] = {}
+
+
+def _load_cached(path: str) -> Protocol:
+    data = Path(path).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if (path, digest) not in _CACHE:
+        _CACHE[(path, digest)] = parse_protocol(data, path, digest)
+    return _CACHE[(path, digest)]
+
+
+def parse_protocol(data: bytes, source: str, digest: str | None = None) -> Protocol:
+    """Validate and build a Protocol from a TOML document (``source`` names it in errors)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    def fail(key: str, problem: str, fix: str) -> ProtocolError:
+        return ProtocolError(f"{source}: {key}: {problem}.", fix)
+
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise fail("(file)", f"not valid TOML ({err})", "fix the syntax (see the protocol files in "
+                   "core/protocol/builtin/ for examples).") from None
+    _check_keys(doc, "", fail)
+    head = doc.get("protocol")
+    if not isinstance(head, dict) or not head.get("name") or not head.get("version"):
+        raise fail("protocol", "missing name or version", 'add [protocol] with name = "..." and version = "..."')
+    _check_keys(head, "protocol", fail)
+    exams = tuple(head.get("exams", [1]))
+    from fasteval.core.choices import parse_exams
+
+    try:
+        exams = parse_exams(exams)
+    except InputError:
+        raise fail("protocol.exams", f"unknown exams {list(exams)!r}", "list some of 1, 2, 3, \"conversion\"") \
+            from None
+    if head["name"] != "paper" and any(e != 1 for e in exams):
+        raise fail("protocol.exams", "only exam 1 runs on a protocol file (exams 2, 3 and conversion have the "
+                   "paper's own rules)", "set exams = [1]")
+    languages = {}
+    for code, spec in (doc.get("languages") or {"en": {}}).items():
+        _check_keys(spec, "languages", fail, f"languages.{code}")
+        lang = Language(code, spec.get("template", "{number} {unit}"), spec.get("plural", "one"),
+                        spec.get("decimal", "."))
+        if "{number}" not in lang.template:
+            raise fail(f"languages.{code}.template", f"{lang.template!r} has no {{number}}",
+                       'write the number\'s place as {number}, e.g. "{number} {unit}"')
+        if lang.plural not in PLURAL_RULES or lang.decimal not in (".", ","):
+            raise fail(f"languages.{code}", "unknown plural rule or decimal mark",
+                       f"use plural = one of {', '.join(PLURAL_RULES)} and decimal = \".\" or \",\"")
+        languages[code] = lang
+    quantities = tuple(_quantity(q, k, languages, fail) for k, q in enumerate(_list(doc, "quantities", fail)))
+    ranges = tuple(_range(r, k, fail) for k, r in enumerate(_list(doc, "ranges", fail)))
+    for what, items in (("quantities", quantities), ("ranges", ranges)):
+        names = [i.name for i in items]
+        if len(set(names)) != len(names):
+            raise fail(what, "names repeat", "give every entry its own name")
+    variants = tuple(_variant(v, k, languages, quantities, fail) for k, v in enumerate(doc.get("variants") or []))
+    if not variants:
+        variants = (Variant(None, language=next(iter(languages))),)
+    elif len({v.label for v in variants}) != len(variants) or sum(v.reference for v in variants) > 1:
+        raise fail("variants", "labels repeat or more than one is the reference",
+                   "give every variant its own label and mark at most one reference = true")
+    for v in variants:
+        missing = [q.name for q in quantities if v.language not in q.forms]
+        if missing:
+            raise fail(f"quantities.{missing[0]}.forms", f"no unit forms for language {v.language!r}",
+                       f"add forms.{v.language} = [singular, plural]")
+        fmt = v.number_format or ""
+        for r in ranges:
+            try:
+                format_value(r.values[0], fmt or r.number_format, languages[v.language])
+                [format_value(x, fmt or r.number_format, languages[v.language]) for x in r.values]
+            except ValueError as err:
+                raise fail(f"variants.{v.label}.format", f"{fmt or r.number_format!r} cannot render range "
+                           f"{r.name} ({err})", "choose another format or range") from None
+    dw = doc.get("digits_words") or {}
+    _check_keys(dw, "digits_words", fail)
+    digits = tuple(dw.get("digits", ()))
+    if dw.get("plural", "never") not in (*PLURAL_RULES, "language"):
+        raise fail("digits_words.plural", f"unknown rule {dw.get('plural')!r}",
+                   f"use one of {', '.join(PLURAL_RULES)} or language (each language's own rule)")
+    words = {code: tuple(w) for code, w in (dw.get("words") or {}).items()}
+    words_for = {code: {q: tuple(w) for q, w in per.items()} for code, per in (dw.get("words_for") or {}).items()}
+    for code, w in [*words.items(), *((f"{c}.{q}", w) for c, per in words_for.items() for q, w in per.items())]:
+        if len(w) != len(digits):
+            raise fail(f"digits_words.words.{code}", f"{len(w)} words for {len(digits)} digits",
+                       "give one word per digit, in the digits' order")
+    return Protocol(name=str(head["name"]), version=str(head["version"]),
+                    description=str(head.get("description", "")), measures=str(head.get("measures", "")),
+                    exams=exams, languages=languages, quantities=quantities, ranges=ranges, variants=variants,
+                    digits=digits, words=words, words_for=words_for,
+                    digits_words_plural=str(dw.get("plural", "never")), source=source,
+                    content_sha256=digest or hashlib.sha256(data).hexdigest())
+
+
+def _check_keys(table: dict, kind: str, fail, where: str | None = None) -> None:
+    unknown = sorted(set(table) - KNOWN_KEYS[kind])
+    if unknown:
+        raise fail(f"{where or kind or '(top level)'}.{unknown[0]}" if (where or kind) else unknown[0],
+                   "unknown key", f"use only {', '.join(sorted(KNOWN_KEYS[kind]))}")
+
+
+def _list(doc: dict, key: str, fail) -> list[dict]:
+    items = doc.get(key)
+    if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
+        raise fail(key, "missing or empty", f"add at least one [[{key}]] table")
+    return items
+
+
+def _quantity(spec: dict, k: int, languages: dict, fail) -> Quantity:
+    where = f"quantities[{k}]"
+    _check_keys(spec, "quantities", fail, where)
+    name = spec.get("name")
+    if not name:
+        raise fail(f"{where}.name", "missing", 'name the quantity, e.g. name = "meter"')
+    unit = str(spec.get("unit", name))
+    _check_unit(unit, f"quantities.{name}.unit", fail)
+    forms = {}
+    for code, pair in (spec.get("forms") or {}).items():
+        if code not in languages:
+            raise fail(f"quantities.{name}.forms.{code}", "a language without a [languages] table",
+                       f"add [languages.{code}] or remove these forms")
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair)):
+            raise fail(f"quantities.{name}.forms.{code}", "not [singular, plural]",
+                       'write forms.xx = ["meter", "meters"] (the same word twice where there is no plural)')
+        forms[code] = (pair[0], pair[1])
+    if not forms:
+        raise fail(f"quantities.{name}.forms", "missing", 'add forms.en = ["meter", "meters"]')
+    return Quantity(str(name), unit, forms)
+
+
+def _check_unit(unit: str, key: str, fail) -> None:
+    from fasteval.core.quantities import registry
+
+    try:
+        registry().Unit(unit)
+    except Exception:  # noqa: BLE001 - pint's UndefinedUnitError and parse errors
+        raise fail(key, f"pint does not know the unit {unit!r}",
+                   "name the physical unit as pint spells it (e.g. meter, milligram / deciliter, "
+                   "millimole / liter)") from None
+
+
+def _range(spec: dict, k: int, fail) -> Range:
+    where = f"ranges[{k}]"
+    _check_keys(spec, "ranges", fail, where)
+    name = spec.get("name")
+    if not name:
+        raise fail(f"{where}.name", "missing", 'name the range, e.g. name = "local_0_10"')
+    key = f"ranges.{name}"
+    generators = [g for g in ("values", "step", "linspace", "logspace") if g in spec]
+    if len(generators) != 1:
+        raise fail(key, "needs exactly one of values, step, linspace, logspace",
+                   "e.g. step = { start = 0, stop = 10.5, step = 0.5 }")
+    gen = generators[0]
+    try:
+        if gen == "values":
+            values = np.asarray(spec["values"], dtype=np.float64)
+        elif gen == "step":
+            s = spec["step"]
+            values = np.arange(s["start"], s["stop"], s["step"])
+        else:
+            s = spec[gen]
+            values = getattr(np, gen)(s["start"], s["stop"], int(s["num"]))
+    except (KeyError, TypeError, ValueError) as err:
+        raise fail(f"{key}.{gen}", f"cannot generate values ({type(err).__name__}: {err})",
+                   "give start, stop and step (or num) as numbers") from None
+    if "round" in spec:
+        values = np.round(values, int(spec["round"]))
+    if spec.get("unique"):
+        values = np.unique(values)
+    if spec.get("integer"):
+        values = values.astype(int)
+    values = np.asarray(values).astype(float)
+    if values.ndim != 1 or len(values) < 3 or not np.isfinite(values).all():
+        raise fail(key, f"{len(np.atleast_1d(values))} finite value(s)", "give a range of at least three values")
+    number_format = str(spec.get("format", "g"))
+    _check_format(number_format, f"{key}.format", fail)
+    plural = spec.get("plural")
+    if plural is not None and plural not in PLURAL_RULES:
+        raise fail(f"{key}.plural", f"unknown rule {plural!r}", f"use one of {', '.join(PLURAL_RULES)}")
+    return Range(str(name), tuple(float(v) for v in values), number_format, plural)
+
+
+def _check_format(number_format: str, key: str, fail) -> None:
+    name, _, arg = number_format.partition(":")
+    if name not in NUMBER_FORMATS or (arg and not arg.isdigit()) or (name == "fixed" and not arg):
+        raise fail(key, f"unknown number format {number_format!r}",
+                   "use g, plain, fixed:N, scientific, scientific:N, thousands or words")
+
+
+def _variant(spec: dict, k: int, languages: dict, quantities: tuple[Quantity, ...], fail) -> Variant:
+    where = f"variants[{k}]"
+    _check_keys(spec, "variants", fail, where)
+    label = spec.get("label")
+    if not label or "/" in str(label):
+        raise fail(f"{where}.label", "missing or contains '/'", 'label every variant, e.g. label = "ko"')
+    key = f"variants.{label}"
+    language = spec.get("language", next(iter(languages)))
+    if language not in languages:
+        raise fail(f"{key}.language", f"no [languages.{language}] table", f"add [languages.{language}]")
+    templates = {"": spec["template"]} if "template" in spec else {}
+    templates.update(spec.get("templates") or {})
+    names = {q.name for q in quantities}
+    for q, template in templates.items():
+        if q and q not in names:
+            raise fail(f"{key}.templates.{q}", "not a quantity of this protocol", f"use one of {', '.join(names)}")
+        if "{number}" not in template:
+            raise fail(f"{key}.template{'s.' + q if q else ''}", f"{template!r} has no {{number}}",
+                       'write the number\'s place as {number}, e.g. "The rope is {number} {unit} long."')
+    number_format = spec.get("format")
+    if number_format is not None:
+        _check_format(str(number_format), f"{key}.format", fail)
+    return Variant(str(label), str(spec.get("kind", "")), str(language), templates,
+                   None if number_format is None else str(number_format), bool(spec.get("reference", False)))
