@@ -8,7 +8,6 @@ from math import isnan
 
 import typer
 
-from fasteval.core import protocol as P
 from fasteval.core.exams.lexical import PIVOT_COLUMNS
 
 echo = typer.echo
