@@ -6,7 +6,7 @@ Importing this package is cheap: numba, onnxruntime and torch load only when a c
 
 __version__ = "0.1.0"
 
-__all__ = ["check", "evaluate", "load_model", "__version__"]
+__all__ = ["check", "evaluate", "load_model", "mteb", "__version__"]
 
 
 def __getattr__(name: str):
@@ -19,6 +19,10 @@ def __getattr__(name: str):
         from fasteval.core.runs.check import check
 
         return check
+    if name == "mteb":  # the MTEB integration (fasteval.mteb; the mteb extra)
+        import importlib
+
+        return importlib.import_module("fasteval.mteb")
     if name == "load_model":
         from fasteval.models.loader import load_model
 

@@ -7,6 +7,8 @@
 * ``name: str`` - the model's name in results (default: the class name);
 * ``info: dict`` - the settings that change an embedding (hashes, provider, pooling, ...); they go into the
   result key, and an encoder without them never shares cached embeddings;
+* an MTEB model (``encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=...)``) is adapted by
+  ``fasteval.mteb.MtebEncoder`` (needs the mteb extra);
 * ``token_ids(list[str]) -> list[list[int]]`` - the model's own token ids without special tokens (Exam 2's
   token Levenshtein). Without it, a Hugging Face style ``tokenizer.encode(text, add_special_tokens=False)`` is
   used when there is one; else token Levenshtein is reported as missing.
@@ -50,12 +52,27 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
     if not callable(getattr(encoder, "encode", None)):
         raise InputError(f"{type(encoder).__name__} has no encode() method.",
                          "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
+    if _is_mteb_encoder(encoder):  # MTEB's protocol, encode(DataLoader, task_metadata=...): the one adapter
+        from fasteval.mteb import MtebEncoder
+
+        encoder = MtebEncoder(encoder)
     info = getattr(encoder, "info", None)
     token_ids = getattr(encoder, "token_ids", None)
     if not callable(token_ids):
         token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
     return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
                        info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids)
+
+
+def _is_mteb_encoder(encoder: Any) -> bool:
+    import inspect
+
+    if getattr(encoder, "mteb_fasteval_adapter", False):
+        return False
+    try:
+        return "task_metadata" in inspect.signature(encoder.encode).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _hf_token_ids(tokenizer: Any) -> Callable[[list[str]], list[list[int]]] | None:
@@ -126,6 +143,7 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
     ``rewrite``: what the encoder is given instead of each text (the table stays keyed by the original).
     """
     view = describe(encoder)
+    encoder = view.encoder
     table = table if table is not None else EmbeddingTable()
     for group in groups:
         new = list(dict.fromkeys(t for t in group if t not in table))

@@ -154,3 +154,15 @@ def test_builtin_protocols_on_the_default_model(real_model, both_results):
     formats = evaluate(encoder, exams=(1,), protocol="formats", bootstrap=0).exams["exam1"].summary()["by_variant"]
     assert set(formats) == {"digits", "thousands", "scientific", "words"}
     assert formats["thousands"]["alignment_recall_at_1"] > formats["scientific"]["alignment_recall_at_1"]
+
+
+def test_mteb_tasks_on_the_default_model(real_model):
+    """mteb.evaluate with the default model loaded the standard way gives fasteval sweep's tau."""
+    mteb = pytest.importorskip("mteb")
+    import fasteval
+
+    _, reference = real_model
+    results = mteb.evaluate(reference.model, tasks=fasteval.mteb.tasks(["PhysScoreMeasurementGeometry"]),
+                            cache=None, show_progress_bar=False)
+    (task,) = results.task_results
+    assert round(task.scores["test"][0]["main_score"], 5) == 0.36967

@@ -1,77 +1,57 @@
-"""Results in MTEB's result-JSON shape, so MTEB tooling can read them.
+"""The ``mteb/`` files of a result folder: one genuine MTEB task result per exam, and ``model_meta.json``.
 
-One ``mteb/<TaskName>.json`` per exam: ``{"task_name", "dataset_revision", "mteb_version", "scores":
-{"test": [{"main_score", "hf_subset", "languages", ...metrics}]}, "evaluation_time", "kg_co2_emissions"}``,
-plus ``mteb/model_meta.json``. Scores are on MTEB's 0-1 scale.
+With MTEB installed they are written through MTEB's own ``TaskResult`` (``fasteval.mteb.task_results``), so
+``mteb.TaskResult.from_disk`` loads them; without it, the same JSON shape is written directly: ``{"task_name",
+"dataset_revision", "mteb_version", "scores": {"test": [{"main_score", "hf_subset", "languages", ...}]},
+"evaluation_time", "kg_co2_emissions", "date"}``. Scores are on MTEB's 0-1 scale; the scores of each task come
+from ``fasteval.mteb.scores_of``, whichever way they are written.
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib.util
+import tempfile
+from pathlib import Path
 
-import numpy as np
-
-from fasteval.core import protocol as P
+from fasteval.core.choices import exam_key
 from fasteval.core.results.io import dumps
 from fasteval.core.results.model import ModelResult
 
-TASKS = {
-    "exam1": ("PhysScoreMeasurementGeometry", "Kendall tau of similarity vs physical distance to the anchor"),
-    "exam2": ("PhysScoreLexicalNumeric", "Kendall tau-b of similarity vs numeric distance of bare numbers"),
-    "exam3": ("PhysScoreProbe", "Kendall tau of a ridge probe on |e1 - e2| (item-level splits)"),
-    "conversion": ("PhysScoreConversion", "Recall@1 of the equivalent quantity among 40 unit conversions"),
-}
 LANGUAGES = ["eng-Latn"]
 
 
-def _entry(subset: str, main: float, **metrics: float) -> dict[str, Any]:
-    return {"main_score": main, "hf_subset": subset, "languages": LANGUAGES, **metrics}
-
-
-def _exam1_scores(exam) -> list[dict[str, Any]]:
-    s = exam.summary()
-    entries = [_entry("default", s["kendall_mean"], kendall=s["kendall_mean"], pairwise=s["pairwise_mean"],
-                      avg=s["avg"] / 100)]
-    for quantity in P.QUANTITIES:
-        cells = [c for c in exam.cells if c.quantity == quantity]
-        tau, pacc = float(np.mean([c.tau for c in cells])), float(np.mean([c.pacc for c in cells]))
-        entries.append(_entry(quantity, tau, kendall=tau, pairwise=pacc))
-    return entries
-
-
-def _exam2_scores(exam) -> list[dict[str, Any]]:
-    metrics = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau for r in exam.rows}
-    main = next(r.tau for r in exam.rows if r.group == "all" and r.reference == "num_dist")
-    return [_entry("default", main, **metrics)]
-
-
-def _exam3_scores(exam) -> list[dict[str, Any]]:
-    s = exam.summary()
-    return [_entry("default", s["kendall_mean"], kendall=s["kendall_mean"], pairwise=s["pairwise_mean"],
-                   kendall_cosine=s["kendall_cosine_mean"], pairwise_cosine=s["pairwise_cosine_mean"])]
-
-
-def _conversion_scores(exam) -> list[dict[str, Any]]:
-    s = exam.summary()
-    entries = [_entry("default", s["recall_at_1"], **s)]
-    for r in exam.rows:
-        entries.append(_entry(f"{r.unit_a}-{r.unit_b}", r.recall_at_1, recall_at_1=r.recall_at_1, mrr=r.mrr,
-                              lexical_trap_rate=r.lexical_trap_rate))
-    return entries
-
-
-SCORERS = {"exam1": _exam1_scores, "exam2": _exam2_scores, "exam3": _exam3_scores,
-           "conversion": _conversion_scores}
+def _model_meta(result: ModelResult) -> str:
+    return dumps({"name": result.model, "revision": result.settings.get("key") or result.settings.get("onnx_sha256"),
+                  "framework": ["ONNX", "fasteval"], "similarity_fn_name": result.settings.get("similarity", "cos"),
+                  "fasteval_settings": result.settings})
 
 
 def mteb_files(result: ModelResult) -> dict[str, str]:
-    files = {"mteb/model_meta.json": dumps({
-        "name": result.model, "revision": result.settings.get("key") or result.settings.get("onnx_sha256"),
-        "framework": ["ONNX", "fasteval"], "similarity_fn_name": result.settings.get("similarity", "cos"),
-        "fasteval_settings": result.settings})}
-    for name, exam in result.exams.items():
-        task, description = TASKS[name]
-        files[f"mteb/{task}.json"] = dumps({
-            "dataset_revision": result.protocol, "task_name": task, "description": description,
-            "mteb_version": None, "scores": {"test": SCORERS[name](exam)},
-            "evaluation_time": result.timings.get(name), "kg_co2_emissions": None})
+    from fasteval.mteb import SPLIT, SUBSET, TASK_EXAMS, scores_of
+
+    files = {"mteb/model_meta.json": _model_meta(result)}
+    if not result.protocol or result.protocol != _paper_version():
+        return files  # the tasks are the paper protocol's; another protocol's numbers are not these tasks'
+    if importlib.util.find_spec("mteb") is not None:
+        from fasteval.mteb import task_results
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for task in task_results(result):
+                path = Path(tmp) / f"{task.task_name}.json"
+                task.to_disk(path)
+                files[f"mteb/{task.task_name}.json"] = path.read_text(encoding="utf-8")
+        return files
+    for name, exam in TASK_EXAMS.items():
+        key = exam_key(exam)
+        if key in result.exams:
+            scores = scores_of(name, result.exams[key])
+            files[f"mteb/{name}.json"] = dumps({
+                "dataset_revision": result.protocol, "task_name": name, "mteb_version": None,
+                "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES}]},
+                "evaluation_time": result.timings.get(key), "kg_co2_emissions": None, "date": None})
     return files
+
+
+def _paper_version() -> str:
+    from fasteval.core.protocol.paper import PROTOCOL_VERSION
+
+    return PROTOCOL_VERSION

@@ -1,0 +1,217 @@
+"""fasteval inside MTEB (``pip install 'fasteval[mteb]'``): the paper's exams as MTEB tasks, MTEB models as
+fasteval encoders, and result files MTEB loads.
+
+    import mteb, fasteval
+    model = mteb.get_model("path/to/sentence-transformers-folder")
+    results = mteb.evaluate(model, tasks=fasteval.mteb.tasks())
+
+* ``tasks()`` returns the tasks ``PhysScoreMeasurementGeometry`` (Exam 1, main score Kendall τ),
+  ``PhysScoreLexicalNumeric`` (Exam 2, τ-b of similarity against numeric distance), ``PhysScoreProbe``
+  (Exam 3, the probe's τ) and ``PhysScoreConversion`` (the conversion exam, recall@1): ``AbsTask`` classes with
+  full ``TaskMetadata`` whose data fasteval's protocol generates (no download; the dataset revision is the
+  protocol's version). Each encodes the protocol's groups one MTEB ``encode`` call each, exactly as the paper's
+  notebook called sentence-transformers, so the scores are ``fasteval sweep``'s (0.36967 for
+  all-MiniLM-L6-v2 on the CPU).
+* ``MtebEncoder(model)`` is the one adapter from MTEB's encoder protocol (``encode(DataLoader,
+  task_metadata=..., hf_split=..., hf_subset=...)``) to fasteval's (``encode(list[str])``);
+  ``fasteval.evaluate`` and ``fasteval sweep`` apply it to any MTEB model by themselves.
+* ``task_results(result)`` turns a fasteval result into MTEB ``TaskResult`` objects (what the ``mteb/`` files
+  of a result folder are written from when MTEB is installed).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from fasteval.core.errors import InputError
+
+TASK_EXAMS = {"PhysScoreMeasurementGeometry": 1, "PhysScoreLexicalNumeric": 2, "PhysScoreProbe": 3,
+              "PhysScoreConversion": "conversion"}
+SPLIT, SUBSET = "test", "default"
+REFERENCE = "https://arxiv.org/abs/2609.20821"
+BIBTEX = """@article{opitz2026peculiar,
+  title   = {Embedding Models Measure in Peculiar Ways},
+  author  = {Opitz, Juri and Michail, Andrianos},
+  journal = {arXiv preprint arXiv:2609.20821},
+  year    = {2026}
+}"""
+
+
+def require_mteb():
+    """The mteb module, or one line saying how to install it."""
+    try:
+        import mteb
+    except ImportError:
+        raise InputError("fasteval.mteb needs MTEB, which is not installed.",
+                         "pip install 'fasteval[mteb]'") from None
+    return mteb
+
+
+class MtebEncoder:
+    """An MTEB model seen as a fasteval encoder: each ``encode(list[str])`` is one MTEB ``encode`` call over a
+    DataLoader of those texts (batch size from ``encode_kwargs``, default 32), returned as float32."""
+
+    mteb_fasteval_adapter = True
+
+    def __init__(self, model: Any, task_metadata=None, hf_split: str = SPLIT, hf_subset: str = SUBSET,
+                 encode_kwargs: dict | None = None):
+        require_mteb()
+        self.model = model
+        self.task_metadata = task_metadata if task_metadata is not None else metadata_of("PhysScoreMeasurementGeometry")
+        self.hf_split, self.hf_subset = hf_split, hf_subset
+        self.encode_kwargs = {"batch_size": 32, "show_progress_bar": False, **(encode_kwargs or {})}
+        meta = getattr(model, "mteb_model_meta", None)
+        self.name = str(getattr(meta, "name", None) or getattr(model, "name", None) or type(model).__name__)
+        tokenizer = getattr(getattr(model, "model", None), "tokenizer", None) or getattr(model, "tokenizer", None)
+        if tokenizer is not None and callable(getattr(tokenizer, "encode", None)):
+            self.tokenizer = tokenizer
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        from datasets import Dataset
+        from mteb._create_dataloaders import create_dataloader
+
+        loader = create_dataloader(Dataset.from_dict({"text": list(texts)}), task_metadata=self.task_metadata,
+                                   input_column="text", batch_size=int(self.encode_kwargs["batch_size"]))
+        out = self.model.encode(loader, task_metadata=self.task_metadata, hf_split=self.hf_split,
+                                hf_subset=self.hf_subset, prompt_type=None, **self.encode_kwargs)
+        if hasattr(out, "detach"):
+            out = out.detach().cpu().numpy()
+        out = np.asarray(out, dtype=np.float32)
+        if out.ndim != 2 or out.shape[0] != len(texts):
+            raise InputError(f"The MTEB model {self.name} returned embeddings of shape {out.shape} for {len(texts)} "
+                             "texts.", "its encode must return one row per input text, (n, dim).")
+        return out
+
+
+def _metadata_kwargs(name: str) -> dict[str, Any]:
+    from fasteval.core import protocol as P
+
+    descriptions = {
+        "PhysScoreMeasurementGeometry": "Measurement geometry (the paper's Exam 1): for 4 quantities x 5 number "
+        "ranges, Kendall tau of the similarity to the smallest value against physical distance ('0 meters', "
+        "'0.5 meters', ...). Main score: the mean tau of the 20 cells.",
+        "PhysScoreLexicalNumeric": "Lexical vs numeric similarity (the paper's Exam 2): Kendall tau-b of the "
+        "similarity of 100 bare numbers against their numeric distance (also character and token Levenshtein).",
+        "PhysScoreProbe": "The recalibration probe (the paper's Exam 3): a ridge probe on |e1 - e2| recovers the "
+        "physical order on held-out items; main score: the probe's Kendall tau.",
+        "PhysScoreConversion": "Unit conversions (a fasteval extension): recall@1 of the equivalent quantity "
+        "('100 centimeters' for '1 meter') among 40 conversions, for 11 unit pairs; also the lexical trap rate.",
+    }
+    main = {"PhysScoreMeasurementGeometry": "kendall_tau", "PhysScoreLexicalNumeric": "kendall_tau",
+            "PhysScoreProbe": "kendall_tau", "PhysScoreConversion": "recall_at_1"}
+    return dict(
+        name=name, description=descriptions[name], reference=REFERENCE,
+        dataset={"path": f"fasteval/{name}", "revision": P.PROTOCOL_VERSION},
+        type="Regression" if name == "PhysScoreProbe" else "STS", category="t2t", modalities=["text"],
+        eval_splits=[SPLIT], eval_langs=["eng-Latn"], main_score=main[name], date=("2026-01-01", "2026-09-30"),
+        domains=["Constructed"], task_subtypes=[], license="apache-2.0", annotations_creators="derived",
+        dialect=[], sample_creation="created", bibtex_citation=BIBTEX,
+    )
+
+
+@lru_cache(maxsize=None)
+def metadata_of(name: str):
+    """The TaskMetadata of one PhysScore task."""
+    mteb = require_mteb()
+    return mteb.TaskMetadata(**_metadata_kwargs(name))
+
+
+def scores_of(name: str, exam) -> dict[str, float]:
+    """One exam's result as an MTEB scores dict (0-1 scale), with the task's main score."""
+    if name == "PhysScoreMeasurementGeometry":
+        s = exam.summary()
+        scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"], "avg": s["avg"] / 100}
+        for quantity in dict.fromkeys(c.quantity for c in exam.cells):
+            cells = [c for c in exam.cells if c.quantity == quantity]
+            scores[f"kendall_tau_{quantity}"] = float(np.mean([c.tau for c in cells]))
+    elif name == "PhysScoreLexicalNumeric":
+        scores = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau for r in exam.rows}
+        scores["kendall_tau"] = next(r.tau for r in exam.rows if r.group == "all" and r.reference == "num_dist")
+    elif name == "PhysScoreProbe":
+        s = exam.summary()
+        scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"],
+                  "kendall_tau_similarity": s["kendall_cosine_mean"],
+                  "pairwise_accuracy_similarity": s["pairwise_cosine_mean"]}
+    else:
+        scores = dict(exam.summary())
+    scores = {k: (None if v is None or not np.isfinite(v) else float(v)) for k, v in scores.items()}
+    scores["main_score"] = scores[_metadata_kwargs(name)["main_score"]]
+    return scores
+
+
+@lru_cache(maxsize=None)
+def _task_class(name: str):
+    """The AbsTask subclass of one PhysScore task (built once MTEB is importable)."""
+    require_mteb()
+    from mteb.abstasks import AbsTask
+
+    class PhysScoreTask(AbsTask):
+        metadata = metadata_of(name)
+
+        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+            """The protocol's texts, generated here (one row per text, with the encode call it belongs to)."""
+            if self.data_loaded:
+                return
+            from datasets import Dataset, DatasetDict
+
+            from fasteval.core import protocol as P
+
+            texts, groups = [], []
+            for k, group in enumerate(P.protocol_groups((TASK_EXAMS[name],))):
+                texts += list(group)
+                groups += [k] * len(group)
+            self.dataset = {SUBSET: DatasetDict({SPLIT: Dataset.from_dict({"text": texts, "group": groups})})}
+            self.data_loaded = True
+
+        def _calculate_descriptive_statistics_from_split(self, split: str, *, hf_subset: str | None = None,
+                                                         compute_overall: bool = False,
+                                                         num_proc: int | None = None) -> dict[str, Any]:
+            """The number of texts and of encode calls (the texts are generated, so this is all there is)."""
+            self.load_data()
+            rows = self.dataset[SUBSET][split]
+            return {"num_samples": len(rows), "num_encode_calls": len(set(rows["group"])),
+                    "unique_texts": len(set(rows["text"]))}
+
+        def _evaluate_subset(self, model, data_split, *, hf_split: str, hf_subset: str, encode_kwargs,
+                             **kwargs: Any) -> dict[str, float]:
+            from fasteval.core.embeddings import embed_groups
+            from fasteval.core.runs.evaluate import evaluate
+
+            encoder = MtebEncoder(model, self.metadata, hf_split, hf_subset, dict(encode_kwargs or {}))
+            # The dataset's rows in their encode calls (the paper's grouping), embedded before scoring.
+            calls: dict[int, list[str]] = {}
+            for text, group in zip(data_split["text"], data_split["group"]):
+                calls.setdefault(int(group), []).append(text)
+            table = embed_groups(encoder, [calls[k] for k in sorted(calls)])
+            result = evaluate(encoder, exams=(TASK_EXAMS[name],), table=table, bootstrap=0)
+            exam = next(iter(result.exams.values()))
+            return scores_of(name, exam)
+
+    PhysScoreTask.__name__ = PhysScoreTask.__qualname__ = name
+    return PhysScoreTask
+
+
+def tasks(names: list[str] | None = None) -> list:
+    """The PhysScore tasks (all four, or those named), as MTEB task instances."""
+    chosen = list(names or TASK_EXAMS)
+    unknown = [n for n in chosen if n not in TASK_EXAMS]
+    if unknown:
+        raise InputError(f"Unknown PhysScore task {unknown[0]!r}.", f"use one of {', '.join(TASK_EXAMS)}.")
+    return [_task_class(n)() for n in chosen]
+
+
+def task_results(result) -> list:
+    """A fasteval ModelResult as MTEB TaskResult objects, one per exam that has a task."""
+    mteb = require_mteb()
+    names = {exam: name for name, exam in TASK_EXAMS.items()}
+    from fasteval.core.choices import exam_key
+
+    out = []
+    for exam_name, name in ((exam_key(e), n) for e, n in names.items()):
+        if exam_name in result.exams:
+            out.append(mteb.TaskResult.from_task_results(
+                _task_class(name), {SPLIT: {SUBSET: scores_of(name, result.exams[exam_name])}},
+                evaluation_time=float(result.timings.get(exam_name, 0.0) or 0.0)))
+    return out

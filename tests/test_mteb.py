@@ -1,0 +1,131 @@
+"""fasteval inside MTEB: the PhysScore tasks through ``mteb.evaluate`` give fasteval's numbers, MTEB models work
+as fasteval encoders, and the ``mteb/`` files of a result folder load back with MTEB's own result class.
+Runs when the mteb extra is installed (the test extra installs it)."""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fasteval.core.errors import InputError
+
+mteb = pytest.importorskip("mteb")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes import FakeEncoder  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def st_model(tiny_st_folder):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(tiny_st_folder), device="cpu")
+
+
+class STReference:
+    """The paper's call: sentence-transformers encode with normalize_embeddings=True, one call per group."""
+
+    def __init__(self, model):
+        self.model, self.tokenizer = model, model.tokenizer
+
+    def encode(self, texts):
+        return self.model.encode(list(texts), normalize_embeddings=True)
+
+
+def test_tasks_have_full_metadata():
+    import fasteval
+
+    tasks = fasteval.mteb.tasks()
+    assert [t.metadata.name for t in tasks] == ["PhysScoreMeasurementGeometry", "PhysScoreLexicalNumeric",
+                                                "PhysScoreProbe", "PhysScoreConversion"]
+    for task in tasks:
+        m = task.metadata
+        assert m.reference == "https://arxiv.org/abs/2609.20821" and m.revision == "paper-1"
+        assert m.eval_splits == ["test"] and m.eval_langs == ["eng-Latn"] and m.main_score
+        assert m.bibtex_citation and "Opitz" in m.bibtex_citation
+        task.load_data()
+        rows = task.dataset["default"]["test"]
+        assert len(rows) > 0 and set(rows.column_names) == {"text", "group"}
+    with pytest.raises(InputError, match="Unknown PhysScore task"):
+        fasteval.mteb.tasks(["PhysScoreNope"])
+
+
+def test_mteb_evaluate_gives_fastevals_numbers_on_a_tiny_model(st_model):
+    import fasteval
+
+    results = mteb.evaluate(st_model, tasks=fasteval.mteb.tasks(), cache=None, show_progress_bar=False)
+    scores = {r.task_name: r.scores["test"][0] for r in results.task_results}
+    ours = fasteval.evaluate(STReference(st_model), exams=(1, 2, 3, "conversion"), bootstrap=0)
+    assert scores["PhysScoreMeasurementGeometry"]["main_score"] == pytest.approx(
+        ours.exams["exam1"].summary()["kendall_mean"], abs=1e-9)
+    lexical = next(r.tau for r in ours.exams["exam2"].rows if r.group == "all" and r.reference == "num_dist")
+    assert scores["PhysScoreLexicalNumeric"]["main_score"] == pytest.approx(lexical, abs=1e-6)
+    assert scores["PhysScoreProbe"]["main_score"] == pytest.approx(
+        ours.exams["exam3"].summary()["kendall_mean"], abs=1e-6)
+    assert scores["PhysScoreConversion"]["main_score"] == pytest.approx(
+        ours.exams["conversion"].summary()["recall_at_1"], abs=1e-9)
+
+
+def test_an_mteb_model_is_a_fasteval_encoder(st_model):
+    """fasteval.evaluate adapts an object that follows MTEB's encoder protocol by itself."""
+    import fasteval
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    wrapped = SentenceTransformerEncoderWrapper(st_model)
+    via_mteb = fasteval.evaluate(wrapped, exams=(1,), bootstrap=0)
+    direct = fasteval.evaluate(STReference(st_model), exams=(1,), bootstrap=0)
+    assert [c.tau for c in via_mteb.exams["exam1"].cells] == [c.tau for c in direct.exams["exam1"].cells]
+
+
+class WrongShape:
+    """An MTEB-protocol model whose encode drops a row."""
+
+    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+        n = sum(len(batch["text"]) for batch in inputs)
+        return np.ones((max(n - 1, 0), 4), dtype=np.float32)
+
+
+def test_wrong_shape_from_an_mteb_model_is_one_line():
+    import fasteval
+
+    with pytest.raises(InputError) as info:
+        fasteval.evaluate(WrongShape(), exams=(1,), bootstrap=0)
+    assert "WrongShape" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_without_the_extra_one_line():
+    code = ("import sys; sys.modules['mteb'] = None\n"
+            "import fasteval\n"
+            "try:\n    fasteval.mteb.tasks()\nexcept Exception as err:\n    print(type(err).__name__, err)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out.startswith("InputError") and "pip install 'fasteval[mteb]'" in out
+
+
+def test_result_files_load_back_with_mteb(tmp_path):
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
+
+    result = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="org/fake", bootstrap=0)
+    files = result_files(result, key="k")
+    loaded = {}
+    for name in ("PhysScoreMeasurementGeometry", "PhysScoreLexicalNumeric", "PhysScoreProbe", "PhysScoreConversion"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(files[f"mteb/{name}.json"])
+        loaded[name] = mteb.TaskResult.from_disk(path)
+        assert loaded[name].task_name == name and loaded[name].dataset_revision == "paper-1"
+    main = loaded["PhysScoreMeasurementGeometry"].scores["test"][0]["main_score"]
+    assert main == pytest.approx(result.exams["exam1"].summary()["kendall_mean"], abs=1e-6)  # MTEB rounds to 6
+    meta = json.loads(files["mteb/model_meta.json"])
+    assert meta["name"] == "org/fake"
+
+
+def test_the_export_still_works_beside_mteb(tiny_encoder):
+    """mteb and the export extra in one environment: transformers stays under optimum-onnx's bound."""
+    major, minor = (int(x) for x in importlib.metadata.version("transformers").split(".")[:2])
+    assert (major, minor) < (4, 58)
+    assert tiny_encoder.encode(["1 meter", "2 meters"]).shape[0] == 2  # exported with Optimum in this env
