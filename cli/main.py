@@ -33,6 +33,7 @@ Provider = _choice_enum("Provider", choices.PROVIDERS)
 DType = _choice_enum("DType", choices.DTYPES)
 Overwrite = _choice_enum("Overwrite", choices.OVERWRITE)
 Executor = _choice_enum("Executor", choices.EXECUTORS)
+Batching = _choice_enum("Batching", choices.BATCHINGS)
 
 
 def _fail(err: FastevalError) -> None:
@@ -82,6 +83,10 @@ def sweep(
         = Similarity.cos,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per inference batch (paper: 32).")] = 32,
+    batching: Annotated[Batching, typer.Option(
+        help="paper: one encode call per protocol group, batches of --batch-size (the paper's numbers); packed: "
+             "every distinct text in one call, sorted by tokens, batches cut by a token budget.")]
+        = Batching(choices.BATCHINGS[0]),
     prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
         = None,
     prompt_name: Annotated[Optional[str], typer.Option(
@@ -135,7 +140,7 @@ def sweep(
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
-                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet}
+                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet, "batching": batching.value}
         jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap, protocol)
                 for name in names]
         if executor is Executor.ray:

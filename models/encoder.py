@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fasteval.core.choices import BATCH_ORDERS, PROVIDERS
+from fasteval.core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
 from fasteval.core.errors import ModelError, first_line
 from fasteval.models.folder import ModelFolder
 from fasteval.core.embeddings import normalize_rows
@@ -86,7 +86,7 @@ class OnnxEncoder:
 
     def __init__(self, folder: ModelFolder, *, provider: str = "auto", batch_size: int = 32,
                  threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-                 quiet: bool = False):
+                 quiet: bool = False, batching: str = "paper", batch_tokens: int = PACKED_BATCH_TOKENS):
         if folder.onnx_file is None:
             raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
         if provider not in PROVIDERS:
@@ -98,8 +98,12 @@ class OnnxEncoder:
         from tokenizers import Tokenizer
 
         self.folder = folder
+        self.batching = check_choice(batching, BATCHINGS, "batching", "--batching")
+        if batch_tokens < 1:
+            raise ModelError(f"batch_tokens must be >= 1, got {batch_tokens}.", "pass a positive token budget.")
         self.batch_size = batch_size
-        self.order = order
+        self.batch_tokens = batch_tokens
+        self.order = "token-length" if batching == "packed" else order
         self.prompt = prompt or ""
         self.tokenizer = Tokenizer.from_file(str(folder.tokenizer_file))
         self.tokenizer.no_padding()
@@ -199,11 +203,24 @@ class OnnxEncoder:
         return [[i for i, m in zip(e.ids, e.attention_mask) if m] for e in encodings]
 
     # --- encoding -------------------------------------------------------------------------------------------
-    def _batch_order(self, texts: list[str]) -> np.ndarray:
+    def _batches(self, texts: list[str]) -> tuple[np.ndarray, list[slice]]:
+        """(order, batches): the texts sorted longest first (by characters, as sentence-transformers does, or
+        by tokens), cut into batches of ``batch_size`` texts, or, when packed, of at most ``batch_tokens``
+        tokens (rows x the batch's longest row, so padding counts)."""
         if self.order == "text-length":  # sentence-transformers' own grouping
-            return np.argsort([-len(t) for t in texts])
-        lengths = [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
-        return np.argsort([-n for n in lengths], kind="stable")
+            order = np.argsort([-len(t) for t in texts])
+        else:
+            lengths = np.array([len(e.ids) for e in self.tokenizer.encode_batch(texts)])
+            order = np.argsort(-lengths, kind="stable")
+        if self.batching != "packed":
+            return order, [slice(s, s + self.batch_size) for s in range(0, len(texts), self.batch_size)]
+        batches, start = [], 0
+        sorted_lengths = lengths[order]
+        while start < len(texts):
+            rows = max(1, self.batch_tokens // max(int(sorted_lengths[start]), 1))  # the first row is the longest
+            batches.append(slice(start, start + rows))
+            start += rows
+        return order, batches
 
     def _infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         """The graph's token embeddings for one batch. With ``io_binding`` (CUDA), the inputs are bound from
@@ -257,9 +274,8 @@ class OnnxEncoder:
             texts = [t.lower() for t in texts]
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        order = self._batch_order(texts)
-        parts = [self._run([texts[i] for i in order[s:s + self.batch_size]])
-                 for s in range(0, len(texts), self.batch_size)]
+        order, batches = self._batches(texts)
+        parts = [self._run([texts[i] for i in order[b]]) for b in batches]
         sorted_out = np.concatenate(parts, axis=0)
         out = np.empty_like(sorted_out)
         out[order] = sorted_out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from fasteval.core.choices import BATCHINGS
 from fasteval.core.errors import ModelError
 from fasteval.models.encoder import OnnxEncoder
 from fasteval.models.export import export, export_info, load_export
@@ -29,7 +30,7 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-               prompt_name: str | None = None, quiet: bool = False) -> OnnxEncoder:
+               prompt_name: str | None = None, quiet: bool = False, batching: str = BATCHINGS[0]) -> OnnxEncoder:
     """An OnnxEncoder for a registry name, a model folder or a Hugging Face id, with ``.name`` and ``.info``
     (the settings that change an embedding: source and ONNX hashes, provider, dtype, pooling, normalisation,
     prompt). ``prompt`` / ``prompt_name`` as in sentence-transformers' ``encode``; none by default."""
@@ -45,7 +46,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
               f"{folder.pooling.name}; using the folder's.", file=sys.stderr)
     exported = load_export(export(folder, fasteval_home(), dtype=dtype, quiet=quiet))
     encoder = OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
-                          prompt=prompt_text, quiet=quiet)
+                          prompt=prompt_text, quiet=quiet, batching=batching)
     encoder.name = display
     exported_info = export_info(exported.path)
     dtype = exported_info.get("dtype", dtype)  # an already exported folder says its own
@@ -58,7 +59,8 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
         "provider": encoder.provider,
         "dtype": dtype,
         "batch_size": batch_size,
-        "batch_order": order,
+        "batch_order": encoder.order,
+        **({"batching": "packed", "batch_tokens": encoder.batch_tokens} if batching == "packed" else {}),
         "prompt": prompt_text,
         "prompt_name": prompt_key,
         **exported.settings(),

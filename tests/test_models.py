@@ -139,3 +139,23 @@ def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
     with pytest.raises(ModelError, match="could not export"):
         export(load_folder(bad), home, quiet=True)
     assert not any((home / "onnx").iterdir()), "a failed export leaves no folder in the cache"
+
+
+def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
+    from fasteval.models.loader import load_model
+
+    texts = [f"{v:g} meters" for v in np.linspace(0, 1000, 57)] + ["one hundred kilometers and five meters"]
+    packed = load_model(str(tiny_st_folder), provider="cpu", quiet=True, batching="packed")
+    packed.batch_tokens = 60
+    order, batches = packed._batches(texts)
+    lengths = np.array([len(e.ids) for e in packed.tokenizer.encode_batch(texts)])
+    assert sorted(order.tolist()) == list(range(len(texts))) and list(lengths[order]) == sorted(lengths, reverse=True)
+    covered = []
+    for b in batches:
+        rows = order[b]
+        assert len(rows) * lengths[rows].max() <= 60 or len(rows) == 1
+        covered += rows.tolist()
+    assert sorted(covered) == list(range(len(texts)))
+    paper = load_model(str(tiny_st_folder), provider="cpu", quiet=True, batching="paper")
+    np.testing.assert_allclose(packed.encode(texts), paper.encode(texts), atol=1e-6)
+    assert packed.info["batching"] == "packed" and "batching" not in paper.info

@@ -149,7 +149,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     result = BenchResult(model=model, provider=provider, repeats=repeats, machine=machine_info())
     for t in threads:
         for b in batch_sizes:
-            encoder = loader(model, provider=provider, batch_size=b, threads=t, quiet=True)
+            encoder = loader(model, provider=provider, batch_size=b, threads=t, quiet=True, batching="paper")
             result.provider = getattr(encoder, "provider", provider)
             for name, texts in sets.items():
                 step(f"encode {name} threads={t} batch={b}")

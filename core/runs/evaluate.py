@@ -13,7 +13,7 @@ from typing import Any
 
 from fasteval.core import protocol as P
 from fasteval.core.quantities import CANONICAL_VERSION
-from fasteval.core.choices import PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
+from fasteval.core.choices import BATCHINGS, PAPER_EXAMS, SIMILARITIES, check_choice, exam_key, parse_exams
 from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from fasteval.core.errors import InputError
 from fasteval.core.protocol.spec import Protocol, load_protocol
@@ -24,7 +24,8 @@ from fasteval.core.results.model import ModelResult
 def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metric: str = "cos",
              name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
              on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
-             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol = "paper") -> ModelResult:
+             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol = "paper",
+             batching: str | None = None) -> ModelResult:
     """Run the chosen exams (the paper's 1, 2, 3; the extension "conversion") on ``encoder``; a ModelResult.
 
     ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
@@ -34,7 +35,9 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     form ("2 kilometers" -> "2000 meters", "five meter" -> "5 meters"; bare numbers unchanged) while the exams
     score the protocol's own values. ``protocol``: a built-in protocol's name (``fasteval protocols``), a
     protocol file, or a loaded Protocol; the paper's by default. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none; see
-    ``fasteval.core.exams.statistics``). ``on_step(name)`` is called before each step (for progress bars);
+    ``fasteval.core.exams.statistics``). ``batching``: "paper" (one encode call per protocol group) or
+    "packed" (every distinct text in one call); default: the encoder's own setting (``info["batching"]``),
+    else the paper's. ``on_step(name)`` is called before each step (for progress bars);
     the library itself prints nothing.
     """
     from fasteval import __version__
@@ -63,6 +66,10 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
     result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=settings,
                          protocol=protocol.key, fasteval_version=__version__)
     step = on_step or (lambda _name: None)
+    batching = check_choice(batching or view.info.get("batching", "paper"), BATCHINGS, "batching", "--batching")
+    groups = P.protocol_groups(exams, protocol)
+    if batching == "packed":  # one call; the encoder sorts and cuts it (fasteval's by a token budget)
+        groups = [list(dict.fromkeys(t for group in groups for t in group))]
 
     @contextmanager
     def timed(name: str):
@@ -73,8 +80,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
 
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
-        table = embed_groups(encoder, P.protocol_groups(exams, protocol), table,
-                             rewrite=_rewrite(normalize_quantities))
+        table = embed_groups(encoder, groups, table, rewrite=_rewrite(normalize_quantities))
     warming.join()
     sims = None
     if 1 in exams or 3 in exams:

@@ -40,7 +40,7 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
 SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap")
 # Settings added after the first results were keyed: they enter a key only when set, so every result made
 # without them keeps its key (a finished paper sweep is never redone for a new option it does not use).
-OPTIONAL_SETTINGS = ("normalize_quantities", "bootstrap")
+OPTIONAL_SETTINGS = ("normalize_quantities", "bootstrap", "batching", "batch_tokens")
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -52,12 +52,15 @@ def _keyed(settings: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {k: settings.get(k) for k in names if k not in OPTIONAL_SETTINGS or settings.get(k)}
 
 
+_NEW_EMBEDDING_SETTINGS = ("normalize_quantities", "batching", "batch_tokens")
+
+
 def embedding_key(settings: dict[str, Any]) -> str:
-    return _digest(_keyed(settings, EMBEDDING_SETTINGS + ("normalize_quantities",)))
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + _NEW_EMBEDDING_SETTINGS))
 
 
 def result_key(settings: dict[str, Any]) -> str:
-    return _digest(_keyed(settings, EMBEDDING_SETTINGS + ("normalize_quantities",) + SCORING_SETTINGS))
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + _NEW_EMBEDDING_SETTINGS + SCORING_SETTINGS))
 
 
 @dataclass
