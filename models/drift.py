@@ -22,10 +22,13 @@ class Drift:
     cells_changed: int  # cells whose τ numerator changed
     cells: int
     texts: int
+    mean_cos: float = float("nan")  # mean cosine between a text's two embeddings
+    min_cos: float = float("nan")  # the worst one
 
     def line(self, label: str = "fp16 vs fp32") -> str:
-        return (f"{label} on the {self.texts} Exam 1 texts: max |Δ| = {self.max_abs:.3g}; flipped τ pairs: "
-                f"{self.flipped_pairs} of {self.pairs}; cells whose τ changed: {self.cells_changed} of {self.cells}")
+        return (f"{label} on the {self.texts} Exam 1 texts: max |Δ| = {self.max_abs:.3g}; cosine fp32 vs other "
+                f"mean {self.mean_cos:.5f}, worst {self.min_cos:.5f}; flipped τ pairs: {self.flipped_pairs} of "
+                f"{self.pairs}; cells whose τ changed: {self.cells_changed} of {self.cells}")
 
 
 def _pair_signs(s: np.ndarray) -> np.ndarray:
@@ -40,6 +43,7 @@ def table_drift(reference: EmbeddingTable, candidate: EmbeddingTable) -> Drift:
 
     texts = [t for t, _ in reference.items()]
     max_abs = float(np.abs(reference[texts].astype(np.float64) - candidate[texts]).max()) if texts else 0.0
+    cos = np.einsum("ij,ij->i", reference[texts].astype(np.float64), candidate[texts].astype(np.float64))
     flipped = pairs = changed = 0
     cells = P.exam1_cells()
     for cell in cells:
@@ -48,7 +52,8 @@ def table_drift(reference: EmbeddingTable, candidate: EmbeddingTable) -> Drift:
         flipped += int((a != b).sum())
         pairs += a.size
         changed += int(a.sum() != b.sum())
-    return Drift(max_abs, flipped, pairs, changed, len(cells), len(texts))
+    return Drift(max_abs, flipped, pairs, changed, len(cells), len(texts),
+                 float(cos.mean()) if texts else float("nan"), float(cos.min()) if texts else float("nan"))
 
 
 def dtype_drift(reference: Encoder, candidate: Encoder) -> Drift:

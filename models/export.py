@@ -116,6 +116,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
     if folder.onnx_file is not None:
         return folder.path
     check_choice(dtype, DTYPES, "dtype", "--dtype")
+    if dtype == "int8":
+        return quantize_int8(export(folder, cache_root, "fp32", quiet=quiet), folder, cache_root, quiet, out)
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
@@ -164,6 +166,51 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
                 "dtype": dtype, "optimum": optimum.version.__version__,
                 "onnx_sha256": sha256_of_file(staging / "model.onnx")}
         (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
+    return dest
+
+
+def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, quiet: bool = False,
+                  out: Path | None = None) -> Path:
+    """The int8 export: onnxruntime's own dynamic quantization (``onnxruntime.quantization.quantize_dynamic``,
+    int8 weights) of the fp32 export, cached beside it (``<source hash>-int8``), its configs copied."""
+    source_hash = content_hash(folder.path)
+    dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, "int8")
+    info = export_info(dest)
+    if (info.get("source_sha256") == source_hash and info.get("dtype") == "int8" and (dest / "model.onnx").exists()
+            and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx"))):
+        return dest
+    if dest.exists():
+        if out is not None and any(dest.iterdir()):
+            raise ModelError(f"{dest} exists and is not an empty folder.", "pass a new --out folder, or delete that one.")
+        if out is None:
+            warn_rebuilt("int8 export", dest, "no intact record")
+        shutil.rmtree(dest, ignore_errors=True)
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    if not quiet:
+        print(f"fasteval: quantizing {folder.path.name} to int8 with onnxruntime, once; written to {dest}",
+              file=sys.stderr, flush=True)
+    with staged_folder(dest, replace=False, what="the int8 export") as staging:
+        for item in fp32.iterdir():
+            if item.name in ("model.onnx", "fasteval_export.json") or item.name.startswith("."):
+                continue
+            (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # its advice to pre-process is for static quantization
+        try:
+            with _quiet_exporters():
+                quantize_dynamic(str(fp32 / "model.onnx"), str(staging / "model.onnx"), weight_type=QuantType.QInt8)
+        except Exception as err:  # onnxruntime raises many types
+            raise ModelError(f"onnxruntime could not quantize {folder.path.name} to int8: {first_line(err)}",
+                             "use --dtype fp32, or report the model's architecture.") from None
+        finally:
+            root.setLevel(level)
+        import onnxruntime
+
+        record = {**export_info(fp32), "dtype": "int8", "quantized_from": export_info(fp32).get("onnx_sha256"),
+                  "onnxruntime": onnxruntime.__version__, "onnx_sha256": sha256_of_file(staging / "model.onnx")}
+        (staging / "fasteval_export.json").write_text(json.dumps(record, indent=2))
     return dest
 
 

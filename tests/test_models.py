@@ -159,3 +159,28 @@ def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
     paper = load_model(str(tiny_st_folder), provider="cpu", quiet=True, batching="paper")
     np.testing.assert_allclose(packed.encode(texts), paper.encode(texts), atol=1e-6)
     assert packed.info["batching"] == "packed" and "batching" not in paper.info
+
+
+def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_st_folder, tiny_encoder,
+                                                                          fasteval_home, monkeypatch):
+    import onnx
+
+    from fasteval.models import export as export_module
+    from fasteval.models.drift import dtype_drift
+    from fasteval.models.loader import load_model
+
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    assert int8.info["dtype"] == "int8" and tiny_encoder.info["dtype"] == "fp32"
+    assert int8.folder.path.name.endswith("-int8") and int8.folder.path.parent == tiny_encoder.folder.path.parent
+    ops = {node.op_type for node in onnx.load(str(int8.folder.onnx_file)).graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} & ops, ops
+    from fasteval.core.runs.sweep import Job, job_settings, result_key
+
+    assert result_key(job_settings(Job("m"), int8.info)) != result_key(job_settings(Job("m"), tiny_encoder.info))
+    monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("quantized twice")))
+    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "cached beside the fp32 export"
+    drift = dtype_drift(tiny_encoder, int8)
+    assert drift.texts > 1000 and 0 < drift.max_abs < 1 and drift.min_cos <= drift.mean_cos <= 1
+    assert export_module.export_info(int8.folder.path)["quantized_from"] == tiny_encoder.info["onnx_sha256"]
