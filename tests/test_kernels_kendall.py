@@ -247,3 +247,27 @@ def test_method_5_2_integer_numerator_and_pacc_is_half_one_plus_tau(case):
         pacc = pairwise_accuracy(values, scores, value_ties)
         assert pacc == pytest.approx((1 + tau) / 2, abs=1e-12)
         assert same(pacc, naive_pacc(values, scores, value_ties))
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 3, 5])
+def test_parallel_inversion_count_is_the_serial_one(chunks):
+    from fasteval.core.kernels.kendall import _sort_count_inversions, _sort_count_inversions_parallel
+
+    rng = np.random.default_rng(chunks)
+    a = np.round(rng.normal(size=5003), 1)  # ties included
+    b = a.copy()
+    assert _sort_count_inversions_parallel(a, chunks) == _sort_count_inversions(b)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, np.sort(a))
+
+
+def test_one_long_list_on_every_thread_matches_scipy():
+    """Past PARALLEL_MIN_N one list is counted on every thread (gather, tied runs, inversions)."""
+    from fasteval.core.kernels.kendall import PARALLEL_MIN_N
+
+    rng = np.random.default_rng(11)
+    n = PARALLEL_MIN_N + 4321
+    x = np.round(rng.normal(size=n), 2)  # many ties in x and in y
+    y = np.round(x + rng.normal(size=n), 1)
+    assert same(kendall_tau_b(x, y), scipy_tau(x, y))
+    assert same(kendall_tau_b(y, x), scipy_tau(y, x))

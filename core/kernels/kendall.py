@@ -9,6 +9,7 @@ short vectors in one parallel call (PROTOCOL.md 1.4 heatmap rows, PROTOCOL.md 3.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -27,6 +28,8 @@ __all__ = [
 # Up to this length the O(n^2) pair count is faster than sort + merge count (measured on one core:
 # direct/Knight time = 0.3 at n = 32, 0.6-0.9 at n = 128, 1.0-1.25 at n = 192, 1.2-1.5 at n = 256).
 DIRECT_MAX_N = 160  # read at compile time (a Numba global): change it here, not at run time
+# From this length one list's O(n log n) count runs on every thread (below it a parallel launch costs more).
+PARALLEL_MIN_N = 1 << 16
 
 # How a pair with equal values is scored by pairwise_accuracy (name -> kernel code).
 VALUE_TIES = {"wrong": 0, "as_greater": 1, "skip": 2}
@@ -121,6 +124,117 @@ def _sort_count_inversions(a):
     if swapped:
         a[:] = src
     return inv
+
+
+@njit(cache=True)
+def _merge_count(src, dst, lo, mid, hi):
+    """Merge the sorted src[lo:mid] and src[mid:hi] into dst[lo:hi]; return the pairs that invert across them."""
+    i = lo
+    j = mid
+    k = lo
+    inv = np.int64(0)
+    while i < mid and j < hi:
+        right = src[j] < src[i]
+        dst[k] = src[j] if right else src[i]
+        inv += (mid - i) * right
+        j += right
+        i += 1 - right
+        k += 1
+    while i < mid:
+        dst[k] = src[i]
+        i += 1
+        k += 1
+    while j < hi:
+        dst[k] = src[j]
+        j += 1
+        k += 1
+    return inv
+
+
+@njit(cache=True, parallel=True)
+def _sort_count_inversions_parallel(a, chunks):
+    """_sort_count_inversions on ``chunks`` slices at once (one thread each), then one merge pass per doubling;
+    the same sort and the same count. For long arrays (both cores instead of one)."""
+    n = a.shape[0]
+    bounds = np.empty(chunks + 1, dtype=np.int64)
+    for c in range(chunks + 1):
+        bounds[c] = c * n // chunks
+    inner = np.zeros(chunks, dtype=np.int64)
+    for c in prange(chunks):
+        inner[c] = _sort_count_inversions(a[bounds[c]:bounds[c + 1]])
+    inv = inner.sum()
+    src = a
+    dst = np.empty_like(a)
+    swapped = False
+    step = 1
+    while step < chunks:
+        pairs = (chunks + 2 * step - 1) // (2 * step)
+        cross = np.zeros(pairs, dtype=np.int64)
+        for p in prange(pairs):
+            lo = bounds[2 * p * step]
+            mid = bounds[min(2 * p * step + step, chunks)]
+            hi = bounds[min(2 * p * step + 2 * step, chunks)]
+            cross[p] = _merge_count(src, dst, lo, mid, hi)
+        inv += cross.sum()
+        src, dst = dst, src
+        swapped = not swapped
+        step *= 2
+    if swapped:
+        a[:] = src
+    return inv
+
+
+@njit(cache=True, parallel=True)
+def _sort_tied_runs(xs, ys, starts, stops):
+    """Sort ys inside each run of tied xs (the runs are independent: in parallel); (tx, txy) of the runs."""
+    tx = np.zeros(starts.shape[0], dtype=np.int64)
+    txy = np.zeros(starts.shape[0], dtype=np.int64)
+    for r in prange(starts.shape[0]):
+        c = stops[r] - starts[r]
+        tx[r] = c * (c - 1) // 2
+        _sort_count_inversions(ys[starts[r]:stops[r]])  # only the sort is needed here
+        txy[r] = _tie_pairs(ys[starts[r]:stops[r]])
+    return tx.sum(), txy.sum()
+
+
+@njit(cache=True)
+def _tied_runs(xs):
+    """(starts, stops) of the runs of equal values of length > 1 in the sorted xs."""
+    n = xs.shape[0]
+    starts = np.empty(n // 2 + 1, dtype=np.int64)
+    stops = np.empty(n // 2 + 1, dtype=np.int64)
+    k = 0
+    start = 0
+    for stop in range(1, n + 1):
+        if stop == n or xs[stop] != xs[start]:
+            if stop - start > 1:
+                starts[k] = start
+                stops[k] = stop
+                k += 1
+            start = stop
+    return starts[:k], stops[:k]
+
+
+@njit(cache=True, parallel=True)
+def _gather(x, y, order):
+    """(x[order], y[order]) in one parallel pass."""
+    xs = np.empty(order.shape[0], dtype=x.dtype)
+    ys = np.empty(order.shape[0], dtype=y.dtype)
+    for i in prange(order.shape[0]):
+        xs[i] = x[order[i]]
+        ys[i] = y[order[i]]
+    return xs, ys
+
+
+def counts_sorted_parallel(xs, ys, chunks: int):
+    """(S, tx, ty) as _counts_sorted, the sorts on ``chunks`` threads (ys is overwritten)."""
+    n = xs.shape[0]
+    starts, stops = _tied_runs(xs)
+    tx, txy = _sort_tied_runs(xs, ys, starts, stops)
+    discordant = _sort_count_inversions_parallel(ys, chunks)
+    ty = _tie_pairs(ys)
+    total = n * (n - 1) // 2
+    return total - tx - ty + txy - 2 * discordant, tx, ty
 
 
 @njit(cache=True)
@@ -285,9 +399,15 @@ def kendall_tau_b(x, y) -> float:
         return float(_statistic(x, y, _TAU_B))
     if np.isnan(x).any() or np.isnan(y).any():
         return float("nan")
-    # numpy's argsort is several times faster than Numba's on long arrays, so sort out here.
+    # numpy's argsort is several times faster than Numba's on long arrays, so sort out here; the gather, the
+    # sorts inside tied runs and the inversion count then use every thread numba has.
     order = np.argsort(x)
-    s, tx, ty = _counts_sorted(x[order], y[order])
+    threads = numba.get_num_threads()
+    if n < PARALLEL_MIN_N or threads < 2:
+        s, tx, ty = _counts_sorted(x[order], y[order])
+    else:
+        xs, ys = _gather(x, y, order)
+        s, tx, ty = counts_sorted_parallel(xs, ys, threads)
     return float(_tau_b_from_counts(n, s, tx, ty))
 
 
