@@ -7,7 +7,7 @@ from typing import Any
 from harness import Line
 
 
-SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check")
+SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 

@@ -1,6 +1,6 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--only e2e,encode,kernels,scale,startup,statistics,check]
+    .venv/bin/python benchmarks/run.py [--quick] [--only e2e,encode,kernels,scale,startup,statistics,check,int8]
                                        [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
@@ -17,7 +17,8 @@ Sections:
 - scale: a dense grid (1,000 values per range, all pairs), time and peak memory in child processes;
 - startup: `fasteval --help`, and a warm `fasteval sweep` less its compute;
 - statistics: 10,000 bootstrap resamples of one model's 20 cells, and `fasteval compare` over 24 models;
-- check: `fasteval check` on a cached model, start-up included, and where its time goes.
+- check: `fasteval check` on a cached model, start-up included, and where its time goes;
+- int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet.
 
 One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics.py, check.py), the
 shared harness (harness.py) and the Markdown writer (results_md.py).
@@ -37,6 +38,7 @@ from check import bench_check
 from e2e import bench_e2e
 from encode import bench_encode
 from harness import HERE, Line, load1, prepare
+from int8 import bench_int8
 from kernels import bench_kernels
 from results_md import SECTIONS, fmt_ratio, fmt_s, write_results
 from scale import bench_scale
@@ -63,7 +65,7 @@ def main(argv=None) -> int:
     load_before = load1()
     ctx = prepare(args)
     runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
-               "startup": bench_startup, "statistics": bench_statistics, "check": bench_check}
+               "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8}
     lines: list[Line] = []
     try:
         for section in chosen:

@@ -1,0 +1,40 @@
+"""int8: does quantizing change how a model measures? fp32 against onnxruntime's dynamic int8 on the paper's
+Exam 1 (Table 1 tau and PACC, the cells whose tau changed), the cosine between a text's two embeddings, and
+the throughput, for the default model and all-mpnet-base-v2 when it is cached."""
+from __future__ import annotations
+
+import sys
+
+from harness import Ctx, Line, alternate, med
+
+MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+
+
+def bench_int8(ctx: Ctx) -> list[Line]:
+    from fasteval.core.runs.bench import paper_texts
+    from fasteval.core.runs.evaluate import evaluate
+    from fasteval.models.drift import dtype_drift
+    from fasteval.models.registry import REGISTRY, is_cached
+    from fasteval.models.loader import load_model
+
+    lines = []
+    texts = paper_texts()
+    for name in MODELS:
+        if name != ctx.model and not is_cached(REGISTRY[name]):
+            continue
+        print(f"  int8: {name}", file=sys.stderr)
+        fp32 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True)
+        int8 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8")
+        a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, int8))
+        sa, sb = a.summary(), b.summary()
+        changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
+        drift = dtype_drift(fp32, int8)
+        tf, tg = alternate(lambda: int8.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
+        lines.append(Line("int8", f"{name}: int8 against fp32 (paper strings, packed, {ctx.threads} threads)",
+                          med(tf), med(tg), "the fp32 export",
+                          f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC "
+                          f"{sa['pacc_display']:.2f} -> {sb['pacc_display']:.2f}; cells whose tau changed {changed} "
+                          f"of 20; cosine fp32 vs int8 mean {drift.mean_cos:.4f}, worst {drift.min_cos:.4f}", None,
+                          None, "", {"fp32": sa, "int8": sb, "cells_changed": changed,
+                                     "mean_cos": drift.mean_cos, "min_cos": drift.min_cos}))
+    return lines
