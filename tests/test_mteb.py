@@ -124,6 +124,38 @@ def test_result_files_load_back_with_mteb(tmp_path):
     assert meta["name"] == "org/fake"
 
 
+def test_both_writers_write_what_mteb_writes(tmp_path):
+    """A plain sweep writes the mteb/ files itself (MTEB not imported: no torch); in a process with MTEB they
+    go through TaskResult.to_disk. Both load with TaskResult.from_disk to the same content."""
+    from fasteval.core.results.mteb import mteb_files
+    from fasteval.core.runs.evaluate import evaluate
+
+    result = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="fake", bootstrap=0)
+    via_mteb = mteb_files(result)  # mteb is imported in this test process
+    code = ("import json, sys; sys.path.insert(0, {tests!r})\n"
+            "from fakes import FakeEncoder\n"
+            "from fasteval.core.runs.evaluate import evaluate\n"
+            "from fasteval.core.results.mteb import mteb_files\n"
+            "r = evaluate(FakeEncoder(), exams=(1, 2, 3, 'conversion'), name='fake', bootstrap=0)\n"
+            "files = mteb_files(r)\n"
+            "assert 'mteb' not in sys.modules and 'torch' not in sys.modules\n"
+            "print(json.dumps(files))").format(tests=str(Path(__file__).parent))
+    plain = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert set(plain) == set(via_mteb)
+    for name in plain:
+        if name == "mteb/model_meta.json":
+            continue
+        a, b = tmp_path / "a.json", tmp_path / "b.json"
+        a.write_text(plain[name])
+        b.write_text(via_mteb[name])
+        ta, tb = mteb.TaskResult.from_disk(a), mteb.TaskResult.from_disk(b)
+        assert ta.task_name == tb.task_name and ta.dataset_revision == tb.dataset_revision
+        sa = {k: v for k, v in ta.scores["test"][0].items()}
+        sb = {k: v for k, v in tb.scores["test"][0].items()}
+        assert sa == sb, name
+
+
 def test_the_export_still_works_beside_mteb(tiny_encoder):
     """mteb and the export extra in one environment: transformers stays under optimum-onnx's bound."""
     major, minor = (int(x) for x in importlib.metadata.version("transformers").split(".")[:2])

@@ -59,11 +59,15 @@ def test_the_paper_key_is_unchanged():
     assert other["protocol"].startswith("formats-1-") and result_key(other) != result_key(paper)
 
 
-def test_builtins_are_listed_and_load():
+def test_builtins_are_listed_and_load_and_their_units_are_pints():
+    from fasteval.core.protocol.spec import BUILTIN_DIR
+
     assert set(builtin_names()) == {"paper", "multilingual", "in-context", "formats"}
     for name in builtin_names():
         spec = load_protocol(name)
         assert spec.description and spec.measures and spec.cells()
+        checked = parse_protocol((BUILTIN_DIR / f"{name}.toml").read_bytes(), name, check_units=True)
+        assert [q.unit for q in checked.quantities] == [q.unit for q in spec.quantities]
 
 
 def _texts(spec, variant: str, quantity: str, range_name: str) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fasteval.core import protocol as P
-from fasteval.core.errors import InputError
+from fasteval.core.errors import InputError, first_line
 from fasteval.core.exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
 from fasteval.core.results.io import csv_text, markdown_table
 from fasteval.core.results.model import RESULT_FILE, ModelResult
@@ -64,7 +64,7 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
             loaded.append((path, load_result(path)))
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
             if warn:
-                reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0]
+                reason = first_line(err)
                 warn(f"skipped {path}: unreadable result ({type(err).__name__}: {reason})")
     if models is not None:
         wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]

@@ -1,14 +1,16 @@
 """The ``mteb/`` files of a result folder: one genuine MTEB task result per exam, and ``model_meta.json``.
 
-With MTEB installed they are written through MTEB's own ``TaskResult`` (``fasteval.mteb.task_results``), so
-``mteb.TaskResult.from_disk`` loads them; without it, the same JSON shape is written directly: ``{"task_name",
-"dataset_revision", "mteb_version", "scores": {"test": [{"main_score", "hf_subset", "languages", ...}]},
-"evaluation_time", "kg_co2_emissions", "date"}``. Scores are on MTEB's 0-1 scale; the scores of each task come
-from ``fasteval.mteb.scores_of``, whichever way they are written.
+In a process that has imported MTEB (a harness running fasteval) they are written through MTEB's own
+``TaskResult`` (``fasteval.mteb.task_results``); otherwise the same JSON is written directly, so a plain sweep
+never imports MTEB (and with it torch, 3 s). Either way ``mteb.TaskResult.from_disk`` loads them (a test holds
+the two writers to the same content): ``{"dataset_revision", "task_name", "mteb_version", "scores": {"test":
+[{...scores, "main_score", "hf_subset", "languages", "mteb_version"}]}, "evaluation_time", "kg_co2_emissions",
+"date", "evaluation_phases"}``, scores rounded to 6 decimals as MTEB rounds them, on MTEB's 0-1 scale, from
+``fasteval.mteb.scores_of``.
 """
 from __future__ import annotations
 
-import importlib.util
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from fasteval.core.results.io import dumps
 from fasteval.core.results.model import ModelResult
 
 LANGUAGES = ["eng-Latn"]
+MTEB_DIGITS = 6  # TaskResult.to_disk rounds every score to 6 decimals
 
 
 def _model_meta(result: ModelResult) -> str:
@@ -31,7 +34,7 @@ def mteb_files(result: ModelResult) -> dict[str, str]:
     files = {"mteb/model_meta.json": _model_meta(result)}
     if not result.protocol or result.protocol != _paper_version():
         return files  # the tasks are the paper protocol's; another protocol's numbers are not these tasks'
-    if importlib.util.find_spec("mteb") is not None:
+    if "mteb" in sys.modules and sys.modules["mteb"] is not None:
         from fasteval.mteb import task_results
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -43,12 +46,25 @@ def mteb_files(result: ModelResult) -> dict[str, str]:
     for name, exam in TASK_EXAMS.items():
         key = exam_key(exam)
         if key in result.exams:
-            scores = scores_of(name, result.exams[key])
+            scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v)
+                      for k, v in scores_of(name, result.exams[key]).items()}
+            version = _mteb_version()
             files[f"mteb/{name}.json"] = dumps({
-                "dataset_revision": result.protocol, "task_name": name, "mteb_version": None,
-                "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES}]},
-                "evaluation_time": result.timings.get(key), "kg_co2_emissions": None, "date": None})
+                "dataset_revision": result.protocol, "task_name": name, "mteb_version": version,
+                "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES, "mteb_version": version}]},
+                "evaluation_time": float(result.timings.get(key, 0.0) or 0.0), "kg_co2_emissions": None,
+                "date": None, "evaluation_phases": None})
     return files
+
+
+def _mteb_version() -> str | None:
+    """The installed MTEB's version (from its metadata, without importing it), else None."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("mteb")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _paper_version() -> str:
