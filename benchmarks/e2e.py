@@ -89,7 +89,7 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
     detail.update(fasteval_runs=tf, peer_runs=tr, fasteval_phases=median_phases(phases_f),
                   peer_phases=median_phases(phases_r), fasteval_one_blas_thread_wall=one_blas,
                   fasteval_one_blas_thread_phases=fasteval_numbers(next(out.glob("*/*/results.json")))["timings"])
-    return [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, packed batching, no bootstrap "
+    return [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, paper batching, no bootstrap "
                  f"({ctx.args.provider})", med(tf), med(tr),
                  f"reference_impl.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
                  text, ok, 5.0, "whole sweep >= 5x the reference", detail)]

@@ -81,24 +81,24 @@ def bench_encode(ctx: Ctx) -> list[Line]:
     torch.set_num_threads(ctx.threads)
     if ctx.args.provider == "cpu":
         texts = sets["paper strings"]
-        packed = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True)
-        st_onnx = SentenceTransformer(_st_onnx_folder(ctx, packed.folder.onnx_file), backend="onnx",
+        fp32 = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True, batching="paper")
+        st_onnx = SentenceTransformer(_st_onnx_folder(ctx, fp32.folder.onnx_file), backend="onnx",
                                       model_kwargs={"file_name": "onnx/model.onnx",
                                                     "provider": "CPUExecutionProvider"})
         print("  encode: sentence-transformers' ONNX backend, int8", file=sys.stderr)
         onnx_encode = lambda: st_onnx.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: E731
-        line(f"paper strings ({len(texts)}), packed, {ctx.threads} thread(s), same ONNX graph", texts,
-             lambda: packed.encode(texts), onnx_encode, "sentence-transformers backend=\"onnx\" (onnxruntime)",
-             lambda: packed.encode(texts), onnx_encode)
-        int8 = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8")
+        line(f"paper strings ({len(texts)}), batch 32, {ctx.threads} thread(s), the same ONNX graph", texts,
+             lambda: fp32.encode(texts), onnx_encode, "sentence-transformers backend=\"onnx\" (onnxruntime)",
+             lambda: fp32.encode(texts), onnx_encode)
+        int8 = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8", batching="paper")
         torch_encode = lambda: st.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: E731
-        line(f"paper strings ({len(texts)}), int8, packed, {ctx.threads} thread(s)", texts,
+        line(f"paper strings ({len(texts)}), int8, batch 32, {ctx.threads} thread(s)", texts,
              lambda: int8.encode(texts), torch_encode, "sentence-transformers cpu (torch, fp32)",
              lambda: int8.encode(texts), torch_encode, 3.0, "int8 encode >= 3x sentence-transformers", tol=1.0)
         # The fp32 encoder's share of the GEMM peak: 2 x (non-embedding parameters) FLOPs per token.
         params = sum(p.numel() for n, p in st.named_parameters() if "embeddings" not in n)
-        tokens = sum(len(e.ids) for e in packed.tokenizer.encode_batch(texts))
-        seconds = lines[-3].fasteval_s  # the packed line above, all threads
+        tokens = sum(len(e.ids) for e in fp32.tokenizer.encode_batch(texts))
+        seconds = lines[-2].fasteval_s  # the fp32 line against the ONNX backend, all threads
         achieved = 2 * params * tokens / seconds / 1e9
         peak = gemm_gflops(ctx.threads)
         lines.append(Line("encode", f"fp32 encode: share of this CPU's fp32 GEMM throughput ({ctx.threads} threads)",

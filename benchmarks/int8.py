@@ -30,7 +30,7 @@ def bench_int8(ctx: Ctx) -> list[Line]:
         changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
         drift = dtype_drift(fp32, int8)
         tf, tg = alternate(lambda: int8.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
-        lines.append(Line("int8", f"{name}: int8 against fp32 (paper strings, packed, {ctx.threads} threads)",
+        lines.append(Line("int8", f"{name}: int8 against fp32 (paper strings, paper batching, {ctx.threads} threads)",
                           med(tf), med(tg), "the fp32 export",
                           f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC "
                           f"{sa['pacc_display']:.2f} -> {sb['pacc_display']:.2f}; cells whose tau changed {changed} "
