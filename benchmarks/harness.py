@@ -143,3 +143,30 @@ def prepare(args) -> Ctx:
         except ImportError:
             pass
     return Ctx(args, args.model, Path(folder), tmp, home, usable_cores(), peer_device, args.quick)
+
+
+_BUDGET_HEAD = """import json, time
+t0 = time.perf_counter(); marks = {}
+def mark(name):
+    marks[name] = time.perf_counter() - t0
+"""
+
+
+def run_budget(ctx: Ctx, script: str, runs: int = 3) -> tuple[dict[str, float], str]:
+    """Run ``script`` (its steps each followed by ``mark(name)``; MODEL stands for the model's name) in fresh
+    processes; (median cumulative seconds per step, "step 0.12 s; ..." with each step's own time)."""
+    import json
+
+    script = _BUDGET_HEAD + script + "\nprint(json.dumps(marks))\n"
+
+    budgets = []
+    for _ in range(runs):
+        proc = subprocess.run([sys.executable, "-c", script.replace("MODEL", repr(ctx.model))], capture_output=True,
+                              text=True, env=ctx.env(), check=True)
+        budgets.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    steps = {k: med([b[k] for b in budgets]) for k in budgets[0]}
+    previous, parts = 0.0, []
+    for name, at in steps.items():
+        parts.append(f"{name} {at - previous:.3f} s")
+        previous = at
+    return steps, "; ".join(parts)

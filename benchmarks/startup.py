@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from harness import Ctx, Line, fasteval_cmd, med, run_wall
+from harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
 
 def bench_startup(ctx: Ctx) -> list[Line]:
@@ -36,10 +36,6 @@ def bench_startup(ctx: Ctx) -> list[Line]:
 
 
 _BUDGET = r"""
-import json, time
-t0 = time.perf_counter(); marks = {}
-def mark(name):
-    marks[name] = time.perf_counter() - t0
 import typer, fasteval.cli.main; mark("python, typer, the CLI")
 import numpy; mark("numpy")
 from fasteval.models.loader import load_model; mark("fasteval modules")
@@ -50,22 +46,10 @@ from fasteval.core.kernels import warm_up
 warm_up(); mark("numba kernels (loaded from numba's cache)")
 from fasteval.core.protocol.spec import load_protocol; load_protocol("paper"); mark("protocol file")
 from fasteval.core.quantities import registry; registry(); mark("pint registry (only check and --normalize-quantities)")
-print(json.dumps(marks))
 """
 
 
 def _sweep_budget(ctx: Ctx) -> Line:
-    import subprocess
-
-    budgets = []
-    for _ in range(3):
-        proc = subprocess.run([sys.executable, "-c", _BUDGET.replace("MODEL", repr(ctx.model))], capture_output=True,
-                              text=True, env=ctx.env(), check=True)
-        budgets.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    steps = {k: med([b[k] for b in budgets]) for k in budgets[0]}
-    previous, parts = 0.0, []
-    for name, at in steps.items():
-        parts.append(f"{name} {at - previous:.3f} s")
-        previous = at
+    steps, parts = run_budget(ctx, _BUDGET)
     return Line("startup", "start-up budget before the first embedding (one cold process, medians of 3)",
-                steps[list(steps)[-2]], None, "", "; ".join(parts), None, None, "", {"budget": steps})
+                steps[list(steps)[-2]], None, "", parts, None, None, "", {"budget": steps})

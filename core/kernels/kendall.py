@@ -74,6 +74,32 @@ def _tie_pairs(a):
     return pairs + run * (run - 1) // 2
 
 
+@njit(cache=True, inline="always")
+def _merge_count(src, dst, lo, mid, hi):
+    """Merge the sorted src[lo:mid] and src[mid:hi] into dst[lo:hi]; return the pairs that invert across them.
+    Branch-free step (~20% faster on random data); strict: equal values do not invert."""
+    i = lo
+    j = mid
+    k = lo
+    inv = np.int64(0)
+    while i < mid and j < hi:
+        right = src[j] < src[i]
+        dst[k] = src[j] if right else src[i]
+        inv += (mid - i) * right
+        j += right
+        i += 1 - right
+        k += 1
+    while i < mid:
+        dst[k] = src[i]
+        i += 1
+        k += 1
+    while j < hi:
+        dst[k] = src[j]
+        j += 1
+        k += 1
+    return inv
+
+
 @njit(cache=True)
 def _sort_count_inversions(a):
     """Sort a ascending in place and return #{i < j : a_i > a_j} (bottom-up merge sort, O(n log n))."""
@@ -97,57 +123,12 @@ def _sort_count_inversions(a):
     width = block
     while width < n:
         for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                # Branch-free merge step (~20% faster on random data); strict: equal values do not invert.
-                right = src[j] < src[i]
-                dst[k] = src[j] if right else src[i]
-                inv += (mid - i) * right
-                j += right
-                i += 1 - right
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
+            inv += _merge_count(src, dst, lo, min(lo + width, n), min(lo + 2 * width, n))
         src, dst = dst, src
         swapped = not swapped
         width *= 2
     if swapped:
         a[:] = src
-    return inv
-
-
-@njit(cache=True)
-def _merge_count(src, dst, lo, mid, hi):
-    """Merge the sorted src[lo:mid] and src[mid:hi] into dst[lo:hi]; return the pairs that invert across them."""
-    i = lo
-    j = mid
-    k = lo
-    inv = np.int64(0)
-    while i < mid and j < hi:
-        right = src[j] < src[i]
-        dst[k] = src[j] if right else src[i]
-        inv += (mid - i) * right
-        j += right
-        i += 1 - right
-        k += 1
-    while i < mid:
-        dst[k] = src[i]
-        i += 1
-        k += 1
-    while j < hi:
-        dst[k] = src[j]
-        j += 1
-        k += 1
     return inv
 
 
