@@ -249,6 +249,35 @@ def test_method_5_2_integer_numerator_and_pacc_is_half_one_plus_tau(case):
         assert same(pacc, naive_pacc(values, scores, value_ties))
 
 
+@st.composite
+def runs_of_order(draw):
+    """Lists made of runs: ascending, strictly descending, constant or shuffled, of any length (ties included)."""
+    parts = []
+    for _ in range(draw(st.integers(0, 6))):
+        values = draw(st.lists(st.integers(-5, 5), min_size=0, max_size=40))
+        shape = draw(st.sampled_from(["ascending", "descending", "constant", "as drawn"]))
+        if shape == "ascending":
+            values = sorted(values)
+        elif shape == "descending":
+            values = sorted(set(values), reverse=True)
+        elif shape == "constant":
+            values = values[:1] * len(values)
+        parts.extend(values)
+    return np.array(parts, dtype=np.float64)
+
+
+@given(runs_of_order())
+def test_inversion_count_on_presorted_runs_is_the_pair_count(a):
+    """The natural merge sort reuses runs already in order (reversing strictly descending ones): its count must
+    still be #{i < j : a_i > a_j} counted pair by pair, and its result the sorted list."""
+    from fasteval.core.kernels.kendall import _sort_count_inversions
+
+    expected = sum(int(a[i] > a[j]) for i in range(len(a)) for j in range(i + 1, len(a)))
+    b = a.copy()
+    assert _sort_count_inversions(b) == expected
+    np.testing.assert_array_equal(b, np.sort(a))
+
+
 @pytest.mark.parametrize("chunks", [1, 2, 3, 5])
 def test_parallel_inversion_count_is_the_serial_one(chunks):
     from fasteval.core.kernels.kendall import _sort_count_inversions, _sort_count_inversions_parallel

@@ -100,33 +100,76 @@ def _merge_count(src, dst, lo, mid, hi):
     return inv
 
 
+# Blocks shorter than this are grown by insertion sort before the merge passes (each shift is one inversion).
+MIN_BLOCK = 16
+
+
+@njit(cache=True)
+def _natural_blocks(a):
+    """Cut a into sorted blocks in place and count the inversions inside them; return (inversions, block bounds).
+
+    Each block starts as the run already in order at its start: a non-decreasing run as it is, a strictly
+    decreasing one reversed (its c (c - 1) / 2 pairs all invert). A block shorter than MIN_BLOCK is grown to it
+    by insertion sort, then by whatever non-decreasing run follows. Presorted stretches (the runs of y inside
+    tied x, or nearly ordered data) so skip the merge passes they would need.
+    """
+    n = a.shape[0]
+    bounds = np.empty(n // MIN_BLOCK + 2, dtype=np.int64)
+    bounds[0] = 0
+    blocks = 0
+    inv = np.int64(0)
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        if hi < n and a[hi] < a[lo]:
+            while hi < n and a[hi] < a[hi - 1]:
+                hi += 1
+            a[lo:hi] = a[lo:hi][::-1].copy()
+            inv += np.int64(hi - lo) * (hi - lo - 1) // 2
+        else:
+            while hi < n and a[hi] >= a[hi - 1]:
+                hi += 1
+        if hi - lo < MIN_BLOCK:
+            stop = min(lo + MIN_BLOCK, n)
+            for i in range(hi, stop):
+                v = a[i]
+                j = i
+                while j > lo and a[j - 1] > v:
+                    a[j] = a[j - 1]
+                    j -= 1
+                a[j] = v
+                inv += i - j
+            hi = stop
+            while hi < n and a[hi] >= a[hi - 1]:
+                hi += 1
+        blocks += 1
+        bounds[blocks] = hi
+        lo = hi
+    return inv, bounds[:blocks + 1]
+
+
 @njit(cache=True)
 def _sort_count_inversions(a):
-    """Sort a ascending in place and return #{i < j : a_i > a_j} (bottom-up merge sort, O(n log n))."""
+    """Sort a ascending in place and return #{i < j : a_i > a_j} (natural merge sort, O(n log n)): sorted
+    blocks (_natural_blocks), then passes that merge neighbouring blocks two by two."""
     n = a.shape[0]
-    inv = np.int64(0)
-    # Insertion sort on blocks of 16 first: each shift is one inversion, and it saves 4 merge passes.
-    block = 16
-    for lo in range(0, n, block):
-        hi = min(lo + block, n)
-        for i in range(lo + 1, hi):
-            v = a[i]
-            j = i
-            while j > lo and a[j - 1] > v:
-                a[j] = a[j - 1]
-                j -= 1
-            a[j] = v
-            inv += i - j
+    inv, bounds = _natural_blocks(a)
     src = a
     dst = np.empty_like(a)
     swapped = False
-    width = block
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            inv += _merge_count(src, dst, lo, min(lo + width, n), min(lo + 2 * width, n))
+    while bounds.shape[0] > 2:
+        blocks = bounds.shape[0] - 1
+        merged = np.empty((blocks + 1) // 2 + 1, dtype=np.int64)
+        merged[0] = 0
+        for p in range((blocks + 1) // 2):
+            lo = bounds[2 * p]
+            mid = bounds[min(2 * p + 1, blocks)]
+            hi = bounds[min(2 * p + 2, blocks)]
+            inv += _merge_count(src, dst, lo, mid, hi)
+            merged[p + 1] = hi
+        bounds = merged
         src, dst = dst, src
         swapped = not swapped
-        width *= 2
     if swapped:
         a[:] = src
     return inv
