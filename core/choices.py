@@ -21,7 +21,7 @@ OVERWRITE: tuple[str, ...] = ("only-missing", "never", "always")
 # onnxruntime execution providers; auto = the GPU when onnxruntime can use one, else the CPU.
 PROVIDERS: tuple[str, ...] = ("auto", "cpu", "cuda")
 # Precision of the exported graph; fp16 needs a CUDA GPU; int8 is onnxruntime's dynamic quantization of the
-# fp32 export (weights int8, activations quantized per batch), opt-in.
+# fp32 export (weights int8 per channel, activations quantized per batch; models/export.py INT8_QUANTIZATION), opt-in.
 DTYPES: tuple[str, ...] = ("fp32", "fp16", "int8")
 # How texts are ordered into batches inside one encode call: sentence-transformers' (by characters, longest
 # first: the paper's) or by token count.

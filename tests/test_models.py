@@ -184,3 +184,31 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     drift = dtype_drift(tiny_encoder, int8)
     assert drift.texts > 1000 and 0 < drift.max_abs < 1 and drift.min_cos <= drift.mean_cos <= 1
     assert export_module.export_info(int8.folder.path)["quantized_from"] == tiny_encoder.info["onnx_sha256"]
+
+
+def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder, tiny_encoder, fasteval_home):
+    """Per-channel weight scales and 7-bit weights (INT8_QUANTIZATION), recorded; an older entry is not reused."""
+    import json
+
+    import onnx
+    from onnx import numpy_helper
+
+    from fasteval.models import export as export_module
+    from fasteval.models.loader import load_model
+
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    record_file = int8.folder.path / "fasteval_export.json"
+    record = json.loads(record_file.read_text())
+    assert record["quantization"] == export_module.INT8_QUANTIZATION
+    graph = onnx.load(str(int8.folder.onnx_file)).graph
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    weights = [consts[n.input[1]] for n in graph.node if n.op_type == "MatMulInteger" and n.input[1] in consts]
+    assert weights and all(w.dtype == np.int8 and -64 <= w.min() and w.max() <= 64 for w in weights), "7-bit weights"
+    scales = [consts[n.input[1]] for n in graph.node if n.op_type == "Mul" and n.input[1] in consts
+              and n.input[1].endswith("_scale")]
+    assert any(s.size > 1 for s in scales), "one scale per output channel"
+    del record["quantization"]  # an entry of the recipe before this one
+    record_file.write_text(json.dumps(record))
+    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    assert json.loads(record_file.read_text())["quantization"] == export_module.INT8_QUANTIZATION
+    assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"
