@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,30 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
     detail.update(fasteval_runs=tf, peer_runs=tr, fasteval_phases=median_phases(phases_f),
                   peer_phases=median_phases(phases_r), fasteval_one_blas_thread_wall=one_blas,
                   fasteval_one_blas_thread_phases=fasteval_numbers(next(out.glob("*/*/results.json")))["timings"])
-    return [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, paper batching, no bootstrap "
-                 f"({ctx.args.provider})", med(tf), med(tr),
-                 f"reference_impl.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
-                 text, ok, 5.0, "whole sweep >= 5x the reference", detail)]
+    lines = [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, paper batching, no bootstrap "
+                  f"({ctx.args.provider})", med(tf), med(tr),
+                  f"reference_impl.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
+                  text, ok, 5.0, "whole sweep >= 5x the reference", detail)]
+    if ctx.args.provider != "cpu":
+        lines.append(cells_against_cpu(ctx))
+    return lines
+
+
+def cells_against_cpu(ctx: Ctx) -> Line:
+    """Exam 1 on the chosen provider against the CPU, cell by cell (tau and PACC of all 20), fp32 both."""
+    from fasteval.core.runs.evaluate import evaluate
+    from fasteval.models.loader import load_model
+
+    runs = {}
+    for provider in ("cpu", ctx.args.provider):
+        encoder = load_model(ctx.model, provider=provider, threads=ctx.threads, quiet=True)
+        evaluate(encoder, exams=(1,), bootstrap=0)  # warm-up: session start and kernels
+        start = time.perf_counter()
+        runs[provider] = (evaluate(encoder, exams=(1,), bootstrap=0).exams["exam1"], time.perf_counter() - start)
+    (cpu, t_cpu), (other, t_other) = runs["cpu"], runs[ctx.args.provider]
+    same = [(a.tau, a.pacc) == (b.tau, b.pacc) for a, b in zip(cpu.cells, other.cells)]
+    worst = max(max(abs(a.tau - b.tau), abs(a.pacc - b.pacc)) for a, b in zip(cpu.cells, other.cells))
+    return Line("e2e", f"Exam 1 on {ctx.args.provider} against the CPU, fp32, embeddings computed (in process)",
+                t_other, t_cpu, "the same export on the CPU",
+                f"cells equal (tau and PACC): {sum(same)} of {len(same)}; worst |diff| {worst:.1e}",
+                all(same), None, "", {"cells_equal": sum(same), "cells": len(same), "worst_diff": worst})

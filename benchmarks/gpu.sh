@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU lines of the benchmarks: encode and the whole sweep with fasteval on onnxruntime's CUDA provider
 # (I/O binding on), against sentence-transformers on the GPU when torch sees one (else on the CPU, and the
-# report says so). Skips, exit 0, with a reason when CUDA is not usable here.
+# report says so), and Exam 1 on the GPU against the CPU cell by cell (fp32: every tau and PACC of the 20
+# cells must be equal). Skips, exit 0, with a reason when CUDA is not usable here.
 #
 #   benchmarks/gpu.sh [--quick]          (uses .venv/bin/python when present, else python3)
 #
