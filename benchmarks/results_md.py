@@ -36,7 +36,7 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
            + (" — **a busy machine: treat these numbers as noisy**." if (meta['load_before'] or 0) > 0.5 * m['cores']
               or (meta['load_after'] or 0) > 0.5 * m['cores'] else "."), "",
            "## Machine and versions", "",
-           f"- CPU: {m['cpu']}, {m['cores']} usable cores, {m['ram_gib']} GiB RAM; {m['os']}",
+           f"- CPU: {m['cpu']} ({', '.join(m.get('simd') or ['no flags read'])}), {m['cores']} usable cores, {m['ram_gib']} GiB RAM; {m['os']}",
            f"- Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v), "",
            "## Targets", "", "| target | line | measured | met |", "|---|---|---|---|"]
     for ln in lines:
