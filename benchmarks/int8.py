@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from pathlib import Path
 
 from harness import Ctx, Line, alternate, med
 
@@ -16,8 +15,6 @@ MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
 
 def bench_int8(ctx: Ctx) -> list[Line]:
     from fasteval.core.runs.bench import paper_texts
-    from fasteval.core.runs.evaluate import evaluate
-    from fasteval.models.drift import dtype_drift
     from fasteval.models.registry import REGISTRY, is_cached
     from fasteval.models.loader import load_model
 
@@ -29,18 +26,8 @@ def bench_int8(ctx: Ctx) -> list[Line]:
         print(f"  int8: {name}", file=sys.stderr)
         fp32 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True)
         int8 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8")
-        a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, int8))
-        sa, sb = a.summary(), b.summary()
-        changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
-        drift = dtype_drift(fp32, int8)
-        tf, tg = alternate(lambda: int8.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
-        lines.append(Line("int8", f"{name}: int8 against fp32 (paper strings, paper batching, {ctx.threads} threads)",
-                          med(tf), med(tg), "the fp32 export",
-                          f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC "
-                          f"{sa['pacc_display']:.2f} -> {sb['pacc_display']:.2f}; cells whose tau changed {changed} "
-                          f"of 20; cosine fp32 vs int8 mean {drift.mean_cos:.4f}, worst {drift.min_cos:.4f}", None,
-                          None, "", {"fp32": sa, "int8": sb, "cells_changed": changed,
-                                     "mean_cos": drift.mean_cos, "min_cos": drift.min_cos}))
+        lines.append(against_fp32(ctx, fp32, int8, texts, "int8",
+                                  f"{name}: int8 against fp32 (paper strings, paper batching, {ctx.threads} threads)"))
         lines.append(_ffn_fp32_line(ctx, name, fp32, int8, texts))
     return lines
 
@@ -53,8 +40,6 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from fasteval.core.runs.evaluate import evaluate
-    from fasteval.models.drift import dtype_drift
     from fasteval.models.encoder import OnnxEncoder
     from fasteval.models.export import INT8_QUANTIZATION, load_export
 
@@ -66,18 +51,28 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     shutil.copytree(int8.folder.path, folder)
     logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for static quantization
     settings = {**INT8_QUANTIZATION, "weight_type": getattr(QuantType, INT8_QUANTIZATION["weight_type"])}
-    quantize_dynamic(str(fp32.folder.onnx_file), str(Path(folder) / "model.onnx"), nodes_to_exclude=down,
+    quantize_dynamic(str(fp32.folder.onnx_file), str(folder / "model.onnx"), nodes_to_exclude=down,
                      **settings)
     mixed = OnnxEncoder(load_export(folder), provider="cpu", threads=ctx.threads)
-    a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, mixed))
+    return against_fp32(ctx, fp32, mixed, texts, "mixed", f"{name}: int8 with its {len(down)} feed-forward "
+                        f"down-projections in fp32 (paper strings, {ctx.threads} threads)", excluded=len(down))
+
+
+def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, **detail) -> Line:
+    """One drift line: Exam 1 of both encoders (Table 1, the cells whose tau changed), the cosine between a
+    text's two embeddings, and the encode time of ``other`` against fp32 on the paper strings."""
+    from fasteval.core.runs.evaluate import evaluate
+    from fasteval.models.drift import dtype_drift
+
+    a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, other))
     sa, sb = a.summary(), b.summary()
     changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
-    drift = dtype_drift(fp32, mixed)
-    tf, tg = alternate(lambda: mixed.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
-    return Line("int8", f"{name}: int8 with its {len(down)} feed-forward down-projections in fp32 "
-                        f"(paper strings, {ctx.threads} threads)", med(tf), med(tg), "the fp32 export",
+    drift = dtype_drift(fp32, other)
+    tf, tg = alternate(lambda: other.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
+    versus = "int8" if kind == "int8" else "this"
+    return Line("int8", label, med(tf), med(tg), "the fp32 export",
                 f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC {sa['pacc_display']:.2f} -> "
-                f"{sb['pacc_display']:.2f}; cells whose tau changed {changed} of 20; cosine fp32 vs this mean "
+                f"{sb['pacc_display']:.2f}; cells whose tau changed {changed} of 20; cosine fp32 vs {versus} mean "
                 f"{drift.mean_cos:.4f}, worst {drift.min_cos:.4f}", None, None, "",
-                {"fp32": sa, "mixed": sb, "cells_changed": changed, "excluded": len(down),
-                 "mean_cos": drift.mean_cos, "min_cos": drift.min_cos})
+                {"fp32": sa, kind: sb, "cells_changed": changed, "mean_cos": drift.mean_cos,
+                 "min_cos": drift.min_cos, **detail})

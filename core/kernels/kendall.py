@@ -152,7 +152,6 @@ def _natural_blocks(a):
 def _sort_count_inversions(a):
     """Sort a ascending in place and return #{i < j : a_i > a_j} (natural merge sort, O(n log n)): sorted
     blocks (_natural_blocks), then passes that merge neighbouring blocks two by two."""
-    n = a.shape[0]
     inv, bounds = _natural_blocks(a)
     src = a
     dst = np.empty_like(a)
