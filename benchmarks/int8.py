@@ -33,15 +33,16 @@ def bench_int8(ctx: Ctx) -> list[Line]:
 
 
 def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
-    """int8 by INT8_QUANTIZATION except the feed-forward down-projections (optimum's BERT-style node names
-    ``/encoder/layer.N/output/dense/MatMul``), which stay fp32: is that where the drift comes from?"""
+    """int8 by models/export.py's INT8_QUANTIZATION except the feed-forward down-projections (optimum's
+    BERT-style node names ``/encoder/layer.N/output/dense/MatMul``), which stay fp32: is that where the drift
+    comes from?"""
     import logging
 
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import quantize_dynamic
 
     from fasteval.models.encoder import OnnxEncoder
-    from fasteval.models.export import INT8_QUANTIZATION, load_export
+    from fasteval.models.export import int8_quantize_kwargs, load_export
 
     graph = onnx.load(str(fp32.folder.onnx_file), load_external_data=False).graph
     down = [n.name for n in graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name
@@ -50,9 +51,8 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(int8.folder.path, folder)
     logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for static quantization
-    settings = {**INT8_QUANTIZATION, "weight_type": getattr(QuantType, INT8_QUANTIZATION["weight_type"])}
     quantize_dynamic(str(fp32.folder.onnx_file), str(folder / "model.onnx"), nodes_to_exclude=down,
-                     **settings)
+                     **int8_quantize_kwargs())
     mixed = OnnxEncoder(load_export(folder), provider="cpu", threads=ctx.threads)
     return against_fp32(ctx, fp32, mixed, texts, "mixed", f"{name}: int8 with its {len(down)} feed-forward "
                         f"down-projections in fp32 (paper strings, {ctx.threads} threads)", excluded=len(down))
