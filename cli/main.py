@@ -36,6 +36,28 @@ Executor = _choice_enum("Executor", choices.EXECUTORS)
 Batching = _choice_enum("Batching", choices.BATCHINGS)
 
 
+class _QuantityArguments(typer.core.TyperCommand):
+    """A command whose arguments may be negative quantities: "-5 degC" is an argument, not an option."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        import re
+
+        negative = re.compile(r"^-(\d|\.\d)")
+        # options that take a value (arguments have no is_flag; typer carries its own click, so no isinstance)
+        takes_value = {name for p in self.params if getattr(p, "is_flag", True) is False for name in p.opts}
+        options, arguments, tokens = [], [], iter(args)
+        for token in tokens:
+            if token == "--":
+                arguments += list(tokens)
+            elif negative.match(token) or not token.startswith("-"):
+                arguments.append(token)
+            elif token in takes_value:
+                options += [token, *[v for v in (next(tokens, None),) if v is not None]]
+            else:
+                options.append(token)
+        return super().parse_args(ctx, options + (["--", *arguments] if arguments else []))
+
+
 def _fail(err: FastevalError) -> None:
     typer.echo(f"fasteval: error: {err}", err=True)
     raise typer.Exit(err.exit_code)
@@ -180,7 +202,7 @@ def sweep(
             raise typer.Exit(1)
 
 
-@app.command("check")
+@app.command("check", cls=_QuantityArguments)
 def check_command(
     quantities: Annotated[Optional[list[str]], typer.Argument(
         help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
@@ -196,16 +218,23 @@ def check_command(
         "--normalize-quantities", help="Give the model each quantity in canonical form (one unit per "
                                        "dimension, plain digits): '2 kilometers' -> '2000 meters'.")] = False,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    all_discordant: Annotated[bool, typer.Option(
+        "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
+                                 "are counted).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
 ) -> None:
-    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict."""
+    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict.
+
+    Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
     with user_errors("nothing was written."):
+        from fasteval.core.errors import InputError
         from fasteval.core.runs.sweep import read_models_file
 
+        if quantities and file:
+            raise InputError("fasteval check got quantities both as arguments and with --file.",
+                             "pass them one way: as arguments, or one a line in the --file FILE.")
         texts = list(quantities or []) + (read_models_file(file, what="quantities file") if file else [])
         if not texts:
-            from fasteval.core.errors import InputError
-
             raise InputError("fasteval check needs an anchor and two or more candidates.",
                              "pass them as arguments or with --file FILE (one a line, the anchor first).")
         from fasteval.core.exams.check import parse_check_inputs
@@ -218,7 +247,7 @@ def check_command(
 
         encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out)
         result = check(encoder, texts[0], texts[1:], metric=similarity.value,
-                       normalize_quantities=normalize_quantities)
+                       normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
             from fasteval.core.results.io import dumps
 

@@ -111,7 +111,8 @@ def caveats_text(s: dict) -> str:
         lines.append("  95% bootstrap interval: " + "  ".join(
             f"{name} [{s[f'{name}_ci_low']:.2f}, {s[f'{name}_ci_high']:.2f}]" for name in ("tau", "pacc", "avg")))
     if s.get("strict_tau") is not None:
-        lines.append(f"  variants (x100): tau {s['tau']:.2f} (random {s['random_tau']:.2f}), strict tau "
+        lines.append(f"  variants (x100; random = exact expectation): tau {s['tau']:.2f} (random "
+                     f"{s['random_tau']:.2f}), strict tau "
                      f"{s['strict_tau']:.2f} (random {s['random_strict_tau']:.2f}), all-anchors tau "
                      f"{s['all_anchors_tau']:.2f} (random {s['random_all_anchors_tau']:.2f})")
     return "\n".join(lines)
@@ -144,7 +145,7 @@ def print_check(result) -> None:
 
     width = max(len(c.text) for c in result.candidates) + 2
     echo(f"fasteval check: {result.model}, {result.similarity} similarity to {result.anchor!r}"
-         + (" (quantities normalized)" if result.normalized else ""))
+         + (f" (quantities normalized: embedded as {result.anchor_encoded_as!r})" if result.normalized else ""))
     echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}  {'log10 ratio':>11}  rank: sim  dist")
     dist_rank = {id(c): r for r, c in enumerate(result.by_distance(), 1)}
     for r, c in enumerate(result.by_similarity(), 1):
@@ -152,10 +153,14 @@ def print_check(result) -> None:
         encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
         echo(f"  {c.text:<{width}} {c.similarity:>10.3f}  {distance:>14}  {num(c.log_ratio):>11}  "
              f"{r:>9} {dist_rank[id(c)]:>5}{encoded}")
-    verdict = "the physical order" if not result.discordant_pairs else "not the physical order"
+    verdict = "the physical order" if not result.discordant_count else "not the physical order"
     echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
     for line in result.discordant_lines():
         echo(f"  discordant: {line}")
+    unlisted = result.discordant_count - len(result.discordant_pairs)
+    if unlisted > 0:
+        echo(f"  ... and {unlisted} more discordant pairs ({result.discordant_count} in all; the largest gaps are "
+             "listed first; --all-discordant lists every one)")
     for note in result.notes:
         echo(f"  note: {note}")
 

@@ -30,6 +30,13 @@ _TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60
 _SCALE_WORDS = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _SMALL_WORDS = {w: i for i, w in enumerate(_UNITS_WORDS)} | _TENS_WORDS
 _NUMBER = re.compile(r"^\s*([+\-−]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*)$")
+# The longest quantity text read (``parse_quantity``): a unit name is a few words, and pint's parser is not
+# meant for pages of text (a 200 KB junk "unit" made it quadratic).
+MAX_QUANTITY_CHARS = 200
+# Two distances from one anchor are the same distance when they differ by less than this share of the inputs'
+# magnitudes: unit conversion leaves float noise (0.7 m and 70 cm lie 0.30000000000000004 and
+# 0.29999999999999993 m from 1 m), which must not rank physically equal distances.
+DISTANCE_TIE_RTOL = 1e-9
 # The version of the canonical form (``canonical_text``): it is what a result key records for
 # --normalize-quantities, so a change of the canonical form never reuses results made with the old one.
 CANONICAL_VERSION = "canonical-1"
@@ -57,6 +64,7 @@ class ParsedQuantity:
     value: float
     unit: str  # pint's canonical unit name, e.g. "kilometer", "metric_ton"
     notes: tuple[str, ...] = ()
+    significant: int = 1  # the significant digits of the number as written ("2000" 4, "0.7" 1)
 
     @property
     def quantity(self):
@@ -122,9 +130,37 @@ def _unit_word(rest: str) -> tuple[str, tuple[str, ...]]:
     return rest.strip(), ()
 
 
+def _spellings(unit_text: str) -> list[str]:
+    """The unit text, then the forms pint may know it by: plural words made singular ("meters" -> "meter",
+    "degrees Celsius" -> "degree Celsius") and spaces as underscores ("light year" -> "light_year")."""
+    from itertools import product
+
+    words = unit_text.split()
+    if len(words) > 4:  # a unit name is a few words
+        return [unit_text]
+    forms = [unit_text]
+    for choice in product(*[dict.fromkeys([w, w[:-1] if len(w) > 3 and w.endswith("s") else w]) for w in words]):
+        forms += [" ".join(choice), "_".join(choice)]
+    return list(dict.fromkeys(f for f in forms if f))
+
+
+def _read_unit(unit_text: str):
+    """pint's Unit for the first spelling it knows; None when it knows none."""
+    ureg = registry()
+    for spelling in _spellings(unit_text):
+        try:
+            return ureg.Unit(spelling)
+        except Exception:  # noqa: BLE001 - pint raises UndefinedUnitError, DefinitionSyntaxError, ...
+            continue
+    return None
+
+
 def parse_quantity(text: str) -> ParsedQuantity:
     """Read "<number> <unit>" (digits or number words; any unit pint knows). InputError naming the text."""
     fix = "write a number and a unit, e.g. '2 kilometers', '5000 g', '3.5 h' or 'five meters'."
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise InputError(f"{text[:40]!r}... is {len(text)} characters long; a quantity is at most "
+                         f"{MAX_QUANTITY_CHARS}.", fix)
     split = _split_number(text)
     if split is None:
         raise InputError(f"Cannot read a number in {text!r}.", fix)
@@ -132,19 +168,66 @@ def parse_quantity(text: str) -> ParsedQuantity:
     if not rest:
         raise InputError(f"{text!r} has no unit.", fix)
     unit_text, notes = _unit_word(rest)
-    ureg = registry()
-    try:
-        unit = ureg.Unit(unit_text)
-    except Exception:  # noqa: BLE001 - pint raises UndefinedUnitError, DefinitionSyntaxError, ...
-        try:  # plural forms pint does not know ("liters" it knows; "metres"? it does): last resort, strip "s"
-            unit = ureg.Unit(unit_text[:-1]) if unit_text.endswith("s") else None
-        except Exception:  # noqa: BLE001
-            unit = None
-        if unit is None:
-            raise InputError(f"pint does not know the unit {rest!r} in {text!r}.", fix) from None
+    unit = _read_unit(unit_text)
+    if unit is None:
+        raise InputError(f"pint does not know the unit {rest!r} in {text!r}.", fix)
     if not math.isfinite(value):
         raise InputError(f"{text!r} is not a finite number.", fix)
-    return ParsedQuantity(text=text, value=value, unit=str(unit), notes=notes)
+    return ParsedQuantity(text=text, value=value, unit=str(unit), notes=notes,
+                          significant=_significant_digits(text))
+
+
+def _significant_digits(text: str) -> int:
+    """The significant digits of the number written in ``text`` ("2000" 4, "0.30" 2, "1.5e3" 2; words 1)."""
+    match = _NUMBER.match(text)
+    if not match:
+        return 1
+    mantissa = re.split(r"[eE]", match.group(1))[0].lstrip("+-−").replace(",", "").replace("_", "")
+    return max(len(mantissa.replace(".", "").lstrip("0")), 1)
+
+
+def delta_unit(unit: str) -> str:
+    """The unit in which a difference of ``unit`` quantities is measured: pint's delta unit for an offset
+    unit ("degree_Celsius" -> "delta_degree_Celsius": a 35 K gap is 63 delta_degF, not 95 degF), else the unit."""
+    ureg = registry()
+    try:
+        return str(ureg.Unit(f"delta_{unit}"))
+    except Exception:  # noqa: BLE001 - not an offset unit: it has no delta unit
+        return unit
+
+
+def distances(anchor: ParsedQuantity, quantities: list[ParsedQuantity]) -> list[float]:
+    """|q - anchor| of each quantity, in the anchor's (delta) unit, with physically equal distances equal.
+
+    Conversion leaves float noise; distances closer than ``DISTANCE_TIE_RTOL`` times the largest magnitude of
+    the inputs (in the anchor's unit, and in pint's root unit for offset units, where 0 degC is 273.15 K) are
+    one distance: each run of them takes its smallest member's value, and one within that tolerance of 0 is 0.
+    """
+    ureg = registry()
+    raw = [abs(q.to(anchor.unit) - anchor.value) for q in quantities]
+    magnitudes = [abs(q.to(anchor.unit)) for q in (anchor, *quantities)]
+    root = anchor.quantity.to_root_units()
+    per_root = ureg.Quantity(1, delta_unit(str(root.units))).to(delta_unit(anchor.unit)).magnitude
+    magnitudes += [abs(q.quantity.to_root_units().magnitude) * per_root for q in (anchor, *quantities)]
+    tolerance = DISTANCE_TIE_RTOL * max(magnitudes)
+    out = list(raw)
+    run_value, previous = 0.0, 0.0  # a run starts at 0: a distance within the tolerance of 0 is 0
+    for k in sorted(range(len(raw)), key=raw.__getitem__):
+        if raw[k] - previous > tolerance:
+            run_value = raw[k]
+        out[k] = run_value
+        previous = raw[k]
+    return out
+
+
+def format_quantity(value: float, unit: str, significant: int) -> str:
+    """``value`` ``unit`` with ``significant`` digits (at least 3): plain digits between 1e-4 and 1e15, else
+    scientific ("1998 m", "0.3 m", "9.46e+25 Å"); pint's short unit symbol."""
+    q = registry().Quantity(float(f"{value:.{max(3, min(significant, 15))}g}"), unit)
+    magnitude = q.magnitude
+    text = (format_number(magnitude) if magnitude == 0 or 1e-4 <= abs(magnitude) < 1e15
+            else f"{magnitude:.{max(3, min(significant, 15)) - 1}e}")
+    return f"{text} {q.units:~P}"
 
 
 def convert(value: float, unit_from: str, unit_to: str) -> float:

@@ -235,3 +235,104 @@ def test_normalized_exam1_embeds_canonical_texts():
     seen = {t for call in enc.calls for t in call}
     assert "0.000001 meters" in seen and "1e-06 meter" not in seen
     assert "5 meters" in seen and "five meter" not in seen
+
+
+# --- correct to the last digit: ties, temperatures, limits ------------------------------------------------------
+def _similarities_in_order(texts: list[str]):
+    """A TableEncoder whose cos to the anchor (texts[0]) falls in the order of texts[1:] (0.9, 0.8, ... for a few)."""
+    def unit(c):
+        return [c, math.sqrt(1 - c * c)]
+
+    step = 0.1 if len(texts) < 10 else 1.8 / len(texts)
+    return TableEncoder({texts[0]: [1.0, 0.0], **{t: unit(0.9 - step * k) for k, t in enumerate(texts[1:])}})
+
+
+def test_physically_equal_distances_tie():
+    import fasteval
+
+    candidates = ["0.7 meters", "70 centimeters", "1.3 meters", "130 centimeters", "2 meters"]
+    result = fasteval.check(_similarities_in_order(["1 meter", *candidates]), "1 meter", candidates)
+    distances = [c.distance for c in result.candidates]
+    assert distances[:4] == [distances[0]] * 4 and distances[0] == pytest.approx(0.3)
+    # similarity falls along the list; distance ties in the first four, then 2 meters is farthest: tau-b with
+    # ties (scipy on the exact distances), and no discordant pair among the tied ones.
+    exact = np.array([0.3, 0.3, 0.3, 0.3, 1.0])
+    expected = kendalltau(np.array([0.9, 0.8, 0.7, 0.6, 0.5]), -exact).statistic
+    assert result.tau == pytest.approx(expected) and result.tau == pytest.approx(0.6324555, abs=1e-6)
+    assert result.discordant_count == 0 and result.pacc == 1.0
+
+
+def test_temperature_gaps_are_temperature_differences():
+    import fasteval
+
+    result = fasteval.check(_similarities_in_order(["-5 degC", "-40 degF", "23 degF"]), "-5 degC",
+                            ["-40 degF", "23 degF"])
+    by_text = {c.text: c for c in result.candidates}
+    assert by_text["23 degF"].distance == 0.0, "-5 degC is 23 degF"
+    assert by_text["-40 degF"].distance == pytest.approx(35.0)  # -40 degF = -40 degC: 35 K from -5 degC
+    assert result.discordant_lines() == ["-40 degF is more similar than 23 degF, but 63 Δ°F farther"]
+    assert result.tau == pytest.approx(-1.0)
+    tied = fasteval.check(_similarities_in_order(["-5 degC", "23 degF", "268.15 kelvin", "20 degC"]), "-5 degC",
+                          ["23 degF", "268.15 kelvin", "20 degC"])
+    assert [c.distance for c in tied.candidates] == [0.0, 0.0, pytest.approx(25.0)]
+    assert tied.discordant_count == 0 and tied.tau == pytest.approx(kendalltau([0.9, 0.8, 0.7], [0, 0, -25]).statistic)
+
+
+@pytest.mark.parametrize("text, unit", [("20 degrees Celsius", "degree_Celsius"), ("2 light years", "light_year"),
+                                        ("3 light year", "light_year"), ("5 metres", "meter")])
+def test_pint_spellings_with_spaces_and_plurals(text, unit):
+    from fasteval.core.quantities import parse_quantity
+
+    assert parse_quantity(text).unit == unit
+
+
+def test_gaps_print_with_the_inputs_precision():
+    import fasteval
+
+    # the gap is in the farther text's unit: about one light year, in angstrom (it printed 26 digits)
+    result = fasteval.check(_similarities_in_order(["2 light years", "1 angstrom", "1 light year"]), "2 light years",
+                            ["1 angstrom", "1 light year"])
+    assert result.discordant_lines() == ["1 angstrom is more similar than 1 light year, but 9.46e+25 Å farther"]
+    result = fasteval.check(_similarities_in_order(["1 meter", "0.30 meters", "0.7 meters"]), "1 meter",
+                            ["0.30 meters", "0.7 meters"])
+    assert result.discordant_lines() == ["0.30 meters is more similar than 0.7 meters, but 0.4 m farther"]
+
+
+def test_discordant_pairs_are_counted_and_listed_up_to_a_limit():
+    import fasteval
+    from fasteval.core.exams.check import DISCORDANT_LIST_LIMIT
+
+    candidates = [f"{k} meters" for k in range(1, 41)]  # similarity rises with distance: every pair discordant
+    enc = _similarities_in_order(["0 meters", *reversed(candidates)])
+    result = fasteval.check(enc, "0 meters", candidates)
+    assert result.discordant_count == 40 * 39 // 2 and len(result.discordant_pairs) == DISCORDANT_LIST_LIMIT
+    assert result.discordant_pairs[0] == ("1 meters", "40 meters"), "the largest gap first"
+    assert len(fasteval.check(enc, "0 meters", candidates, all_discordant=True).discordant_pairs) == 780
+    assert result.to_json()["discordant_count"] == 780
+
+
+def test_check_input_limits():
+    from fasteval.core.exams.check import MAX_CHECK_CANDIDATES, parse_check_inputs
+    from fasteval.core.quantities import parse_quantity
+
+    with pytest.raises(InputError, match="at most"):
+        parse_check_inputs("1 meter", ["2 meters"] * (MAX_CHECK_CANDIDATES + 1))
+    with pytest.raises(InputError, match="characters long"):
+        parse_quantity("2 " + "x" * 200_000)
+
+
+def test_cli_check_negative_quantities_file_clash_and_rewritten_anchor(tiny_st_folder, fasteval_home, tmp_path):
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    proc = run_cli(["check", "-5 degC", "23 degF", "-40 degF", "--model", tiny_st_folder, "--json", "-q",
+                    "--provider", "cpu"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["anchor"] == "-5 degC" and [c["distance"] for c in data["candidates"]] == [0.0, pytest.approx(35)]
+    f = tmp_path / "q.txt"
+    f.write_text("1 meter\n2 meters\n")
+    one_line_error(run_cli(["check", "1 meter", "2 meters", "--file", f, "--model", tiny_st_folder], env=env),
+                   "both as arguments and with --file")
+    norm = run_cli(["check", "2 kilometers", "2000 meters", "2 meters", "--normalize-quantities", "--model",
+                    tiny_st_folder, "--provider", "cpu", "-q"], env=env)
+    assert norm.returncode == 0, norm.stderr
+    assert "embedded as '2000 meters'" in norm.stdout.splitlines()[0]

@@ -222,3 +222,86 @@ def test_parse_errors_name_variants_and_digits():
     words = GLUCOSE + '\n[digits_words]\ndigits = ["1", "2"]\nwords.en = ["one"]\n'
     with pytest.raises(ProtocolError, match="digits_words.words.en"):
         parse_protocol(words.encode(), "x.toml")
+
+
+def test_scientific_range_follows_each_languages_plural_and_english_stays_the_papers():
+    p = load_protocol("multilingual")
+    texts = {(c.quantity, c.variant): c.texts for c in p.cells() if c.range_name == "scientific"}
+    assert texts[("second", "en")] == next(c.texts for c in P.exam1_cells()
+                                           if (c.quantity, c.range_name) == ("second", "scientific"))
+    assert texts[("second", "de")][-1] == "1e+06 Sekunden" and texts[("second", "de")][12] == "1e+00 Sekunde"
+    assert texts[("second", "fr")][0] == "1e-06 seconde" and texts[("second", "fr")][-1] == "1e+06 secondes"
+    assert texts[("liter", "es")][0] == "1e-06 litros" and texts[("liter", "es")][12] == "1e+00 litro"
+
+
+def test_readme_glucose_example_is_the_test_file_and_each_unit_has_its_own_range():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    assert block == (Path(__file__).parent / "data" / "glucose.toml").read_text()
+    p = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    for cell in p.cells():
+        low, high = (2.0, 25.0) if cell.quantity == "glucose_mmol_l" else (30.0, 450.0)
+        assert low <= cell.values.min() and cell.values.max() <= high, cell.key  # 60-140 mmol/L does not exist
+    assert {c.quantity for c in p.cells()} == {"glucose_mg_dl", "glucose_mmol_l"} and len(p.cells()) == 4
+
+
+class NumberOnlyEncoder:
+    """An embedding of the number a text starts with alone (decimal point or comma): every language of one value
+    embeds alike, so the seven renderings of a cell carry the information of one."""
+
+    def encode(self, texts):
+        import re
+
+        rows = []
+        for t in texts:
+            match = re.match(r"-?\d[\d.,]*(e[-+]\d+)?", t)
+            x = float(match.group(0).replace(",", ".")) if match else 0.0
+            z = np.sign(x) * np.log1p(abs(x))
+            rows.append([np.cos(z), np.sin(z), np.cos(3.1 * z + 0.4), 0.3])
+        return np.array(rows, dtype=np.float32)
+
+
+def test_multilingual_pooled_interval_resamples_values_not_renderings():
+    """Seven renderings of one set of values are not seven samples: the pooled row's interval is as wide as one
+    language's when every language embeds alike. Drawn independently per cell (as before), it came out about
+    sqrt(7) times narrower."""
+    from fasteval.core.exams import statistics as S
+    from fasteval.core.runs.evaluate import evaluate
+
+    exam1 = evaluate(NumberOnlyEncoder(), exams=(1,), name="n", protocol="multilingual", bootstrap=300).exams["exam1"]
+    s = exam1.summary()
+    pooled = s["tau_ci_high"] - s["tau_ci_low"]
+    per_language = [row["tau_ci_high"] - row["tau_ci_low"] for row in s["by_variant"].values()]
+    assert len(per_language) == 7 and min(per_language) > 1
+    assert pooled == pytest.approx(np.mean(per_language), rel=0.05)
+    rows = [np.asarray(m[0]) for m in (np.array(exam1.heatmaps[c.key]) for c in exam1.cells)]
+    independent = S.resample_exam1(rows, 300, [np.array(c.values) for c in exam1.cells]).intervals()
+    assert independent["tau_ci_high"] - independent["tau_ci_low"] < 0.6 * pooled, "the old way is too narrow"
+
+
+def test_digits_words_figures_are_labelled_in_each_language():
+    from fasteval.core.report.plots import _digits_words_labels
+    from fasteval.core.runs.evaluate import evaluate
+
+    exam1 = evaluate(FakeEncoder(), exams=(1,), name="fake", protocol="multilingual", bootstrap=0).exams["exam1"]
+    digits, words = _digits_words_labels(exam1.for_variant("de"), "second")
+    assert words[5] == "fünf Sekunden" and digits[5] == "5 Sekunden"
+    paper = evaluate(FakeEncoder(), exams=(1,), name="fake", bootstrap=0).exams["exam1"]
+    assert _digits_words_labels(paper, "meter") == (list(P.DIGITS), list(P.WORDS))
+
+
+def test_results_record_what_was_embedded():
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
+
+    result = evaluate(FakeEncoder(), exams=(1, "conversion"), name="fake", normalize_quantities=True, bootstrap=0)
+    data = json.loads(result_files(result)["results.json"])
+    cell = next(c for c in data["exams"]["exam1"]["cells"] if c["range_name"] == "scientific")
+    assert cell["texts"][0] == "1e-06 meter" and cell["embedded"][0] == "0.000001 meters"
+    row = data["exams"]["conversion"]["rows"][0]
+    assert row["texts_a"][0] == "0.01 meter" or row["texts_a"][0].endswith(("meter", "meters"))
+    assert len(row["texts_b"]) == len(row["traps"]) == 40 and row["embedded_b"] is not None
+    plain = json.loads(result_files(evaluate(FakeEncoder(), exams=(1, "conversion"), name="fake",
+                                             bootstrap=0))["results.json"])
+    assert plain["exams"]["conversion"]["rows"][0]["texts_b"] == row["texts_b"]
+    assert plain["exams"]["exam1"]["cells"][0]["embedded"] is None

@@ -324,3 +324,50 @@ def test_report_help_imports_nothing_heavy():
             "print(','.join(m for m in ('matplotlib', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# --- runs of one model under other settings are that model's variants ------------------------------------------
+@pytest.fixture(scope="module")
+def runs_of_one_model(tmp_path_factory):
+    """mini plain, normalized and with a prompt; another model plain."""
+    from fasteval.core.runs.sweep import Job, run_sweep
+    from fakes import CountingEncoder
+
+    def loader(name, **options):
+        enc = CountingEncoder(name.split("@")[0])
+        enc.info["prompt"] = options.get("prompt") or ""
+        return enc
+
+    out = tmp_path_factory.mktemp("runs")
+    jobs = [Job("mini", exams=(1,), bootstrap=0), Job("mini", exams=(1,), bootstrap=0,
+                                                           normalize_quantities=True),
+            Job("mini", {"prompt": "query: "}, exams=(1,), bootstrap=0), Job("other", exams=(1,), bootstrap=0)]
+    for job in jobs:
+        assert run_sweep([job], out, loader)[0].status == "done"
+    return out
+
+
+def test_runs_of_one_model_are_its_variants(runs_of_one_model, tmp_path):
+    from fasteval.core.exams.geometry import table1_row
+    from fasteval.core.report.build import build_report
+    from fasteval.core.report.tables import load_results
+
+    entries = load_results(runs_of_one_model)
+    assert sorted(e.label for e in entries) == ["mini", "mini [normalized]", "mini [prompt 'query: ']",
+                                                "other"], "labelled by what differs, not by a hash"
+    rep = build_report(runs_of_one_model, out=tmp_path / "rep", dpi=20, resamples=0)
+    models = [r["model"] for r in rep.tables["table1"].rows]
+    main = {e.label: e for e in entries}
+    assert sum(not m.startswith("  └") for m in models[:-2]) == 2, "two models, not four"
+    mini = models.index("mini")
+    assert models[mini + 1:mini + 3] == ["  └ mini [normalized]", "  └ mini [prompt 'query: ']"]
+    all_row = next(r for r in rep.tables["table1"].rows if r["model"] == "all")
+    cells = [c for label in ("mini", "other") for c in main[label].result.exams["exam1"].cells]
+    assert all_row["tau"] == table1_row(cells)["tau"], "each model counted once"
+    page = (tmp_path / "rep" / "report.html").read_text()
+    for e in entries:  # each result's figures appear once, under its own heading
+        stem = e.label.replace(" ", "_").replace("[", "_").replace("]", "_").replace("'", "_").replace(":", "_")
+        for name in ("embedding_overview", "digits_words", "conversions"):
+            assert page.count(f"figures/{stem}_{name}.png</code>") == 1, (e.label, name)
+    assert page.count("<figure>") == 3 * len(entries)
+    assert "Similarity of number words (rows) and digits (columns)" in page, "captions say what a figure shows"

@@ -189,6 +189,39 @@ def test_report_shows_intervals_forest_and_comparison(sweep_dir, tmp_path):
     assert {"table1_intervals", "comparison"} <= set(rep.tables)
     rows = {r["model"]: r for r in rep.tables["table1_intervals"].rows}
     assert rows["good"]["tau_ci_low"] < rows["good"]["tau"] < rows["good"]["tau_ci_high"]
-    assert math.isclose(rows["random (simulated)"]["tau"], S.random_baselines()["tau"])
+    assert rows["random (expected)"]["tau"] == pytest.approx(S.random_baselines()["tau"]) == pytest.approx(8.914, abs=5e-4)
     assert (tmp_path / "rep" / "figures" / "_all_forest.png").exists()
     assert (tmp_path / "rep" / "figures" / "_all_comparison.png").exists()
+
+
+def test_random_baselines_are_exact_per_protocol():
+    """The paper's exact values (issue: 8.914 and 54.457, where a 400-draw simulation printed 8.83), a
+    protocol's own values (the glucose example's 20.17 in the README), and the simulation agreeing with the
+    closed forms within four standard errors, ties in the values included."""
+    b = S.random_baselines()
+    assert round(b["tau"], 3) == 8.914 and round(b["pacc"], 3) == 54.457
+    assert b["strict_tau"] == 0.0 and b["all_anchors_tau"] == 0.0
+    from fasteval.core.protocol.spec import load_protocol
+
+    glucose = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    values = [c.values for c in glucose.cells()]
+    assert S.random_baselines(values)["tau"] == pytest.approx(np.mean([2 / len(v) for v in values]) * 100)
+    celsius = [np.linspace(-20, 50, 15)]
+    assert round(S.random_baselines(celsius)["tau"], 2) == 13.33
+    tied = [np.array([0.0, 1, 1, 2, 2, 2, 3]), np.array([5.0, 1, 2, 5, 9])]  # ties; an anchor not the smallest
+    means, errors = S.simulated_random_baselines(tied, draws=4000)
+    exact = S.random_baselines(tied)
+    for name in ("tau", "pacc", "strict_tau", "all_anchors_tau"):
+        assert abs(means[name] - exact[name]) < 4 * errors[name] + 1e-9, name
+
+
+def test_exam1_summary_uses_the_protocol_baseline():
+    from fasteval.core.protocol.spec import load_protocol
+    from fasteval.core.runs.evaluate import evaluate
+    from fakes import FakeEncoder
+
+    protocol = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    s = evaluate(FakeEncoder(), exams=(1,), name="fake", protocol=protocol, bootstrap=0).exams["exam1"].summary()
+    values = [c.values for c in protocol.cells()]
+    assert s["random_tau"] == pytest.approx(S.random_baselines(values)["tau"])
+    assert s["random_tau"] != pytest.approx(S.random_baselines()["tau"])

@@ -4,7 +4,11 @@ One anchor and two or more candidates of the same dimension. Each candidate's ph
 anchor (in the anchor's unit) against its similarity to the anchor: Kendall τ-b of similarity against
 distance (scipy's sign convention: τ = kendalltau(similarity, −distance), positive = closer is more similar),
 pairwise accuracy over the candidate pairs whose distances differ (right when the closer one is strictly more
-similar), and every discordant pair (the physically farther one is strictly more similar), in words.
+similar), and the discordant pairs (the physically farther one is strictly more similar), in words.
+
+Distances are differences: for offset units (degC, degF) they are in pint's delta units, and physically equal
+distances are equal (``quantities.distances`` removes conversion noise), so they tie. Every discordant pair is
+counted; the first ``DISCORDANT_LIST_LIMIT`` (the largest gaps first) are listed unless all are asked for.
 """
 from __future__ import annotations
 
@@ -14,15 +18,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fasteval.core.errors import InputError
-from fasteval.core.quantities import ParsedQuantity, format_number, parse_quantity
+from fasteval.core.quantities import ParsedQuantity, delta_unit, distances, format_quantity, parse_quantity
+
+# The most candidates one check takes (its pairs are O(n^2)) and the discordant pairs listed by default.
+MAX_CHECK_CANDIDATES = 1000
+DISCORDANT_LIST_LIMIT = 20
 
 
 @dataclass
 class CheckedCandidate:
     text: str
     similarity: float
-    distance: float  # |candidate - anchor|, in the anchor's unit
-    unit: str  # the anchor's unit (pint's name)
+    distance: float  # |candidate - anchor|, in the anchor's (delta) unit; physically equal distances equal
+    unit: str  # the unit of the distance (pint's name: the anchor's, or its delta unit for degC, degF)
     log_ratio: float | None  # log10(candidate / anchor) in one unit; None unless both are positive
     encoded_as: str  # what the encoder was given (the text, or its canonical form)
 
@@ -38,6 +46,9 @@ class CheckResult:
     similarity: str = "cos"
     normalized: bool = False
     notes: list[str] = field(default_factory=list)
+    discordant_count: int = 0  # every discordant pair; ``discordant_pairs`` may list fewer
+    anchor_encoded_as: str = ""  # what the encoder was given for the anchor
+    significant: int = 3  # the inputs' significant digits: gaps are printed with this precision
 
     def by_similarity(self) -> list[CheckedCandidate]:
         return sorted(self.candidates, key=lambda c: -c.similarity)
@@ -46,17 +57,18 @@ class CheckResult:
         return sorted(self.candidates, key=lambda c: c.distance)
 
     def discordant_lines(self) -> list[str]:
-        """ "2 meters is more similar than 2000 meters, but 1998 m farther" for every discordant pair."""
+        """ "2 meters is more similar than 2000 meters, but 1998 m farther" for every listed discordant pair."""
         from fasteval.core.quantities import registry
 
         by_text = {c.text: c for c in self.candidates}
         lines = []
         for closer, farther in self.discordant_pairs:
             gap = by_text[farther].distance - by_text[closer].distance
-            # The gap in the unit the farther text is written in ("1998 m" for "2 meters").
-            gap_q = registry().Quantity(gap, by_text[farther].unit).to(parse_quantity(farther).unit)
-            lines.append(f"{farther} is more similar than {closer}, but {format_number(gap_q.magnitude)} "
-                         f"{gap_q.units:~P} farther")
+            # The gap in the (delta) unit the farther text is written in ("1998 m" for "2 meters").
+            unit = delta_unit(parse_quantity(farther).unit)
+            gap_q = registry().Quantity(gap, by_text[farther].unit).to(unit)
+            lines.append(f"{farther} is more similar than {closer}, but "
+                         f"{format_quantity(gap_q.magnitude, str(gap_q.units), self.significant)} farther")
         return lines
 
     def to_json(self) -> dict:
@@ -67,7 +79,8 @@ class CheckResult:
                             "candidates": [{"text": c.text, "similarity": c.similarity, "distance": c.distance,
                                             "unit": c.unit, "log_ratio": c.log_ratio,
                                             "encoded_as": c.encoded_as} for c in self.candidates],
-                            "tau": self.tau, "pacc": self.pacc,
+                            "anchor_encoded_as": self.anchor_encoded_as, "tau": self.tau, "pacc": self.pacc,
+                            "discordant_count": self.discordant_count,
                             "discordant_pairs": [list(p) for p in self.discordant_pairs], "notes": self.notes})
 
 
@@ -77,6 +90,9 @@ def parse_check_inputs(anchor: str, candidates: list[str]) -> tuple[ParsedQuanti
         raise InputError(f"fasteval check needs at least two candidates, got {len(candidates)}.",
                          "pass an anchor and two or more candidates, e.g. \"2 kilometers\" \"2000 meters\" "
                          "\"2 meters\".")
+    if len(candidates) > MAX_CHECK_CANDIDATES:
+        raise InputError(f"fasteval check takes at most {MAX_CHECK_CANDIDATES} candidates, got {len(candidates)}.",
+                         "split them into several checks, or run a protocol file with `fasteval sweep --protocol`.")
     parsed_anchor = parse_quantity(anchor)
     parsed = []
     for text in candidates:
@@ -90,27 +106,30 @@ def parse_check_inputs(anchor: str, candidates: list[str]) -> tuple[ParsedQuanti
 
 
 def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], similarities: np.ndarray,
-                model: str, similarity: str = "cos", encoded_as: list[str] | None = None) -> CheckResult:
-    """Score precomputed candidate-to-anchor similarities against the physical distances."""
+                model: str, similarity: str = "cos", encoded_as: list[str] | None = None,
+                all_discordant: bool = False) -> CheckResult:
+    """Score precomputed candidate-to-anchor similarities against the physical distances; every discordant
+    pair counted, the first ``DISCORDANT_LIST_LIMIT`` (largest gap first) listed unless ``all_discordant``."""
     from fasteval.core.kernels.kendall import kendall_tau_b, pairwise_accuracy
 
     sims = np.asarray(similarities, dtype=np.float64)
-    distance = np.array([abs(q.to(anchor.unit) - anchor.value) for q in candidates])
+    distance = np.array(distances(anchor, candidates), dtype=np.float64)
+    unit = delta_unit(anchor.unit)
     rows = []
     for k, q in enumerate(candidates):
         in_anchor_unit = q.to(anchor.unit)
         ratio = (math.log10(in_anchor_unit / anchor.value) if in_anchor_unit > 0 and anchor.value > 0 else None)
-        rows.append(CheckedCandidate(q.text, float(sims[k]), float(distance[k]), anchor.unit, ratio,
+        rows.append(CheckedCandidate(q.text, float(sims[k]), float(distance[k]), unit, ratio,
                                      (encoded_as or [q.text for q in candidates])[k]))
-    discordant = []
-    for i in range(len(candidates)):
-        for j in range(i + 1, len(candidates)):
-            if distance[i] == distance[j]:
-                continue
-            closer, farther = (i, j) if distance[i] < distance[j] else (j, i)
-            if sims[farther] > sims[closer]:
-                discordant.append((candidates[closer].text, candidates[farther].text))
+    # pair (i, j) is discordant when i is strictly closer and j strictly more similar
+    discordant = (distance[:, None] < distance[None, :]) & (sims[None, :] > sims[:, None])
+    closer, farther = np.nonzero(discordant)
+    order = np.lexsort((closer, -(distance[farther] - distance[closer])))  # largest gap first, then input order
+    listed = order if all_discordant else order[:DISCORDANT_LIST_LIMIT]
     notes = sorted({n for q in [anchor, *candidates] for n in q.notes})
     return CheckResult(model=model, anchor=anchor.text, candidates=rows, tau=kendall_tau_b(sims, -distance),
-                       pacc=pairwise_accuracy(distance, sims, "skip"), discordant_pairs=discordant,
-                       similarity=similarity, notes=notes)
+                       pacc=pairwise_accuracy(distance, sims, "skip"),
+                       discordant_pairs=[(candidates[closer[k]].text, candidates[farther[k]].text) for k in listed],
+                       similarity=similarity, notes=notes, discordant_count=int(len(closer)),
+                       anchor_encoded_as=anchor.text,
+                       significant=max(q.significant for q in [anchor, *candidates]))

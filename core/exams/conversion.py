@@ -24,6 +24,11 @@ GALLON_NOTE = ("liter ↔ gallon uses pint's US gallon (B = A / 3.785411784); th
                "3.785 (PROTOCOL.md 1.8)")
 
 
+# The CSV's columns (the texts stay in results.json).
+CSV_FIELDS = ("panel", "unit_a", "unit_b", "n", "recall_at_1", "mrr", "mean_sim_equivalent", "mean_sim_other",
+              "lexical_trap_rate")
+
+
 @dataclass
 class ConversionRow:
     panel: str
@@ -35,6 +40,14 @@ class ConversionRow:
     mean_sim_equivalent: float
     mean_sim_other: float
     lexical_trap_rate: float
+    # What was asked: the A texts, their equivalent B texts and the traps (None in results written before).
+    texts_a: list[str] | None = None
+    texts_b: list[str] | None = None
+    traps: list[str] | None = None
+    # What the encoder was given for them where that differs (--normalize-quantities), else None.
+    embedded_a: list[str] | None = None
+    embedded_b: list[str] | None = None
+    embedded_traps: list[str] | None = None
 
 
 @dataclass
@@ -72,5 +85,6 @@ def run_conversion(table: EmbeddingTable, metric: str = "cos") -> ConversionResu
         a = table[a_texts]
         sims = similarity_matrix(a, table[b_texts], metric=metric).astype(np.float64)
         trap_sims = paired_similarity(a, table[traps], metric=metric).astype(np.float64)
-        rows.append(ConversionRow(pair.panel, pair.unit_a, pair.unit_b, len(a_texts), **score_pair(sims, trap_sims)))
+        rows.append(ConversionRow(pair.panel, pair.unit_a, pair.unit_b, len(a_texts), **score_pair(sims, trap_sims),
+                                  texts_a=list(a_texts), texts_b=list(b_texts), traps=list(traps)))
     return ConversionResult(metric=metric, rows=rows)

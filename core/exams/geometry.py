@@ -39,6 +39,8 @@ class CellResult:
     variant: str | None = None
     texts: list[str] | None = None
     values: list[float] | None = None
+    # What the encoder was given where it differs from ``texts`` (--normalize-quantities), else None.
+    embedded: list[str] | None = None
 
     @property
     def key(self) -> str:
@@ -84,6 +86,10 @@ class Exam1Result:
     bootstrap: dict | None = None
     # A protocol with variants: each non-reference cell against the reference variant's cell.
     alignment: list[AlignmentRow] = field(default_factory=list)
+    # A protocol with variants: each variant's own bootstrap intervals (x100), as ``intervals``.
+    variant_intervals: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # The digits-vs-words matrices' texts: key -> [word texts (rows), digit texts (columns)].
+    digits_words_texts: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float | None]:
         """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5);
@@ -99,6 +105,7 @@ class Exam1Result:
         """One variant's tau, PACC, AVG (x100) and, when aligned, mean recall@1 and similarity to the reference."""
         s = table1_row([c for c in self.cells if c.variant == label])
         row = {k: s[k] for k in ("tau", "pacc", "avg", "tau_display", "pacc_display", "avg_display")}
+        row.update(self.variant_intervals.get(label, {}))
         aligned = [a for a in self.alignment if a.variant == label]
         if aligned:
             row["alignment_recall_at_1"] = float(np.mean([a.recall_at_1 for a in aligned]) * 100)
@@ -111,9 +118,13 @@ class Exam1Result:
         suffix = "" if label is None else f"/{label}"
         heatmaps = {k[: -len(suffix)] if suffix else k: v for k, v in self.heatmaps.items()
                     if (k.endswith(suffix) and k.count("/") == 2) or (not suffix and k.count("/") == 1)}
-        digits = {k[: -len(suffix)] if suffix else k: v for k, v in self.digits_words.items()
-                  if (k.endswith(suffix) and "/" in k) or (not suffix and "/" not in k)}
-        return Exam1Result(self.metric, cells, heatmaps, digits, self.conversions if label is None else [])
+        def mine(items: dict) -> dict:
+            return {k[: -len(suffix)] if suffix else k: v for k, v in items.items()
+                    if (k.endswith(suffix) and "/" in k) or (not suffix and "/" not in k)}
+
+        return Exam1Result(self.metric, cells, heatmaps, mine(self.digits_words),
+                           self.conversions if label is None else [],
+                           digits_words_texts=mine(self.digits_words_texts))
 
 
 def _mean_exact(cells: list[CellResult], attr: str) -> Fraction | None:
@@ -174,7 +185,7 @@ def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[
 
 
 def variants_row(cells: list[CellResult]) -> dict[str, float | None]:
-    """The variants' means over the cells x100 and each one's simulated random baseline (x100)."""
+    """The variants' means over the cells x100 and each one's exact random baseline on these cells (x100)."""
     from fasteval.core.exams.statistics import random_baselines
 
     out: dict[str, float | None] = {}
@@ -184,7 +195,8 @@ def variants_row(cells: list[CellResult]) -> dict[str, float | None]:
                      else float(np.nanmean(np.array(values, dtype=float)) * 100))
     if all(v is None for v in out.values()):
         return {}  # a result written before the variants existed
-    baselines = random_baselines()
+    baselines = random_baselines([c.values if c.values is not None else P.range_values(c.range_name)
+                                  for c in cells])
     out.update(random_tau=baselines["tau"], random_pacc=baselines["pacc"],
                random_strict_tau=baselines["strict_tau"], random_all_anchors_tau=baselines["all_anchors_tau"])
     return out
@@ -238,12 +250,18 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     result = Exam1Result(metric=metric, cells=cell_results)
     if bootstrap:
         result.bootstrap = S.bootstrap_settings(bootstrap)
-        resampled = S.resample_exam1([m[0] for m in matrices], bootstrap, [c.values for c in cells])
+        # The renderings of one (quantity, range) in several variants are the same values asked again: they
+        # share their draws, so a pooled row's interval is one of the values, not of 7x as many cells.
+        value_sets = list(dict.fromkeys((c.quantity, c.range_name) for c in cells))
+        draws = [value_sets.index((c.quantity, c.range_name)) for c in cells]
+        resampled = S.resample_exam1([m[0] for m in matrices], bootstrap, [c.values for c in cells], draws)
         for k, cell in enumerate(cell_results):
             cell.tau_ci_low, cell.tau_ci_high = S.percentile_interval(resampled.taus[k])
             cell.pacc_ci_low, cell.pacc_ci_high = S.percentile_interval(resampled.paccs[k])
-        for name, samples in zip(("tau", "pacc", "avg"), resampled.table1()):
-            result.intervals[f"{name}_ci_low"], result.intervals[f"{name}_ci_high"] = S.percentile_interval(samples)
+        result.intervals = resampled.intervals()
+        for label in dict.fromkeys(c.variant for c in cells if c.variant is not None):
+            result.variant_intervals[label] = resampled.intervals([k for k, c in enumerate(cells)
+                                                                  if c.variant == label])
     if protocol is not None and not protocol.is_paper:
         result.alignment = alignment_rows(table, protocol, cells, metric)
     if not keep_matrices:
@@ -257,10 +275,12 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
                     key = q.name if variant.label is None else f"{q.name}/{variant.label}"
                     result.digits_words[key] = similarity_matrix(table[words], table[digits],
                                                                  metric=metric).tolist()
+                    result.digits_words_texts[key] = [list(words), list(digits)]
         return result
     for quantity in P.QUANTITIES:
         digits, words = P.digits_words_texts(quantity)
         result.digits_words[quantity] = similarity_matrix(table[words], table[digits], metric=metric).tolist()
+        result.digits_words_texts[quantity] = [list(words), list(digits)]
     x = P.conversion_values()
     for pair in P.CONVERSION_PAIRS:
         a_texts, b_texts = P.conversion_texts(pair)

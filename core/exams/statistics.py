@@ -10,14 +10,17 @@ difference of their resampled means is the resampled difference. Intervals are p
 **Variants.** ``strict_tau``: the anchor's self-pair left out (the n - 1 other items ranked by similarity to
 the anchor). ``all_anchors_tau``: every item in turn is the anchor and the others are ranked by
 |v - v_anchor| (distance ties handled by τ-b), averaged over anchors: the whole heatmap instead of its first
-row. The random baseline of each variant comes from simulated random similarity matrices (symmetric,
-uniform off the diagonal, 1 on it, as a model's self-similarity is), not from a constant: the paper's τ
-credits every model with the anchor's self-pair, so its random baseline is above 0.
+row. The random baseline of each variant is its expected value under random similarity matrices (symmetric,
+uniform off the diagonal, 1 on it, as a model's self-similarity is), computed exactly from the protocol's own
+values (``random_baselines``), not a constant: the paper's τ credits every model with the anchor's self-pair,
+which always ranks first, so its expectation is Σ_j sign(v_j − v_0) / sqrt(n0 (n0 − n1)) per cell (2/n with
+distinct values above the anchor: 8.914 over the paper's 20 cells, PACC 54.457); the strict and all-anchors
+variants rank random similarities of fixed distances, so they expect exactly 0. ``simulated_random_baselines``
+draws the matrices, as a check of those closed forms.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -28,7 +31,6 @@ from fasteval.core.errors import InputError
 BOOTSTRAP_SEED = 20260521
 CI_LEVEL = 0.95
 RANDOM_BASELINE_SEED = 12345
-RANDOM_BASELINE_DRAWS = 400
 
 
 def bootstrap_settings(resamples: int) -> dict | None:
@@ -74,17 +76,28 @@ class Resampled:
     taus: np.ndarray
     paccs: np.ndarray
 
-    def table1(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The resampled Table 1 row ×100: τ, PACC and AVG per resample (the mean of the cells)."""
-        tau = self.taus.mean(axis=0) * 100
-        pacc = self.paccs.mean(axis=0) * 100
+    def table1(self, cells: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The resampled Table 1 row ×100: τ, PACC and AVG per resample (the mean of the cells, or of
+        ``cells`` only)."""
+        rows = slice(None) if cells is None else cells
+        tau = self.taus[rows].mean(axis=0) * 100
+        pacc = self.paccs[rows].mean(axis=0) * 100
         return tau, pacc, (tau + pacc) / 2
+
+    def intervals(self, cells: list[int] | None = None) -> dict[str, float]:
+        """``tau_ci_low``, ``tau_ci_high``, ... ``avg_ci_high`` (×100) of the mean of ``cells`` (default all)."""
+        out = {}
+        for name, samples in zip(("tau", "pacc", "avg"), self.table1(cells)):
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = percentile_interval(samples)
+        return out
 
 
 def resample_exam1(anchor_rows: list[np.ndarray], resamples: int,
-                   values: list[np.ndarray] | None = None) -> Resampled:
+                   values: list[np.ndarray] | None = None, draws: list[int] | None = None) -> Resampled:
     """Resample every Exam 1 cell; ``anchor_rows`` = each cell's similarities to its anchor, in cell order;
-    ``values`` = each cell's values (default: the paper's 20 cells)."""
+    ``values`` = each cell's values (default: the paper's 20 cells); ``draws`` = each cell's draw number
+    (default: its position): cells with one draw number (one set of values asked in several variants) are
+    resampled with the same items."""
     values = values if values is not None else [c.values for c in P.exam1_cells()]
     if len(anchor_rows) != len(values):
         raise InputError(f"Expected {len(values)} anchor rows, got {len(anchor_rows)}.", "pass every Exam 1 cell.")
@@ -92,7 +105,7 @@ def resample_exam1(anchor_rows: list[np.ndarray], resamples: int,
     paccs = np.empty((len(values), resamples))
     for k, (cell_values, sims) in enumerate(zip(values, anchor_rows)):
         cell_values = np.asarray(cell_values, dtype=np.float64)
-        idx = bootstrap_indices(len(cell_values), resamples, k)
+        idx = bootstrap_indices(len(cell_values), resamples, k if draws is None else draws[k])
         taus[k], paccs[k] = resampled_cell(cell_values, sims, idx)
     return Resampled(taus, paccs)
 
@@ -135,21 +148,51 @@ def random_similarity(n: int, rng: np.random.Generator) -> np.ndarray:
     return upper + upper.T + np.eye(n)
 
 
-@lru_cache(maxsize=None)
-def random_baselines(draws: int = RANDOM_BASELINE_DRAWS, seed: int = RANDOM_BASELINE_SEED) -> dict[str, float]:
-    """Each variant's expected value (×100, averaged over the 20 cells as Table 1 averages) under random
-    similarities, and the paper's PACC under them: what a model that knows nothing scores."""
+def expected_random_cell(values) -> dict[str, float]:
+    """One cell's exact expected paper τ-b and PACC (0-1) under random similarities (self-similarity 1 ranks
+    first; the other similarities are continuous, so they never tie): only the anchor's n - 1 pairs have a
+    fixed outcome, every other pair with distinct values is right half the time. Strict and all-anchors τ
+    expect 0 (NaN where every value ties)."""
+    v = np.asarray(values, dtype=np.float64)
+    n = len(v)
+    pairs = n * (n - 1) / 2
+    _, counts = np.unique(v, return_counts=True)
+    tied = float(np.sum(counts * (counts - 1) / 2))
+    anchor_sign = float(np.sum(np.sign(v[1:] - v[0])))
+    tau = anchor_sign / np.sqrt(pairs * (pairs - tied)) if pairs > tied else float("nan")
+    others = v[1:]
+    _, other_counts = np.unique(others, return_counts=True)
+    distinct_other_pairs = (n - 1) * (n - 2) / 2 - float(np.sum(other_counts * (other_counts - 1) / 2))
+    pacc = (float(np.sum(v[1:] > v[0])) + distinct_other_pairs / 2) / pairs if pairs else float("nan")
+    zero = 0.0 if pairs > tied else float("nan")
+    return {"tau": float(tau), "strict_tau": zero, "all_anchors_tau": zero, "pacc": float(pacc)}
+
+
+def random_baselines(cell_values: list | None = None) -> dict[str, float]:
+    """Each variant's exact expected value under random similarities, and the paper's PACC under them (×100,
+    the mean over the cells as Table 1 averages): what a model that knows nothing scores on this protocol.
+    ``cell_values``: each cell's values (default: the paper's 20 cells, τ 8.914, PACC 54.457)."""
+    cell_values = cell_values if cell_values is not None else [c.values for c in P.exam1_cells()]
+    per_cell = [expected_random_cell(v) for v in cell_values]
+    return {name: float(np.nanmean([c[name] for c in per_cell]) * 100) for name in (*VARIANTS, "pacc")}
+
+
+def simulated_random_baselines(cell_values: list, draws: int, seed: int = RANDOM_BASELINE_SEED
+                               ) -> tuple[dict[str, float], dict[str, float]]:
+    """``random_baselines`` by drawing ``draws`` random similarity matrices per cell: (means, standard errors),
+    ×100. The check of the closed forms (and what a variant without one would need)."""
     from fasteval.core.kernels.kendall import pairwise_accuracy
 
     rng = np.random.default_rng(seed)
-    per_range: dict[str, dict[str, float]] = {}
-    for range_name in P.RANGE_NAMES:  # the four quantities share the values of a range
-        values = P.range_values(range_name)
-        draws_out = {name: [] for name in (*VARIANTS, "pacc")}
-        for _ in range(draws):
+    samples = {name: np.empty((len(cell_values), draws)) for name in (*VARIANTS, "pacc")}
+    for k, values in enumerate(cell_values):
+        values = np.asarray(values, dtype=np.float64)
+        for d in range(draws):
             m = random_similarity(len(values), rng)
             for name, variant in VARIANTS.items():
-                draws_out[name].append(variant(values, m))
-            draws_out["pacc"].append(pairwise_accuracy(values, m[0]))
-        per_range[range_name] = {name: float(np.mean(v)) for name, v in draws_out.items()}
-    return {name: float(np.mean([r[name] for r in per_range.values()]) * 100) for name in (*VARIANTS, "pacc")}
+                samples[name][k, d] = variant(values, m)
+            samples["pacc"][k, d] = pairwise_accuracy(values, m[0])
+    means = {name: float(np.nanmean(x) * 100) for name, x in samples.items()}
+    errors = {name: float(np.nanstd(np.nanmean(x, axis=0), ddof=1) / np.sqrt(draws) * 100)
+              for name, x in samples.items()}
+    return means, errors

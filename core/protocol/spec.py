@@ -15,7 +15,10 @@ gives one line naming the file, the key and the fix:
                     arange, stop excluded), ``linspace = {start, stop, num}`` or ``logspace = {start, stop,
                     num}`` (exponents); then optionally ``round = k``, ``unique = true``, ``integer = true``;
                     ``format`` ("g", "plain", "fixed:N", "scientific", "scientific:N", "thousands", "words");
-                    ``plural = "never"`` (the unit always singular). At least three values.
+                    ``plural`` (a rule for every language, e.g. "never": the unit always singular; or a table
+                    of rules by language, ``plural = { en = "never" }``, the others following their own);
+                    ``quantities = [...]`` (the quantities the range is asked of, each in its own unit's
+                    range; default: every one). At least three values.
 ``[digits_words]``  ``digits = [...]``, ``words.XX = [...]`` (same length), ``words_for.XX.QUANTITY`` (a
                     quantity whose words differ, e.g. German "eine Sekunde"), ``plural`` (a rule, or
                     "language": each language's own).
@@ -43,7 +46,8 @@ KNOWN_KEYS = {
     "protocol": {"name", "version", "description", "measures", "exams"},
     "languages": {"template", "plural", "decimal"},
     "quantities": {"name", "unit", "forms"},
-    "ranges": {"name", "values", "step", "linspace", "logspace", "round", "unique", "integer", "format", "plural"},
+    "ranges": {"name", "values", "step", "linspace", "logspace", "round", "unique", "integer", "format", "plural",
+               "quantities"},
     "digits_words": {"digits", "words", "words_for", "plural"},
     "variants": {"label", "kind", "language", "template", "templates", "format", "reference"},
 }
@@ -74,6 +78,14 @@ class Range:
     values: tuple[float, ...]
     number_format: str = "g"
     plural: str | None = None  # "never": the unit is always singular
+    plural_by_language: dict[str, str] = field(default_factory=dict)  # a rule for some languages only
+    quantities: tuple[str, ...] = ()  # the quantities asked over this range; () = every one
+
+    def plural_rule(self, language: Language) -> str:
+        return self.plural_by_language.get(language.code) or self.plural or language.plural
+
+    def applies_to(self, quantity: str) -> bool:
+        return not self.quantities or quantity in self.quantities
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,7 @@ class Protocol:
         language = self.languages[variant.language]
         rng = self.range(range_name)
         number = format_value(value, variant.number_format or rng.number_format, language)
-        rule = rng.plural or language.plural
+        rule = rng.plural_rule(language)
         unit = unit_form(self.quantity(quantity).forms[variant.language], value, rule)
         return variant.template(quantity, language).replace("{number}", number).replace("{unit}", unit)
 
@@ -152,7 +164,7 @@ class Protocol:
         """Every cell, quantity-major, then range, then variant (the paper's order when there are none)."""
         out = []
         for q in self.quantities:
-            for r in self.ranges:
+            for r in (r for r in self.ranges if r.applies_to(q.name)):
                 for v in self.variants:
                     values = np.asarray(r.values, dtype=np.float64)
                     values.setflags(write=False)
@@ -340,7 +352,8 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
         languages[code] = lang
     quantities = tuple(_quantity(q, k, languages, fail, check_units)
                        for k, q in enumerate(_list(doc, "quantities", fail)))
-    ranges = tuple(_range(r, k, fail) for k, r in enumerate(_list(doc, "ranges", fail)))
+    ranges = tuple(_range(r, k, fail, languages, {q.name for q in quantities})
+                   for k, r in enumerate(_list(doc, "ranges", fail)))
     for what, items in (("quantities", quantities), ("ranges", ranges)):
         names = [i.name for i in items]
         if len(set(names)) != len(names):
@@ -432,7 +445,7 @@ def _check_unit(unit: str, key: str, fail) -> None:
                    "millimole / liter)") from None
 
 
-def _range(spec: dict, k: int, fail) -> Range:
+def _range(spec: dict, k: int, fail, languages: dict, quantity_names: set[str]) -> Range:
     where = f"ranges[{k}]"
     _check_keys(spec, "ranges", fail, where)
     name = spec.get("name")
@@ -468,9 +481,17 @@ def _range(spec: dict, k: int, fail) -> Range:
     number_format = str(spec.get("format", "g"))
     _check_format(number_format, f"{key}.format", fail)
     plural = spec.get("plural")
-    if plural is not None and plural not in PLURAL_RULES:
-        raise fail(f"{key}.plural", f"unknown rule {plural!r}", f"use one of {', '.join(PLURAL_RULES)}")
-    return Range(str(name), tuple(float(v) for v in values), number_format, plural)
+    by_language = plural if isinstance(plural, dict) else {}
+    for code, rule in ({"": plural} if plural is not None and not by_language else by_language).items():
+        if rule not in PLURAL_RULES or (code and code not in languages):
+            raise fail(f"{key}.plural{'.' + code if code else ''}", f"unknown rule {rule!r} or language",
+                       f"use one of {', '.join(PLURAL_RULES)}, for languages of this protocol")
+    asked = spec.get("quantities", [])
+    if not isinstance(asked, list) or any(q not in quantity_names for q in asked):
+        raise fail(f"{key}.quantities", f"{asked!r} names a quantity this protocol does not have",
+                   f"list some of {', '.join(sorted(quantity_names))}")
+    return Range(str(name), tuple(float(v) for v in values), number_format,
+                 None if by_language else plural, dict(by_language), tuple(asked))
 
 
 def _check_format(number_format: str, key: str, fail) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from fasteval.core.choices import DEFAULT_RESAMPLES
 from fasteval.core.errors import InputError, OutputError
-from fasteval.core.report.html import SUMMARY_PREFIX, figures, html_page
+from fasteval.core.report.html import figures, html_page, summary_figure
 from fasteval.core.report.tables import (
-    FIGURE_DIR, REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
+    REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
 )
 from fasteval.core.results.io import write_result_folder
 from fasteval.core.results.model import RESULT_FILE
@@ -25,28 +25,30 @@ class Report:
     warnings: list[str]
 
 
-def _is_replaceable(dest: Path) -> bool:
-    """An existing folder may be replaced only when empty or an earlier report (never a results folder)."""
+def _is_replaceable(dest: Path, marker: str) -> bool:
+    """An existing folder may be replaced only when empty or our own earlier output of this kind (it holds
+    ``marker``, and no results folder is inside it)."""
     if not dest.exists():
         return True
     if not dest.is_dir():
         return False
     if any(dest.rglob(RESULT_FILE)):
         return False
-    return not any(dest.iterdir()) or (dest / REPORT_HTML).is_file()
+    return not any(dest.iterdir()) or (dest / marker).is_file()
 
 
-def write_folder(dest: Path, files: dict[str, str | bytes]) -> Path:
+def write_folder(dest: Path, files: dict[str, str | bytes], what: str = "the report",
+                 marker: str = REPORT_HTML) -> Path:
     """Write ``files`` (relative name -> text or bytes) as the folder ``dest``: staged, then renamed into place.
 
-    Like ``results.write_result_folder``, but with binary files (the PNGs), and it refuses to replace a
-    folder that is not an earlier report.
+    Like ``results.write_result_folder``, but it refuses to replace a folder that we did not write: one that
+    is neither empty nor an earlier output of ours (holding ``marker``: report.html, comparison.csv).
     """
     dest = Path(dest).expanduser()
-    if not _is_replaceable(dest):
-        raise OutputError(f"{dest} exists and is not an earlier fasteval report; not replacing it.",
+    if not _is_replaceable(dest, marker):
+        raise OutputError(f"{dest} exists and is not an earlier output of {what}; not replacing it.",
                           "pass an empty or new folder with --out DIR.")
-    return write_result_folder(dest, files, what="the report")
+    return write_result_folder(dest, files, what=what)
 
 
 def _comparison(entries: list[LoadedResult], resamples: int, note: Warn):
@@ -93,16 +95,16 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
         if t.name != "sources":
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
-    pngs = figures(entries, dpi) if png else {}
+    pngs = figures(entries, dpi) if png else []
     if png:
         from fasteval.core.report.compare import comparison_figure, forest_figure
         from fasteval.core.report.plots import png_bytes
 
         summary_figures = {"forest": forest_figure(entries),
                            "comparison": comparison_figure(comparison) if comparison is not None else None}
-        pngs.update({f"{FIGURE_DIR}/{SUMMARY_PREFIX}{name}.png": png_bytes(fig, dpi)
-                     for name, fig in summary_figures.items() if fig is not None})
-    files.update(pngs)
+        pngs += [summary_figure(name, png_bytes(fig, dpi)) for name, fig in summary_figures.items()
+                 if fig is not None]
+    files.update({f.path: f.png for f in pngs})
     files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
     write_folder(out, files)
     return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),

@@ -218,7 +218,9 @@ def forest_figure(entries: list[LoadedResult]):
     taus = np.array([r[1] for r in rows])
     ax.errorbar(taus, y, xerr=[taus - [r[2] for r in rows], [r[3] for r in rows] - taus], fmt="o", capsize=3)
     ax.set_yticks(y, [r[0] for r in rows], fontsize=8)
-    ax.axvline(0, color="grey", linewidth=0.8)
+    low, high = min(r[2] for r in rows), max(r[3] for r in rows)
+    margin = 0.05 * (high - low) or 1.0
+    ax.set_xlim(low - margin, high + margin)  # the intervals' own span: differences stay visible
     ax.set_xlabel("Table 1 τ ×100 with its 95% bootstrap interval")
     ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     ax.spines[["top", "right"]].set_visible(False)
@@ -230,7 +232,7 @@ def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEF
     """Compare every model under ``results_dir``; write comparison.csv / .md (and .png) to ``out``
     (default ``results_dir/comparison``), staged and renamed into place."""
     from fasteval.core.report.plots import DEFAULT_DPI, png_bytes
-    from fasteval.core.results.io import write_result_folder
+    from fasteval.core.report.build import write_folder
 
     results_dir = Path(results_dir).expanduser()
     comparison = compare(load_results(results_dir, warn=warn), resamples, warn)
@@ -239,5 +241,5 @@ def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEF
     if png:
         files["comparison.png"] = png_bytes(comparison_figure(comparison), dpi or DEFAULT_DPI)
     out = Path(out).expanduser() if out is not None else results_dir / "comparison"
-    write_result_folder(out, files, what="the comparison")
+    write_folder(out, files, what="the comparison", marker="comparison.csv")
     return comparison, out

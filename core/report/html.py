@@ -3,23 +3,43 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import dataclass
 from pathlib import Path
 
 from fasteval.core.report.tables import FIGURE_DIR, LoadedResult, Table
 
 SUMMARY_PREFIX = "_all_"  # report-level figures (forest plot, comparison): figures/_all_<name>.png
+# What each figure shows, as its caption in the page.
+CAPTIONS = {
+    "embedding_overview": "Similarity of every pair of values in each cell (lower triangle), and digits ↔ words",
+    "digits_words": "Similarity of number words (rows) and digits (columns)",
+    "conversions": "Similarity of a value in unit A and its conversion to unit B, over the A value (smoothed)",
+    "conversion_scores": "The conversion exam: recall@1 and the lexical trap rate per unit pair",
+    "forest": "Table 1 τ ×100 of every result with its 95% bootstrap interval",
+    "comparison": "Paired bootstrap Δτ ×100 between every two models",
+}
+
+
+@dataclass
+class Figure:
+    """One PNG of the report: its path in the report folder, the result it belongs to (None: the whole
+    report), and its caption."""
+    path: str
+    png: bytes
+    owner: str | None
+    caption: str
 
 
 def _file_stem(label: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
 
 
-def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
-    """``figures/<label>_<figure>.png`` -> PNG bytes, every figure whose exam the result has."""
+def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
+    """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has."""
     from fasteval.core.report import plots
 
     plots.require_matplotlib()
-    out = {}
+    out = []
     for e in entries:
         exam1 = e.result.exams.get("exam1")
         labels = list(dict.fromkeys(c.variant for c in exam1.cells)) if exam1 is not None else [None]
@@ -34,8 +54,14 @@ def figures(entries: list[LoadedResult], dpi: int) -> dict[str, bytes]:
                     continue
                 fig = draw(exams[exam], title)
                 if fig is not None:
-                    out[f"{FIGURE_DIR}/{stem}_{name}.png"] = plots.png_bytes(fig, dpi)
+                    out.append(Figure(f"{FIGURE_DIR}/{stem}_{name}.png", plots.png_bytes(fig, dpi), e.label,
+                                      f"{title}: {CAPTIONS.get(name, name)}"))
     return out
+
+
+def summary_figure(name: str, png: bytes) -> Figure:
+    """A figure of the whole report (the forest plot, the comparison)."""
+    return Figure(f"{FIGURE_DIR}/{SUMMARY_PREFIX}{name}.png", png, None, CAPTIONS.get(name, name))
 
 
 # --- HTML -----------------------------------------------------------------------------------------------------
@@ -44,10 +70,10 @@ CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1
 table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rule td{border-bottom:2px solid #888}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
-code{background:#f4f4f4;padding:0 0.2em}"""
+code{background:#f4f4f4;padding:0 0.2em}td{overflow-wrap:anywhere}"""
 
 
-def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedResult], root: Path,
+def html_page(tables: list[Table], pngs: list[Figure], entries: list[LoadedResult], root: Path,
               warnings: list[str]) -> str:
     """One page, no external assets: the tables as HTML and every PNG as a base64 data URI."""
     parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"
@@ -58,20 +84,18 @@ def html_page(tables: list[Table], pngs: dict[str, bytes], entries: list[LoadedR
     parts += [t.html() for t in tables]
     if pngs:
         parts.append('<h2 id="figures">Figures</h2>')
-        summary = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{SUMMARY_PREFIX}")]
-        for name in summary:
-            parts.append(_img(name, pngs[name]))
+        parts += [_img(f) for f in pngs if f.owner is None]
         for e in entries:
-            mine = [name for name in pngs if name.startswith(f"{FIGURE_DIR}/{_file_stem(e.label)}_")]
+            mine = [f for f in pngs if f.owner == e.label]
             if mine:
                 parts.append(f"<h3>{html.escape(e.label)}</h3>")
-            for name in mine:
-                parts.append(_img(name, pngs[name]))
+            parts += [_img(f) for f in mine]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def _img(name: str, png: bytes) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(Path(name).stem)}" src="data:image/png;base64,{data}">'
-            f"<figcaption class=note>{html.escape(Path(name).name)}</figcaption></figure>")
+def _img(figure: Figure) -> str:
+    data = base64.b64encode(figure.png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(figure.caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption class=note>{html.escape(figure.caption)} "
+            f"(<code>{html.escape(figure.path)}</code>)</figcaption></figure>")

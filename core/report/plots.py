@@ -79,11 +79,22 @@ def _similarity_label(metric: str) -> str:
         metric, f"{metric} similarity")
 
 
-def _digits_words_panel(ax, matrix, fontsize: float) -> object:
+def _digits_words_labels(exam1: Exam1Result, quantity: str) -> tuple[list[str], list[str]]:
+    """(digit labels, word labels): the paper's numbers and words for the paper's texts, else the texts the
+    matrix was computed on ("fünf Sekunden", "5 Sekunden"), so every language is labelled in its own words."""
+    texts = exam1.digits_words_texts.get(quantity)
+    if not texts or (quantity in P.QUANTITIES and list(P.digits_words_texts(quantity)[1]) == list(texts[0])):
+        return list(P.DIGITS), list(P.WORDS)
+    return list(texts[1]), list(texts[0])
+
+
+def _digits_words_panel(ax, exam1: Exam1Result, quantity: str, fontsize: float) -> object:
     """Rows = words (y), columns = digits (x), drawn in full (PROTOCOL.md 1.7, 1.9)."""
-    image = _show(ax, np.array(matrix, dtype=float))
-    ax.set_xticks(range(len(P.DIGITS)), P.DIGITS, fontsize=fontsize, rotation=90)
-    ax.set_yticks(range(len(P.WORDS)), P.WORDS, fontsize=fontsize)
+    matrix = np.array(exam1.digits_words[quantity], dtype=float)
+    image = _show(ax, matrix)
+    digits, words = _digits_words_labels(exam1, quantity)
+    ax.set_xticks(range(matrix.shape[1]), digits, fontsize=fontsize, rotation=90)
+    ax.set_yticks(range(matrix.shape[0]), words, fontsize=fontsize)
     return image
 
 
@@ -120,7 +131,7 @@ def overview_figure(exam1: Exam1Result, title: str):
         if row == 0:
             ax.set_title("Digits ↔ Words", fontweight="bold", fontsize=10)
         if quantity in exam1.digits_words:
-            image = _digits_words_panel(ax, exam1.digits_words[quantity], fontsize=5.5)
+            image = _digits_words_panel(ax, exam1, quantity, fontsize=5.5)
             ax.set_anchor("E")  # the square sits right in its double-width slot: the word labels fill the left
         else:
             ax.set_axis_off()
@@ -139,7 +150,7 @@ def digits_words_figure(exam1: Exam1Result, title: str):
     fig = _figure(DIGITS_WORDS_SIZE, layout="constrained")
     axes = fig.subplots(1, len(quantities), squeeze=False)[0]
     for ax, quantity in zip(axes, quantities):
-        image = _digits_words_panel(ax, exam1.digits_words[quantity], fontsize=7)
+        image = _digits_words_panel(ax, exam1, quantity, fontsize=7)
         ax.set_title(quantity, fontweight="bold", fontsize=10)
         ax.set_xlabel("digits", fontsize=8)
     axes[0].set_ylabel("words", fontsize=8)

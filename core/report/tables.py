@@ -8,6 +8,7 @@ the probe row is ``Exam3Result.summary``. The report folder is staged and rename
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from fasteval.core.results.read import find_result_files, load_result
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"
 FIGURE_DIR = "figures"
+RANDOM_EXPECTED = "random (expected)"
 RANDOM_BASELINE = {"model": "random-baseline", "tau": 0.0, "pacc": 50.0, "avg": 25.0}  # PROTOCOL.md 1.5
 # Lexical table blocks and columns (PROTOCOL.md 2.3): (header, exam-2 reference) x (header, exam-2 group).
 LEXICAL_BLOCKS = (("Character", "char_lev"), ("Tokenizer", "token_lev"), ("Numeric", "num_dist"))
@@ -38,10 +40,12 @@ Warn = Callable[[str], None]
 
 @dataclass
 class LoadedResult:
-    """One results.json: its typed result and the unique name it has in the tables."""
+    """One results.json: its typed result and the unique name it has in the tables ("all-MiniLM-L6-v2",
+    "all-MiniLM-L6-v2 [normalized]"); ``run`` says how it differs from its model's main run ("" for that one)."""
     label: str
     path: Path
     result: ModelResult
+    run: str = ""
 
 
 def load_results(results_dir: Path, models: Iterable[str] | None = None,
@@ -81,7 +85,6 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
     return _labelled(results_dir, loaded)
 
 
-NORMALIZED_SUFFIX = " [normalized]"
 
 
 def is_normalized(result: ModelResult) -> bool:
@@ -98,21 +101,56 @@ def protocol_name(result: ModelResult) -> str:
     return str(info.get("name") or result.protocol)
 
 
-def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
-    """Label = model_id, with " [l2]" (a similarity other than cos) and " [normalized]" (--normalize-quantities);
-    where several results still share one (other settings), the folder path relative to the root."""
-    def base(r: ModelResult) -> str:
-        metric = str(r.settings.get("similarity", "cos"))
-        return (r.model_id + ("" if is_paper(r) else f" [{protocol_name(r)}]")
-                + ("" if metric == "cos" else f" [{metric}]") + (NORMALIZED_SUFFIX if is_normalized(r) else ""))
+# Settings that make one run of a model differ from another, and the words a label uses for them; a setting
+# at its default says nothing. Other settings that differ between runs of one model are named as they are.
+_RUN_WORDS: dict[str, Callable[[Any], str | None]] = {
+    "protocol_file": lambda v: (v or {}).get("name") or None,
+    "similarity": lambda v: None if v in (None, "cos") else str(v),
+    "normalize_quantities": lambda v: "normalized" if v else None,
+    "prompt": lambda v: f"prompt {v!r}" if v else None,
+    "dtype": lambda v: None if v in (None, "fp32") else str(v),
+    "batching": lambda v: None if v in (None, "paper") else f"{v} batching",
+}
+# Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
+_NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "protocol",
+              "source_sha256", "onnx_sha256"}
 
-    counts: dict[str, int] = {}
+
+def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
+    """How run ``r`` differs from the defaults, and in the other settings from the other runs of its model."""
+    words = [w for key, say in _RUN_WORDS.items() if (w := say(r.settings.get(key)))]
+    for key in sorted({k for g in group for k in g.settings} - set(_RUN_WORDS) - _NOT_A_RUN):
+        values = {json.dumps(g.settings.get(key), sort_keys=True, default=str) for g in group}
+        if len(values) > 1:
+            words.append(f"{key} {r.settings.get(key)}")
+    return words
+
+
+def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
+    """Label = model_id and, in brackets, what sets the run apart ("[normalized]", "[l2]", "[prompt 'query: ']",
+    "[multilingual]"); where several results still share one, the folder path relative to the root."""
+    groups: dict[str, list[ModelResult]] = {}
     for _, r in loaded:
-        counts[base(r)] = counts.get(base(r), 0) + 1
+        groups.setdefault(r.model_id, []).append(r)
+    runs = [", ".join(_run_words(r, groups[r.model_id])) for _, r in loaded]
+    labels = [r.model_id + (f" [{run}]" if run else "") for (_, r), run in zip(loaded, runs)]
     out = []
-    for path, r in loaded:
-        label = base(r) if counts[base(r)] == 1 else path.parent.relative_to(results_dir).as_posix()
-        out.append(LoadedResult(label=label, path=path, result=r))
+    for (path, r), run, label in zip(loaded, runs, labels):
+        if labels.count(label) > 1:
+            label = path.parent.relative_to(results_dir).as_posix()
+        out.append(LoadedResult(label=label, path=path, result=r, run=run))
+    return out
+
+
+def by_model(entries: list[LoadedResult]) -> list[tuple[LoadedResult, list[LoadedResult]]]:
+    """Each model's main run (the one at the default settings, else its first) and its other runs."""
+    groups: dict[str, list[LoadedResult]] = {}
+    for e in entries:
+        groups.setdefault(e.result.model_id, []).append(e)
+    out = []
+    for runs in groups.values():
+        main = next((e for e in runs if not e.run), runs[0])
+        out.append((main, [e for e in runs if e is not main]))
     return out
 
 
@@ -234,8 +272,10 @@ def _mean(values: Iterable[Number]) -> Number:
 
 
 def table1(entries: list[LoadedResult]) -> Table | None:
-    """Per model tau x100, PACC x100, AVG sorted by AVG descending; `all` over every cell; random baseline."""
-    scored = [(e.label, e.result.exams["exam1"].cells) for e in entries if "exam1" in e.result.exams]
+    """Per model tau x100, PACC x100, AVG sorted by AVG descending, each model's other runs (other settings)
+    right below it; `all` over every cell of the models' main runs (a model counts once); random baseline."""
+    scored = [(main, [e for e in others if "exam1" in e.result.exams]) for main, others in by_model(entries)
+              if "exam1" in main.result.exams]
     if not scored:
         return None
     keys = ("tau", "pacc", "avg")
@@ -244,17 +284,24 @@ def table1(entries: list[LoadedResult]) -> Table | None:
         s = table1_row(cells)  # exact fractions, rounded half up: the numbers `fasteval sweep` printed
         return {"model": label, **{k: s[k] for k in keys}, "display": {k: s[f"{k}_display"] for k in keys}}
 
-    rows = [row(label, cells) for label, cells in scored]
-    rows.sort(key=lambda r: (-_sort_value(r["avg"]), r["model"]))
-    rows.append(row("all", [c for _, cells in scored for c in cells]))
+    blocks = []
+    for main, others in scored:
+        head = row(main.label, main.result.exams["exam1"].cells)
+        runs = [row(f"  └ {e.label}", e.result.exams["exam1"].cells) for e in others]
+        blocks.append((head, sorted(runs, key=lambda r: r["model"])))
+    blocks.sort(key=lambda b: (-_sort_value(b[0]["avg"]), b[0]["model"]))
+    rows = [r for head, runs in blocks for r in (head, *runs)]
+    rows.append(row("all", [c for main, _ in scored for c in main.result.exams["exam1"].cells]))
     rows.append(dict(RANDOM_BASELINE))
+    note = ("Rows marked └ are other runs of the model above (other settings), not other models: they are not "
+            "ranked and not in `all`." if any(runs for _, runs in blocks) else "")
     return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
-                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3})
+                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3}, note=note)
 
 
 def intervals_table(entries: list[LoadedResult]) -> Table | None:
     """Table 1 with the 95% bootstrap intervals and the caveat variants (×100), beside the paper's numbers;
-    the last row is each variant's simulated random baseline (not the constant of Table 1)."""
+    the last row is each variant's exact random baseline on these cells (not the constant of Table 1)."""
     scored = [(e.label, e.result.exams["exam1"].summary()) for e in entries if "exam1" in e.result.exams]
     scored = [(label, s) for label, s in scored if s.get("tau_ci_low") is not None or s.get("strict_tau") is not None]
     if not scored:
@@ -266,7 +313,7 @@ def intervals_table(entries: list[LoadedResult]) -> Table | None:
     rows.sort(key=lambda r: (-_sort_value(r["avg"]), r["model"]))
     baseline = next(s for _, s in scored)
     if baseline.get("random_tau") is not None:
-        rows.append({"model": "random (simulated)", "tau": baseline["random_tau"], "pacc": baseline["random_pacc"],
+        rows.append({"model": RANDOM_EXPECTED, "tau": baseline["random_tau"], "pacc": baseline["random_pacc"],
                      "avg": (baseline["random_tau"] + baseline["random_pacc"]) / 2,
                      "strict_tau": baseline["random_strict_tau"],
                      "all_anchors_tau": baseline["random_all_anchors_tau"]})
@@ -275,8 +322,9 @@ def intervals_table(entries: list[LoadedResult]) -> Table | None:
                                     "AVG low", "AVG high", "Strict τ", "All-anchors τ"], rows,
                  rules_after={len(rows) - 2},
                  note="Strict τ leaves the anchor's self-pair out; all-anchors τ makes every item the anchor. "
-                      "The random row is simulated (random similarities, self-similarity 1): the paper's τ "
-                      "credits a model with the anchor's self-pair, so its random baseline is above 0.")
+                      "The random row is the exact expectation under random similarities (self-similarity 1) "
+                      "on these cells: the paper's τ credits a model with the anchor's self-pair, so its random "
+                      "baseline is above 0 (2/n per cell); the strict and all-anchors variants expect 0.")
 
 
 def _sort_value(value: Number) -> float:

@@ -57,10 +57,10 @@ def exam3_files(result, model_id: str) -> dict[str, str]:
 
 def conversion_files(result, model_id: str) -> dict[str, str]:
     """``<model_id>_conversion.csv``: one row per unit pair of the conversion exam."""
-    from fasteval.core.exams.conversion import ConversionRow
+    from fasteval.core.exams.conversion import CSV_FIELDS
 
-    rows = [{"model": model_id, **asdict(r)} for r in result.rows]
-    return {f"{model_id}_conversion.csv": csv_text(rows, ["model"] + list(ConversionRow.__dataclass_fields__))}
+    rows = [{"model": model_id, **{k: getattr(r, k) for k in CSV_FIELDS}} for r in result.rows]
+    return {f"{model_id}_conversion.csv": csv_text(rows, ["model", *CSV_FIELDS])}
 
 
 WRITERS: dict[str, Callable[[Any, str], dict[str, str]]] = {

@@ -49,7 +49,9 @@ def _exam1(d: dict[str, Any]) -> Exam1Result:
                        heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
                        conversions=[_typed(ConversionCurve, c) for c in d.get("conversions") or []],
                        intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"),
-                       alignment=[_typed(AlignmentRow, a) for a in d.get("alignment") or []])
+                       alignment=[_typed(AlignmentRow, a) for a in d.get("alignment") or []],
+                       variant_intervals=d.get("variant_intervals") or {},
+                       digits_words_texts=d.get("digits_words_texts") or {})
 
 
 def _exam2(d: dict[str, Any]) -> Exam2Result:

@@ -8,13 +8,14 @@ from fasteval.core.exams.check import CheckResult, parse_check_inputs, score_che
 
 
 def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",
-          normalize_quantities: bool = False, name: str | None = None) -> CheckResult:
+          normalize_quantities: bool = False, name: str | None = None, all_discordant: bool = False) -> CheckResult:
     """Score ``candidates`` against ``anchor`` with ``encoder`` (anything with ``encode(list[str])``).
 
     The anchor and the candidates are embedded in one call (normalised rows, as the paper's exams);
     ``normalize_quantities`` gives the encoder each text's canonical form instead ("2 kilometers" ->
     "2000 meters"). Raises InputError for a text pint cannot read, one of another dimension than the anchor,
-    or fewer than two candidates.
+    or fewer than two candidates. Every discordant pair is counted; ``all_discordant`` lists them all (else
+    the first ``DISCORDANT_LIST_LIMIT``, largest gap first).
     """
     from fasteval.core.kernels.similarity import similarity_matrix
     from fasteval.core.quantities import canonical_text
@@ -27,6 +28,8 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str =
     table = embed_groups(encoder, [texts], rewrite=rewrite)
     sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
-    result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded)
+    result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded,
+                         all_discordant=all_discordant)
     result.normalized = normalize_quantities
+    result.anchor_encoded_as = rewrite(anchor) if rewrite else anchor
     return result

@@ -103,7 +103,20 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] = PAPER_EXAMS, metr
 
         with timed("conversion"):
             result.exams[exam_key("conversion")] = run_conversion(table, metric=metric)
+    if normalize_quantities:
+        _record_embedded(result, _rewrite(True))
     return result
+
+
+def _record_embedded(result: ModelResult, rewrite: Callable[[str], str]) -> None:
+    """Beside each recorded text, what the encoder was given for it (the canonical forms)."""
+    exam1 = result.exams.get(exam_key(1))
+    for cell in exam1.cells if exam1 is not None else []:
+        cell.embedded = [rewrite(t) for t in cell.texts or []]
+    conversion = result.exams.get(exam_key("conversion"))
+    for row in conversion.rows if conversion is not None else []:
+        row.embedded_a, row.embedded_b, row.embedded_traps = ([rewrite(t) for t in texts or []]
+                                                              for texts in (row.texts_a, row.texts_b, row.traps))
 
 
 def _rewrite(normalize_quantities: bool) -> Callable[[str], str]:
