@@ -20,7 +20,7 @@ Sections:
 - check: `fasteval check` on a cached model, start-up included, and where its time goes;
 - int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet.
 
-One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics.py, check.py), the
+One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py), the
 shared harness (harness.py) and the Markdown writer (results_md.py).
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ import traceback
 from dataclasses import asdict
 from pathlib import Path
 
-from check import bench_check
+from check_bench import bench_check
 from e2e import bench_e2e
 from encode import bench_encode
 from harness import HERE, Line, load1, prepare

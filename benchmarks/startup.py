@@ -44,7 +44,7 @@ enc = load_model(MODEL, provider="cpu", quiet=True); mark("model load (cached ex
 enc.session; mark("onnxruntime session (graph optimised)")
 from fasteval.core.kernels import warm_up
 warm_up(); mark("numba kernels (loaded from numba's cache)")
-from fasteval.core.protocol.spec import load_protocol; load_protocol("paper"); mark("protocol file")
+from fasteval.core.protocol.loading import load_protocol; load_protocol("paper"); mark("protocol file")
 from fasteval.core.quantities import registry; registry(); mark("pint registry (only check and --normalize-quantities)")
 """
 

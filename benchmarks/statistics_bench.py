@@ -60,7 +60,7 @@ def bench_statistics(ctx: Ctx) -> list[Line]:
     from fasteval.core.embeddings import EmbeddingTable
     from fasteval.core import protocol as P
     from fasteval.core.results.files import result_files
-    from fasteval.core.results.io import write_result_folder
+    from fasteval.core.io import write_result_folder
     from fasteval.core.results.model import ModelResult
 
     out = ctx.tmp / "compare-24"

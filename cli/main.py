@@ -5,6 +5,7 @@ that need them, so `fasteval --help` stays fast.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from contextlib import contextmanager
@@ -56,6 +57,28 @@ class _QuantityArguments(typer.core.TyperCommand):
             else:
                 options.append(token)
         return super().parse_args(ctx, options + (["--", *arguments] if arguments else []))
+
+
+class _OneLine(logging.Handler):
+    """The library's log records as the lines users know: "fasteval: warning: ...", "fasteval: ..." (info), on
+    the standard error the command has now (a test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        typer.echo(f"fasteval: {level}{record.getMessage()}", err=True)
+
+
+def _log_to_stderr() -> None:
+    """Install the one handler of the ``fasteval`` logger (once; the library itself only logs)."""
+    logger = logging.getLogger("fasteval")
+    if not any(isinstance(h, _OneLine) for h in logger.handlers):
+        logger.addHandler(_OneLine())
+        logger.setLevel(logging.INFO)
+
+
+@app.callback()
+def _every_command() -> None:
+    _log_to_stderr()
 
 
 def _fail(err: FastevalError) -> None:
@@ -115,8 +138,10 @@ def sweep(
         help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
     dtype: Annotated[DType, typer.Option(help="Export precision; fp16 needs a CUDA GPU; int8 is onnxruntime's "
                                               "dynamic quantization (its own result key).")] = DType.fp32,
-    exams: Annotated[str, typer.Option(help="Exams to run, comma-separated: the paper's 1, 2, 3, and the "
-                                            "extension 'conversion'.")] = "1,2,3",
+    exams: Annotated[Optional[str], typer.Option(
+        help="Exams to run, comma-separated: the paper's 1, 2, 3, and the extension 'conversion' (default: the "
+             "paper's exams that the protocol supports: 1,2,3, or 1 for a protocol file).",
+        show_default=False)] = None,
     normalize_quantities: Annotated[bool, typer.Option(
         "--normalize-quantities", help="Give the model every quantity in canonical form (one unit per "
                                        "dimension, plain digits, number words as digits); its own result key.")]
@@ -140,22 +165,16 @@ def sweep(
     """
     with user_errors("finished models are kept, the interrupted one is redone on rerun."):
         from fasteval.cli import printing
-        from fasteval.core.results import check_writable
+        from fasteval.core.io import check_writable
 
-        chosen = choices.parse_exams(exams)
-        from fasteval.core.protocol.spec import load_protocol
+        from fasteval.core.exams import for_protocol
+        from fasteval.core.protocol.loading import load_protocol
 
-        spec = load_protocol(protocol)  # a bad protocol file fails here, before anything is written
-        if exams == "1,2,3" and not spec.is_paper:
-            chosen = spec.exams  # the default exams of the paper are not all a protocol file's
-        unsupported = [e for e in chosen if e not in spec.exams]
-        if unsupported:
-            from fasteval.core.errors import InputError
-
-            raise InputError(f"The {spec.name} protocol does not support exam(s) "
-                             f"{', '.join(map(str, unsupported))}.",
-                             f"choose from --exams {','.join(map(str, spec.exams))}.")
+        # a bad protocol file or exam selection fails here, before anything is written
+        chosen = for_protocol(load_protocol(protocol), exams)
         out = check_writable(out)
+        from fasteval.core.results.model import RESULT_FILE
+        from fasteval.core.results.read import load_result
         from fasteval.core.runs.sweep import Job, read_models_file, run_sweep
         from fasteval.models.loader import load_model
         from fasteval.models.registry import DEFAULT_MODEL, fasteval_home
@@ -166,36 +185,28 @@ def sweep(
                    "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet, "batching": batching.value}
         jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap, protocol)
                 for name in names]
-        if executor is Executor.ray:
-            from fasteval.core.runs.ray_executor import run_sweep_ray
+        with _progress(quiet) as bars:
+            models_bar = bars.add_task("models", total=len(jobs)) if bars else None
+            steps_bar = bars.add_task("", total=1 + len(chosen)) if bars else None
 
-            outcomes = run_sweep_ray(jobs, out, load_model, overwrite.value, fasteval_home(), address=address)
-            for o in outcomes:
-                if o.status == "failed":
+            def on_step(name: str) -> None:
+                if bars:
+                    bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+
+            def on_model(o) -> None:
+                if bars:
+                    bars.update(models_bar, advance=1)
+                    bars.reset(steps_bar, total=1 + len(chosen))
+                if o.status == "done":
+                    printing.print_result(o.result if o.result is not None else load_result(o.path / RESULT_FILE))
+                    typer.echo(f"\nResults written to {o.path}")
+                elif o.status == "skipped":
+                    _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
+                else:
                     typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
-        else:
-            with _progress(quiet) as bars:
-                models_bar = bars.add_task("models", total=len(jobs)) if bars else None
-                steps_bar = bars.add_task("", total=1 + len(chosen)) if bars else None
 
-                def on_step(name: str) -> None:
-                    if bars:
-                        bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
-
-                def on_model(o) -> None:
-                    if bars:
-                        bars.update(models_bar, advance=1)
-                        bars.reset(steps_bar, total=1 + len(chosen))
-                    if o.status == "done" and getattr(o, "result", None) is not None:
-                        printing.print_result(o.result)
-                        typer.echo(f"\nResults written to {o.path}")
-                    elif o.status == "skipped":
-                        _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
-                    else:
-                        typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
-
-                outcomes = run_sweep(jobs, out, load_model, overwrite.value, fasteval_home(), on_model=on_model,
-                                     on_step=on_step)
+            outcomes = run_sweep(jobs, out, load_model, overwrite.value, fasteval_home(), on_model=on_model,
+                                 on_step=on_step, executor=executor.value, address=address)
         if len(outcomes) > 1:
             printing.print_summary(outcomes)
         if any(o.status == "failed" for o in outcomes):
@@ -237,7 +248,7 @@ def check_command(
         if not texts:
             raise InputError("fasteval check needs an anchor and two or more candidates.",
                              "pass them as arguments or with --file FILE (one a line, the anchor first).")
-        from fasteval.core.exams.check import parse_check_inputs
+        from fasteval.core.exams.quantity_check import parse_check_inputs
 
         parse_check_inputs(texts[0], texts[1:])  # bad input fails before a model is loaded
         from fasteval.cli import printing
@@ -249,7 +260,7 @@ def check_command(
         result = check(encoder, texts[0], texts[1:], metric=similarity.value,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
-            from fasteval.core.results.io import dumps
+            from fasteval.core.io import dumps
 
             typer.echo(dumps(result.to_json()).rstrip())
         else:
@@ -260,7 +271,7 @@ def check_command(
 def protocols_command() -> None:
     """List the built-in protocols and what each one measures (run one with `fasteval sweep --protocol NAME`)."""
     with user_errors():
-        from fasteval.core.protocol.spec import builtin_names, load_protocol
+        from fasteval.core.protocol.loading import builtin_names, load_protocol
 
         for name in builtin_names():
             p = load_protocol(name)
@@ -389,7 +400,9 @@ def bench_command(
 
         sizes = parse_int_list(batch_sizes, "--batch-sizes")
         counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
-        chosen = () if exams.strip().lower() == "none" else choices.parse_exams(exams)
+        from fasteval.core.exams import parse_exams
+
+        chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
         result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
                            provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
                            on_step=lambda name: _say(quiet, f"fasteval: bench: {name}"))

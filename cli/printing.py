@@ -8,22 +8,7 @@ from math import isnan
 
 import typer
 
-from fasteval.core.exams.lexical import PIVOT_COLUMNS
-
 echo = typer.echo
-
-
-def exam1_text(result) -> str:
-    """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
-    lines = []
-    for quantity in dict.fromkeys(c.quantity for c in result.cells):
-        lines.append(f"[{quantity}]")
-        for c in result.cells:
-            if c.quantity == quantity:
-                tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
-                variant = "" if c.variant is None else f"{c.variant:<12} "
-                lines.append(f"  {variant}{c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
-    return "\n".join(lines)
 
 
 def variants_text(summary: dict) -> str:
@@ -40,64 +25,20 @@ def variants_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def exam2_text(result) -> str:
-    """The pivot of PROTOCOL.md 2.3: rows char_lev, num_dist, token_lev; tau x 100 to one decimal."""
-    lines = [f"{'reference':<10}" + "".join(f"{c:>13}" for c in PIVOT_COLUMNS)]
-    for ref, cols in result.pivot().items():
-        cells = ["n/a" if isnan(cols.get(c, float("nan"))) else f"{cols[c]:.1f}" for c in PIVOT_COLUMNS]
-        lines.append(f"{ref:<10}" + "".join(f"{v:>13}" for v in cells))
-    return "\n".join(lines + result.notes)
-
-
-
-
-def exam3_text(result) -> str:
-    """Per row: probe tau (+-sd) and PACC | similarity tau (+-sd) and PACC, 3 decimals (PROTOCOL.md 3.5)."""
-    lines = []
-    for r in result.rows:
-        lines.append(f"  {r.unit:<9} {r.range:<14} probe tau={r.kendall:.3f}(±{r.kendall_sd_splits:.3f}) "
-                     f"pairwise={r.pairwise:.3f} | cosine tau={r.kendall_cosine:.3f}"
-                     f"(±{r.kendall_cosine_sd_splits:.3f}) pairwise={r.pairwise_cosine:.3f}")
-    s = result.summary()
-    lines.append(f"  mean: probe tau={s['kendall_mean']:.3f} pairwise={s['pairwise_mean']:.3f} | cosine "
-                 f"tau={s['kendall_cosine_mean']:.3f} pairwise={s['pairwise_cosine_mean']:.3f} | "
-                 f"delta tau x100={s['delta_tau_x100']:.2f}")
-    return "\n".join(lines)
-
-
-def conversion_text(result) -> str:
-    """Per unit pair: recall@1, MRR, mean similarity of equivalent / other pairs, lexical trap rate."""
-    lines = [f"  {'pair':<26} {'recall@1':>8} {'MRR':>6} {'sim equiv':>9} {'sim other':>9} {'trap rate':>9}"]
-    for r in result.rows:
-        lines.append(f"  {r.unit_a + ' -> ' + r.unit_b:<26} {r.recall_at_1:>8.3f} {r.mrr:>6.3f} "
-                     f"{r.mean_sim_equivalent:>9.3f} {r.mean_sim_other:>9.3f} {r.lexical_trap_rate:>9.3f}")
-    s = result.summary()
-    lines.append(f"  {'all pairs':<26} {s['recall_at_1']:>8.3f} {s['mrr']:>6.3f} {s['mean_sim_equivalent']:>9.3f} "
-                 f"{s['mean_sim_other']:>9.3f} {s['lexical_trap_rate']:>9.3f}")
-    return "\n".join(lines + [f"  note: {n}" for n in result.notes])
-
-
 def print_result(result) -> None:
-    """The notebook's printouts of each exam that ran, then the Table 1 row."""
+    """Each exam's printout (the notebook's), in registry order, then the Table 1 row."""
+    from fasteval.core.exams import registry
+
     metric = result.settings.get("similarity", "cos")
-    if "exam1" in result.exams:
-        echo(f"Exam 1 - measurement geometry ({result.model}, similarity={metric})")
-        echo(exam1_text(result.exams["exam1"]))
-    if "exam2" in result.exams:
-        echo("\nExam 2 - lexical vs numeric similarity (Kendall tau-b x100)")
-        echo(exam2_text(result.exams["exam2"]))
-    if "exam3" in result.exams:
-        echo(f"\nExam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}")
-        echo(exam3_text(result.exams["exam3"]))
-    if "conversion" in result.exams:
-        echo(f"\nConversion (extension): the equivalent among 40 conversions, {metric}")
-        echo(conversion_text(result.exams["conversion"]))
+    blocks = [(e.title.format(model=result.model, metric=metric), e.text(result.exams[e.key]))
+              for e in registry() if e.key in result.exams]
+    echo("\n\n".join(f"{title}\n{body}" for title, body in blocks))
     if "exam1" in result.exams:
         s = result.exams["exam1"].summary()
         fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
         echo("\nTable 1 row (x100)      tau    PACC    AVG")
         echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
-                   f"{fmt(s['avg_display'])}")
+             f"{fmt(s['avg_display'])}")
         echo(caveats_text(s))
         if s.get("by_variant"):
             echo(f"\nBy variant of the {result.protocol} protocol (x100)")
@@ -119,16 +60,20 @@ def caveats_text(s: dict) -> str:
 
 
 def print_summary(outcomes) -> None:
-    """One Table 1 row per model of the sweep, read back from the written results."""
-    from fasteval.core.runs.sweep import read_result
+    """One Table 1 row per model of the sweep (computed here, or read back from its folder)."""
+    from fasteval.core.results.model import RESULT_FILE
+    from fasteval.core.results.read import load_result
 
     echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
     for o in outcomes:
-        s = ((read_result(o.path) or {}).get("exams", {}).get("exam1", {}).get("summary", {})
-             if o.path else {})
+        try:
+            result = o.result if o.result is not None else (load_result(o.path / RESULT_FILE) if o.path else None)
+        except (OSError, ValueError, KeyError, TypeError):
+            result = None
+        s = result.exams["exam1"].summary() if result is not None and "exam1" in result.exams else {}
         fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
         echo(f"{o.model:<40} {o.status:<8} {fmt(s.get('tau_display'))}  {fmt(s.get('pacc_display'))}  "
-                   f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
+             f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
 def short_unit(unit: str) -> str:

@@ -1,7 +1,9 @@
 """The names of every option fasteval offers, in one place and without heavy imports.
 
 The library validates against these tuples and the CLI builds its Enums from them, so adding a choice is
-one edit here (plus the code that implements it). The first entry of each tuple is the default.
+one edit here (plus the code that implements it). The first entry of each tuple is the default. The exams
+are not here: they are the exam registry (``fasteval.core.exams``); the protocols are files
+(``fasteval.core.protocol.loading``).
 """
 from __future__ import annotations
 
@@ -11,11 +13,6 @@ from fasteval.core.errors import InputError
 
 # Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance.
 SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
-# The paper's three exams, by number (as the paper numbers them, and as result keys have always held them).
-PAPER_EXAMS: tuple[int, ...] = (1, 2, 3)
-# Extension exams, by name; never part of the paper's Table 1.
-EXTENSION_EXAMS: tuple[str, ...] = ("conversion",)
-EXAMS: tuple[int | str, ...] = PAPER_EXAMS + EXTENSION_EXAMS
 # What a sweep does with a result folder that exists.
 OVERWRITE: tuple[str, ...] = ("only-missing", "never", "always")
 # onnxruntime execution providers; auto = the GPU when onnxruntime can use one, else the CPU.
@@ -34,8 +31,6 @@ BATCH_ORDERS: tuple[str, ...] = ("text-length", "token-length")
 BATCHINGS: tuple[str, ...] = ("paper", "packed")
 PACKED_BATCH_TOKENS = 1024  # tokens (rows x the longest row, padding included) per packed batch: the fastest
                             # of 128..4096 measured here
-# Protocols: which strings are asked.
-PROTOCOLS: tuple[str, ...] = ("paper",)
 # Where a sweep runs.
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Bootstrap resamples for Exam 1's intervals (--bootstrap; 0 turns them off).
@@ -49,31 +44,3 @@ def check_choice(value: str, choices: Iterable[str], what: str, flag: str | None
         where = f" with {flag}" if flag else ""
         raise InputError(f"Unknown {what} {value!r}.", f"pass one of {', '.join(map(str, choices))}{where}.")
     return value
-
-
-def parse_exams(exams: Iterable[int | str] | str) -> tuple[int | str, ...]:
-    """A selection of exams -> the canonical tuple: paper exams as ints in order, then extensions by name.
-
-    Accepts ``"1,2,3,conversion"``, ``[1, 2]``, ``("1", "conversion")``. The canonical form is what goes into
-    result keys, so a paper-only selection keys exactly as it always has (``[1, 2, 3]``).
-    """
-    parts = ([p for p in exams.replace(" ", "").split(",") if p] if isinstance(exams, str) else list(exams))
-    chosen: set[int | str] = set()
-    for part in parts:
-        text = str(part).strip().lower()
-        if text.isdigit() and int(text) in PAPER_EXAMS:
-            chosen.add(int(text))
-        elif text in EXTENSION_EXAMS:
-            chosen.add(text)
-        else:
-            chosen = set()
-            break
-    if not chosen:
-        raise InputError(f"Unknown exam selection {parts!r}.",
-                         f"choose from {', '.join(map(str, EXAMS))}, e.g. --exams 1,2,3.")
-    return tuple(e for e in EXAMS if e in chosen)
-
-
-def exam_key(exam: int | str) -> str:
-    """The name of an exam in results.json (``exam1`` .. ``exam3``, ``conversion``)."""
-    return f"exam{exam}" if isinstance(exam, int) else exam

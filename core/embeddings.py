@@ -52,10 +52,9 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
     if not callable(getattr(encoder, "encode", None)):
         raise InputError(f"{type(encoder).__name__} has no encode() method.",
                          "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
-    if _is_mteb_encoder(encoder):  # MTEB's protocol, encode(DataLoader, task_metadata=...): the one adapter
-        from fasteval.mteb import MtebEncoder
-
-        encoder = MtebEncoder(encoder)
+    if _is_mteb_encoder(encoder):  # MTEB's protocol: the runs adapt it (fasteval.mteb.as_encoder) before here
+        raise InputError(f"{type(encoder).__name__} follows MTEB's encoder protocol (encode(DataLoader, ...)).",
+                         "pass it to fasteval.evaluate or fasteval.check, or wrap it: fasteval.mteb.as_encoder(model).")
     info = getattr(encoder, "info", None)
     token_ids = getattr(encoder, "token_ids", None)
     if not callable(token_ids):
@@ -67,8 +66,6 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
 def _is_mteb_encoder(encoder: Any) -> bool:
     import inspect
 
-    if getattr(encoder, "mteb_fasteval_adapter", False):
-        return False
     try:
         return "task_metadata" in inspect.signature(encoder.encode).parameters
     except (TypeError, ValueError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 
 class FastevalError(Exception):
     """A problem the user can fix; ``str(err)`` is one line that names the problem and the fix."""
@@ -46,8 +48,5 @@ def first_line(err: BaseException, limit: int | None = None) -> str:
 def warn_rebuilt(what: str, path, err: BaseException | str) -> None:
     """The one warning line for derived data (a cache entry, an export, a download) that is unreadable and is
     discarded and rebuilt: caches heal, they are not reported as errors."""
-    import sys
-
     reason = err if isinstance(err, str) else f"{type(err).__name__}: {first_line(err, 120)}"
-    print(f"fasteval: warning: {what} {path} is unreadable ({reason}); discarding it and rebuilding",
-          file=sys.stderr)
+    logging.getLogger("fasteval").warning("%s %s is unreadable (%s); discarding it and rebuilding", what, path, reason)

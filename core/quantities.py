@@ -238,6 +238,11 @@ def convert(value: float, unit_from: str, unit_to: str) -> float:
     return float(ureg.Quantity(value, source).to(target).magnitude)
 
 
+def plural_unit(value: float, unit: str) -> str:
+    """An English unit word for ``value``: singular iff |value| == 1 exactly (PROTOCOL.md 1.2)."""
+    return unit if abs(value) == 1 else unit + "s"
+
+
 def format_number(value: float) -> str:
     """Plain decimal digits, no exponent, at most 12 significant digits: 2000, 0.5, 0.000001, -100."""
     from decimal import Decimal
@@ -255,8 +260,6 @@ def canonical_text(text: str) -> str:
     plain decimal digits, number words as digits, plural unless |value| = 1: "2 kilometers" -> "2000 meters",
     "five meter" -> "5 meters", "1e-06 meter" -> "0.000001 meters". A text that is not a quantity of one of
     those dimensions (a bare number, a sentence) is returned as it is."""
-    from fasteval.core.protocol.paper import plural_unit
-
     try:
         parsed = parse_quantity(text)
     except InputError:

@@ -7,7 +7,7 @@ length, longest first, and cuts batches of 32; batch composition changes the las
 """
 from __future__ import annotations
 
-import sys
+import logging
 from functools import cached_property
 from pathlib import Path
 
@@ -18,6 +18,8 @@ from fasteval.core.errors import ModelError, first_line
 from fasteval.models.folder import ModelFolder
 from fasteval.core.embeddings import normalize_rows
 from fasteval.models.pooling import dense, pool
+
+log = logging.getLogger(__name__)
 
 
 
@@ -77,7 +79,7 @@ def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
         raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
                          "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
     if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu and not quiet:
-        print("fasteval: warning: onnxruntime-gpu could not use the GPU; running on the CPU.", file=sys.stderr)
+        log.warning("onnxruntime-gpu could not use the GPU; running on the CPU.")
     return session, ("cuda" if on_gpu else "cpu")
 
 
@@ -86,7 +88,10 @@ class OnnxEncoder:
 
     def __init__(self, folder: ModelFolder, *, provider: str = "auto", batch_size: int = 32,
                  threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-                 quiet: bool = False, batching: str = "paper", batch_tokens: int = PACKED_BATCH_TOKENS):
+                 prompt_name: str = "", quiet: bool = False, batching: str = "paper",
+                 batch_tokens: int = PACKED_BATCH_TOKENS, name: str | None = None, identity: dict | None = None):
+        """``name``: the model's name in results (default: the folder's); ``identity``: what the loader knows of
+        where the model came from (``model``, ``source``, ``source_sha256``, ``onnx_sha256``, ``dtype``)."""
         if folder.onnx_file is None:
             raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
         if provider not in PROVIDERS:
@@ -105,10 +110,13 @@ class OnnxEncoder:
         self.batch_tokens = batch_tokens
         self.order = "token-length" if batching == "packed" else order
         self.prompt = prompt or ""
+        self.prompt_name = prompt_name or ""
+        self.name = name or folder.path.name
+        self.identity = dict(identity or {})
         self.tokenizer = Tokenizer.from_file(str(folder.tokenizer_file))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        config = self._tokenizer_config()
+        config = folder.tokenizer_config()
         self.padding_side = "left" if config.get("padding_side") == "left" else "right"
         if folder.max_seq_length:
             self.tokenizer.enable_truncation(
@@ -116,14 +124,13 @@ class OnnxEncoder:
                 direction="left" if config.get("truncation_side") == "left" else "right")
         self.pad_id, pad_token = self._pad()
         self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
-        self.do_lower_case = self._do_lower_case()
-        self.dense_weights = [self._load_dense(layer) for layer in folder.dense]
+        self.do_lower_case = folder.do_lower_case
+        self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
         # The onnxruntime session starts at the first encode (a sweep that skips a finished model never
         # pays for one); until then ``provider`` is the one it is planned to use.
         self._requested_provider, self.threads, self.quiet = provider, threads, quiet
         self.provider = planned_provider(provider)
-        self.info: dict = {}
         self._session = None
         self._io_binding: bool | None = None
 
@@ -133,9 +140,24 @@ class OnnxEncoder:
         if self._session is None:
             self._session, self.provider = _session(self.folder.onnx_file, self._requested_provider, self.threads,
                                                     self.quiet)
-            if self.info:
-                self.info["provider"] = self.provider
         return self._session
+
+    @property
+    def info(self) -> dict:
+        """Every setting that changes an embedding (the result and embedding-cache keys hold them): where the
+        model came from, the provider it runs on (the planned one until the session starts), dtype, batching,
+        prompt, and the folder's pooling, normalisation, length and Dense layers."""
+        return {
+            **self.identity,
+            "provider": self.provider,
+            "dtype": self.identity.get("dtype", "fp32"),
+            "batch_size": self.batch_size,
+            "batch_order": self.order,
+            **({"batching": "packed", "batch_tokens": self.batch_tokens} if self.batching == "packed" else {}),
+            "prompt": self.prompt,
+            "prompt_name": self.prompt_name,
+            **self.folder.settings(),
+        }
 
     @cached_property
     def input_names(self) -> set[str]:
@@ -157,39 +179,14 @@ class OnnxEncoder:
 
     # --- folder details -------------------------------------------------------------------------------------
     def _pad(self) -> tuple[int, str]:
-        import json
-
-        spec = json.loads(self.folder.tokenizer_file.read_text(encoding="utf-8"))
-        padding = spec.get("padding") or {}
-        if "pad_id" in padding and "pad_token" in padding:
-            return int(padding["pad_id"]), str(padding["pad_token"])
+        declared = self.folder.padding()
+        if declared is not None:
+            return declared
         for token in ("[PAD]", "<pad>", "<|endoftext|>", "<|end_of_text|>", "</s>"):
             token_id = self.tokenizer.token_to_id(token)
             if token_id is not None:
                 return int(token_id), token
         return 0, ""
-
-    def _tokenizer_config(self) -> dict:
-        import json
-
-        for base in (self.folder.path, self.folder.transformer_path):
-            cfg = base / "tokenizer_config.json"
-            if cfg.exists():
-                return json.loads(cfg.read_text(encoding="utf-8"))
-        return {}
-
-    def _do_lower_case(self) -> bool:
-        import json
-
-        cfg = self.folder.path / "sentence_bert_config.json"
-        return bool(cfg.exists() and json.loads(cfg.read_text()).get("do_lower_case"))
-
-    def _load_dense(self, layer) -> tuple[np.ndarray, np.ndarray | None]:
-        npz = self.folder.path / layer.path / "dense.npz"
-        if not npz.exists():
-            raise ModelError(f"Dense weights {npz} are missing.", "re-export the model with `fasteval export`.")
-        with np.load(npz) as data:
-            return data["weight"].astype(np.float32), (data["bias"].astype(np.float32) if "bias" in data else None)
 
     def _count_prompt_tokens(self) -> int:
         """Tokens of the prompt alone, less one trailing special token (EOS, SEP) if there is one: what

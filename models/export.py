@@ -10,13 +10,14 @@ import contextlib
 import json
 import logging
 import shutil
-import sys
 from pathlib import Path
 
 from fasteval.core.choices import DTYPES, check_choice
 from fasteval.core.errors import ModelError, first_line, warn_rebuilt
-from fasteval.core.results.io import staged_folder
+from fasteval.core.io import staged_folder
 from fasteval.models.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
+
+log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = 1
 _COPY_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "LICENSE",
@@ -145,8 +146,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
         raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch.",
                          "install the export extra: pip install 'fasteval[export]'.") from None
     if not quiet:
-        print(f"fasteval: exporting {folder.path.name} to ONNX ({dtype}) with Optimum, once; "
-              f"written to {dest}", file=sys.stderr, flush=True)
+        log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
     if dest.exists():  # an empty --out folder: the staged export takes its place
         dest.rmdir()
     with staged_folder(dest, replace=False, what="the ONNX export") as staging:
@@ -206,8 +206,7 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, quiet: bool
     from onnxruntime.quantization import quantize_dynamic
 
     if not quiet:
-        print(f"fasteval: quantizing {folder.path.name} to int8 with onnxruntime, once; written to {dest}",
-              file=sys.stderr, flush=True)
+        log.info("quantizing %s to int8 with onnxruntime, once; written to %s", folder.path.name, dest)
     with staged_folder(dest, replace=False, what="the int8 export") as staging:
         for item in fp32.iterdir():
             if item.name in ("model.onnx", "fasteval_export.json") or item.name.startswith("."):

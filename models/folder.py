@@ -72,6 +72,37 @@ class ModelFolder:
     def has_weights(self) -> bool:
         return any((self.transformer_path / w).exists() for w in WEIGHT_FILES)
 
+    def tokenizer_config(self) -> dict:
+        """tokenizer_config.json (the folder's, else the transformer's; {} when there is none)."""
+        for base in (self.path, self.transformer_path):
+            cfg = base / "tokenizer_config.json"
+            if cfg.exists():
+                return _read_json(cfg)
+        return {}
+
+    def padding(self) -> tuple[int, str] | None:
+        """(pad id, pad token) as tokenizer.json declares them, else None."""
+        padding = _read_json(self.tokenizer_file).get("padding") or {}
+        if "pad_id" in padding and "pad_token" in padding:
+            return int(padding["pad_id"]), str(padding["pad_token"])
+        return None
+
+    @property
+    def do_lower_case(self) -> bool:
+        """sentence_bert_config.json's do_lower_case (sentence-transformers lower-cases the input first)."""
+        cfg = self.path / "sentence_bert_config.json"
+        return bool(cfg.exists() and _read_json(cfg).get("do_lower_case"))
+
+    def dense_weights(self, layer: DenseLayer):
+        """(weight, bias or None) of one exported Dense layer, float32, from its dense.npz."""
+        import numpy as np
+
+        npz = self.path / layer.path / "dense.npz"
+        if not npz.exists():
+            raise ModelError(f"Dense weights {npz} are missing.", "re-export the model with `fasteval export`.")
+        with np.load(npz) as data:
+            return data["weight"].astype(np.float32), (data["bias"].astype(np.float32) if "bias" in data else None)
+
     def settings(self) -> dict:
         """What of the folder changes an embedding (goes into result keys)."""
         return {"pooling": self.pooling.name, "include_prompt": self.pooling.include_prompt,
@@ -212,9 +243,9 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
     value = compute()
     memo[key] = {"signature": signature, "sha256": value}
     try:
-        from fasteval.core.results import atomic_write_text
+        from fasteval.core.io import atomic_write
 
-        atomic_write_text(memo_path, json.dumps(memo))
+        atomic_write(memo_path, json.dumps(memo))
     except OSError:
         pass  # a read-only cache only costs the hashing time
     return value

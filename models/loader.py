@@ -1,7 +1,7 @@
 """One call from a model name or folder to a ready encoder: fetch (registry) -> export (cached) -> session."""
 from __future__ import annotations
 
-import sys
+import logging
 
 from fasteval.core.choices import BATCHINGS
 from fasteval.core.errors import ModelError
@@ -9,6 +9,8 @@ from fasteval.models.encoder import OnnxEncoder
 from fasteval.models.export import export, export_info, load_export
 from fasteval.models.folder import content_hash, ModelFolder, file_hash, load_folder
 from fasteval.models.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
+
+log = logging.getLogger(__name__)
 
 
 def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | None) -> tuple[str, str]:
@@ -31,41 +33,31 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
                prompt_name: str | None = None, quiet: bool = False, batching: str = BATCHINGS[0]) -> OnnxEncoder:
-    """An OnnxEncoder for a registry name, a model folder or a Hugging Face id, with ``.name`` and ``.info``
-    (the settings that change an embedding: source and ONNX hashes, provider, dtype, pooling, normalisation,
-    prompt). ``prompt`` / ``prompt_name`` as in sentence-transformers' ``encode``; none by default."""
+    """An OnnxEncoder for a registry name, a model folder or a Hugging Face id, named for it and knowing its
+    source and ONNX hashes (its ``.info`` holds every setting that changes an embedding). ``prompt`` / ``prompt_name`` as in sentence-transformers' ``encode``; none by default."""
     display, src = source_folder(name, quiet=quiet)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
     if folder.default_prompt_name and not prompt_text and not prompt_key and not quiet:
-        print(f"fasteval: note: {display} declares default_prompt_name={folder.default_prompt_name!r}; the paper "
-              "passed no prompt, so none is used (pass --prompt-name to use it).", file=sys.stderr)
+        log.info("note: %s declares default_prompt_name=%r; the paper passed no prompt, so none is used (pass "
+                 "--prompt-name to use it).", display, folder.default_prompt_name)
     spec = find_spec(name)
     if spec is not None and spec.pooling and spec.pooling != folder.pooling.name and not quiet:
-        print(f"fasteval: warning: the registry lists {spec.pooling} pooling for {display}, its folder says "
-              f"{folder.pooling.name}; using the folder's.", file=sys.stderr)
+        log.warning("the registry lists %s pooling for %s, its folder says %s; using the folder's.", spec.pooling,
+                    display, folder.pooling.name)
     exported = load_export(export(folder, fasteval_home(), dtype=dtype, quiet=quiet))
-    encoder = OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
-                          prompt=prompt_text, quiet=quiet, batching=batching)
-    encoder.name = display
     exported_info = export_info(exported.path)
-    dtype = exported_info.get("dtype", dtype)  # an already exported folder says its own
-    encoder.info = {
+    identity = {
         "model": display,
         "source": str(src),
         # weights, tokenizer and configs (a folder exported elsewhere is hashed as it is)
         "source_sha256": exported_info.get("source_sha256") or content_hash(src),
         "onnx_sha256": file_hash(exported.onnx_file),
-        "provider": encoder.provider,
-        "dtype": dtype,
-        "batch_size": batch_size,
-        "batch_order": encoder.order,
-        **({"batching": "packed", "batch_tokens": encoder.batch_tokens} if batching == "packed" else {}),
-        "prompt": prompt_text,
-        "prompt_name": prompt_key,
-        **exported.settings(),
+        "dtype": exported_info.get("dtype", dtype),  # an already exported folder says its own
     }
-    return encoder
+    return OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
+                       prompt=prompt_text, prompt_name=prompt_key, quiet=quiet, batching=batching, name=display,
+                       identity=identity)
 
 
 def export_model(name: str, *, out=None, dtype: str = "fp32", quiet: bool = False):

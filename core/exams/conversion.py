@@ -18,6 +18,9 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
+from fasteval.core.exams import Exam, ExamInputs
+from fasteval.core.exams.geometry import _rows
+from fasteval.core.io import csv_text, typed
 
 SUMMARY_KEYS = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
 GALLON_NOTE = ("liter ↔ gallon uses pint's US gallon (B = A / 3.785411784); the paper's curve multiplied by "
@@ -56,6 +59,11 @@ class ConversionResult:
     rows: list[ConversionRow]
     notes: list[str] = field(default_factory=lambda: [GALLON_NOTE])
 
+    @classmethod
+    def from_json(cls, d: dict) -> "ConversionResult":
+        return cls(metric=d.get("metric", "cos"), rows=[typed(ConversionRow, r) for r in _rows(d, "rows")],
+                   notes=d.get("notes") or [])
+
     def summary(self) -> dict[str, float]:
         """Means over the 11 pairs (each has 40 items, so also the means over all items), 0-1."""
         return {key: float(np.mean([getattr(r, key) for r in self.rows])) for key in SUMMARY_KEYS}
@@ -88,3 +96,39 @@ def run_conversion(table: EmbeddingTable, metric: str = "cos") -> ConversionResu
         rows.append(ConversionRow(pair.panel, pair.unit_a, pair.unit_b, len(a_texts), **score_pair(sims, trap_sims),
                                   texts_a=list(a_texts), texts_b=list(b_texts), traps=list(traps)))
     return ConversionResult(metric=metric, rows=rows)
+
+
+# --- the exam's record ------------------------------------------------------------------------------------------
+def files(result: ConversionResult, model_id: str) -> dict[str, str]:
+    """``<model_id>_conversion.csv``: one row per unit pair of the conversion exam."""
+    rows = [{"model": model_id, **{k: getattr(r, k) for k in CSV_FIELDS}} for r in result.rows]
+    return {f"{model_id}_conversion.csv": csv_text(rows, ["model", *CSV_FIELDS])}
+
+
+def text(result: ConversionResult) -> str:
+    """Per unit pair: recall@1, MRR, mean similarity of equivalent / other pairs, lexical trap rate."""
+    lines = [f"  {'pair':<26} {'recall@1':>8} {'MRR':>6} {'sim equiv':>9} {'sim other':>9} {'trap rate':>9}"]
+    for r in result.rows:
+        lines.append(f"  {r.unit_a + ' -> ' + r.unit_b:<26} {r.recall_at_1:>8.3f} {r.mrr:>6.3f} "
+                     f"{r.mean_sim_equivalent:>9.3f} {r.mean_sim_other:>9.3f} {r.lexical_trap_rate:>9.3f}")
+    s = result.summary()
+    lines.append(f"  {'all pairs':<26} {s['recall_at_1']:>8.3f} {s['mrr']:>6.3f} {s['mean_sim_equivalent']:>9.3f} "
+                 f"{s['mean_sim_other']:>9.3f} {s['lexical_trap_rate']:>9.3f}")
+    return "\n".join(lines + [f"  note: {n}" for n in result.notes])
+
+
+def _groups() -> list[list[str]]:
+    """Exam 1's calls first (the A texts and most B texts are Exam 1's), then the converted B texts and traps."""
+    return P.exam1_groups() + P.conversion_groups()
+
+
+def _run(inputs: ExamInputs) -> ConversionResult:
+    return run_conversion(inputs.table, metric=inputs.metric)
+
+
+EXAM = Exam(
+    choice="conversion", title="Conversion (extension): the equivalent among 40 conversions, {metric}",
+    groups=_groups, run=_run, result_type=ConversionResult, files=files, text=text, mteb_task="PhysScoreConversion",
+    mteb_description="Unit conversions (a fasteval extension): recall@1 of the equivalent quantity ('100 "
+    "centimeters' for '1 meter') among 40 conversions, for 11 unit pairs; also the lexical trap rate.",
+    main_score="recall_at_1", mteb_scores=lambda result: dict(result.summary()))

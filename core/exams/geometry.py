@@ -13,7 +13,9 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams.similarities import cell_similarities
+from fasteval.core.exams import Exam, ExamInputs
+from fasteval.core.exams.cell_similarities import cell_similarities
+from fasteval.core.io import csv_text, typed
 
 
 @dataclass
@@ -90,6 +92,16 @@ class Exam1Result:
     variant_intervals: dict[str, dict[str, float | None]] = field(default_factory=dict)
     # The digits-vs-words matrices' texts: key -> [word texts (rows), digit texts (columns)].
     digits_words_texts: dict[str, list[list[str]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Exam1Result":
+        return cls(metric=d.get("metric", "cos"), cells=[typed(CellResult, c) for c in _rows(d, "cells")],
+                   heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
+                   conversions=[typed(ConversionCurve, c) for c in d.get("conversions") or []],
+                   intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"),
+                   alignment=[typed(AlignmentRow, a) for a in d.get("alignment") or []],
+                   variant_intervals=d.get("variant_intervals") or {},
+                   digits_words_texts=d.get("digits_words_texts") or {})
 
     def summary(self) -> dict[str, float | None]:
         """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5);
@@ -289,3 +301,67 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
         result.conversions.append(ConversionCurve(pair.panel, pair.unit_a, pair.unit_b, x.tolist(), raw.tolist(),
                                                   smoothed.tolist()))
     return result
+
+
+# --- the exam's record: files, printout, MTEB scores ----------------------------------------------------------
+def _rows(d: dict, key: str) -> list[dict]:
+    """A result's list of rows; ValueError when it is missing or empty (not a readable result)."""
+    rows = d[key]
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"empty or malformed {key!r}")
+    return rows
+
+
+EXTENSION_COLUMNS = ("tau_ci_low", "tau_ci_high", "pacc_ci_low", "pacc_ci_high", "strict_tau", "all_anchors_tau")
+
+
+def files(result: Exam1Result, model_id: str) -> dict[str, str]:
+    """``<model_id>_benchmark_full.csv`` (20 cells) and ``..._summary.csv`` (PROTOCOL.md 1.6), and the cells'
+    intervals and variants in ``..._benchmark_intervals_variants.csv``."""
+    full = [{"model": model_id, "unit": c.quantity, "range": c.range_name, "kendall": c.tau, "pairwise": c.pacc}
+            for c in result.cells]
+    extended = [{**row, **{k: getattr(c, k) for k in EXTENSION_COLUMNS}} for row, c in zip(full, result.cells)]
+    return {
+        f"{model_id}_benchmark_full.csv": csv_text(full, ["model", "unit", "range", "kendall", "pairwise"]),
+        f"{model_id}_benchmark_summary.csv": csv_text(
+            [{"model": model_id, **result.summary()}],
+            ["model", "kendall_mean", "pairwise_mean", "kendall_std", "pairwise_std"]),
+        # The extensions beside the paper's columns, in a file of their own (the paper's two keep their shape).
+        f"{model_id}_benchmark_intervals_variants.csv": csv_text(
+            extended, ["model", "unit", "range", "kendall", "pairwise", *EXTENSION_COLUMNS]),
+    }
+
+
+def text(result: Exam1Result) -> str:
+    """The notebook's printout: a block per quantity, one line per range, 3 decimals."""
+    lines = []
+    for quantity in dict.fromkeys(c.quantity for c in result.cells):
+        lines.append(f"[{quantity}]")
+        for c in result.cells:
+            if c.quantity == quantity:
+                tau = "nan" if isnan(c.tau) else f"{c.tau:.3f}"
+                variant = "" if c.variant is None else f"{c.variant:<12} "
+                lines.append(f"  {variant}{c.range_name:<15} tau={tau:>6}  pairwise={c.pacc:.3f}")
+    return "\n".join(lines)
+
+
+def mteb_scores(result: Exam1Result) -> dict[str, float]:
+    s = result.summary()
+    scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"], "avg": s["avg"] / 100}
+    for quantity in dict.fromkeys(c.quantity for c in result.cells):
+        scores[f"kendall_tau_{quantity}"] = float(np.mean([c.tau for c in result.cells if c.quantity == quantity]))
+    return scores
+
+
+def _run(inputs: ExamInputs) -> Exam1Result:
+    return run_exam1(inputs.table, metric=inputs.metric, similarities=inputs.similarities(),
+                     bootstrap=inputs.bootstrap, protocol=inputs.protocol)
+
+
+EXAM = Exam(
+    choice=1, title="Exam 1 - measurement geometry ({model}, similarity={metric})", groups=P.exam1_groups,
+    run=_run, result_type=Exam1Result, files=files, text=text, mteb_task="PhysScoreMeasurementGeometry",
+    mteb_description="Measurement geometry (the paper's Exam 1): for 4 quantities x 5 number ranges, Kendall tau "
+    "of the similarity to the smallest value against physical distance ('0 meters', '0.5 meters', ...). Main "
+    "score: the mean tau of the 20 cells.", main_score="kendall_tau", mteb_scores=mteb_scores,
+    uses_cell_similarities=True)

@@ -10,6 +10,9 @@ import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
+from fasteval.core.exams import Exam, ExamInputs
+from fasteval.core.exams.geometry import _rows
+from fasteval.core.io import csv_text, typed
 
 REFERENCES = ("char_lev", "token_lev", "num_dist")
 PIVOT_COLUMNS = ("all", "float-float", "float-int", "int-int")
@@ -37,6 +40,11 @@ class Exam2Result:
     rows: list[Exam2Row]
     token_ids_available: bool = True
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Exam2Result":
+        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam2Row, r) for r in _rows(d, "rows")],
+                   token_ids_available=d.get("token_ids_available", True), notes=d.get("notes") or [])
 
     def pivot(self) -> dict[str, dict[str, float]]:
         """reference -> {all, float-float, float-int, int-int} -> tau x 100 (PROTOCOL.md 2.3 printout)."""
@@ -98,3 +106,42 @@ def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: 
                 rows.append(Exam2Row(group_type, group, ref, tau, int(mask.sum())))
     notes = [] if token_ids is not None else ["token_lev is null: the encoder exposes no tokenizer"]
     return Exam2Result(metric=metric, rows=rows, token_ids_available=token_ids is not None, notes=notes)
+
+
+# --- the exam's record ------------------------------------------------------------------------------------------
+def files(result: Exam2Result, model_id: str) -> dict[str, str]:
+    """``<model_id>_lexical.csv``: the long table (PROTOCOL.md 2.3), 30 rows."""
+    rows = [{"model": model_id, "group_type": r.group_type, "group": r.group, "reference": r.reference,
+             "tau": r.tau, "n_pairs": r.n_pairs} for r in result.rows]
+    return {f"{model_id}_lexical.csv": csv_text(rows, ["model", "group_type", "group", "reference", "tau",
+                                                       "n_pairs"])}
+
+
+def text(result: Exam2Result) -> str:
+    """The pivot of PROTOCOL.md 2.3: rows char_lev, num_dist, token_lev; tau x 100 to one decimal."""
+    from math import isnan
+
+    lines = [f"{'reference':<10}" + "".join(f"{c:>13}" for c in PIVOT_COLUMNS)]
+    for ref, cols in result.pivot().items():
+        cells = ["n/a" if isnan(cols.get(c, float("nan"))) else f"{cols[c]:.1f}" for c in PIVOT_COLUMNS]
+        lines.append(f"{ref:<10}" + "".join(f"{v:>13}" for v in cells))
+    return "\n".join(lines + result.notes)
+
+
+def mteb_scores(result: Exam2Result) -> dict[str, float]:
+    scores = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau for r in result.rows}
+    scores["kendall_tau"] = next(r.tau for r in result.rows if r.group == "all" and r.reference == "num_dist")
+    return scores
+
+
+def _run(inputs: ExamInputs) -> Exam2Result:
+    seen = [inputs.rewrite(t) for t in P.exam2_groups()[0]]  # the texts the model saw
+    return run_exam2(inputs.table, inputs.token_ids(seen) if inputs.token_ids else None, metric=inputs.metric)
+
+
+EXAM = Exam(
+    choice=2, title="Exam 2 - lexical vs numeric similarity (Kendall tau-b x100)", groups=P.exam2_groups, run=_run,
+    result_type=Exam2Result, files=files, text=text, mteb_task="PhysScoreLexicalNumeric",
+    mteb_description="Lexical vs numeric similarity (the paper's Exam 2): Kendall tau-b of the similarity of 100 "
+    "bare numbers against their numeric distance (also character and token Levenshtein).", main_score="kendall_tau",
+    mteb_scores=mteb_scores)

@@ -3,14 +3,17 @@ on item-level splits, pooled over the four quantities, evaluated anchor by ancho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from math import comb
 
 import numpy as np
 
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams.similarities import cell_similarities
+from fasteval.core.exams import Exam, ExamInputs
+from fasteval.core.exams.geometry import _rows
+from fasteval.core.exams.cell_similarities import cell_similarities
+from fasteval.core.io import csv_text, typed
 
 METRIC_KEYS = ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")
 
@@ -38,6 +41,11 @@ class Exam3Result:
     metric: str
     rows: list[Exam3Row]
     alphas: dict[str, list[float]] = field(default_factory=dict)  # range -> chosen alpha per split
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Exam3Result":
+        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam3Row, r) for r in _rows(d, "rows")],
+                   alphas=d.get("alphas") or {})
 
     def summary(self) -> dict[str, float]:
         """Mean and sample std (ddof=1) over the 20 rows; the probe-table row x100 with delta tau."""
@@ -127,3 +135,51 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
 def _nanmean(x: np.ndarray) -> float:
     finite = x[~np.isnan(x)]
     return float(finite.mean()) if len(finite) else float("nan")
+
+
+# --- the exam's record ------------------------------------------------------------------------------------------
+SUMMARY_COLUMNS = ("kendall_mean", "pairwise_mean", "kendall_std", "pairwise_std", "kendall_cosine_mean",
+                   "pairwise_cosine_mean", "kendall_cosine_std", "pairwise_cosine_std")
+
+
+def files(result: Exam3Result, model_id: str) -> dict[str, str]:
+    """The two CSVs of PROTOCOL.md 3.6."""
+    full = [{"model": model_id, **asdict(r)} for r in result.rows]
+    return {
+        f"{model_id}_benchmark_full_regression_experiment.csv": csv_text(
+            full, ["model"] + list(Exam3Row.__dataclass_fields__)),
+        f"{model_id}_benchmark_summary_regression_experiment.csv": csv_text(
+            [{"model": model_id, **result.summary()}], ["model", *SUMMARY_COLUMNS]),
+    }
+
+
+def text(result: Exam3Result) -> str:
+    """Per row: probe tau (+-sd) and PACC | similarity tau (+-sd) and PACC, 3 decimals (PROTOCOL.md 3.5)."""
+    lines = []
+    for r in result.rows:
+        lines.append(f"  {r.unit:<9} {r.range:<14} probe tau={r.kendall:.3f}(±{r.kendall_sd_splits:.3f}) "
+                     f"pairwise={r.pairwise:.3f} | cosine tau={r.kendall_cosine:.3f}"
+                     f"(±{r.kendall_cosine_sd_splits:.3f}) pairwise={r.pairwise_cosine:.3f}")
+    s = result.summary()
+    lines.append(f"  mean: probe tau={s['kendall_mean']:.3f} pairwise={s['pairwise_mean']:.3f} | cosine "
+                 f"tau={s['kendall_cosine_mean']:.3f} pairwise={s['pairwise_cosine_mean']:.3f} | "
+                 f"delta tau x100={s['delta_tau_x100']:.2f}")
+    return "\n".join(lines)
+
+
+def mteb_scores(result: Exam3Result) -> dict[str, float]:
+    s = result.summary()
+    return {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"],
+            "kendall_tau_similarity": s["kendall_cosine_mean"], "pairwise_accuracy_similarity": s["pairwise_cosine_mean"]}
+
+
+def _run(inputs: ExamInputs) -> Exam3Result:
+    return run_exam3(inputs.table, metric=inputs.metric, similarities=inputs.similarities())
+
+
+EXAM = Exam(
+    choice=3, title="Exam 3 - recalibration probe (ridge on |e1 - e2|) vs {metric}", groups=P.exam3_groups, run=_run,
+    result_type=Exam3Result, files=files, text=text, mteb_task="PhysScoreProbe",
+    mteb_description="The recalibration probe (the paper's Exam 3): a ridge probe on |e1 - e2| recovers the physical "
+    "order on held-out items; main score: the probe's Kendall tau.", main_score="kendall_tau",
+    mteb_scores=mteb_scores, mteb_type="Regression", uses_cell_similarities=True)

@@ -14,9 +14,12 @@ fasteval encoders, and result files MTEB loads.
   all-MiniLM-L6-v2 on the CPU).
 * ``MtebEncoder(model)`` is the one adapter from MTEB's encoder protocol (``encode(DataLoader,
   task_metadata=..., hf_split=..., hf_subset=...)``) to fasteval's (``encode(list[str])``);
-  ``fasteval.evaluate`` and ``fasteval sweep`` apply it to any MTEB model by themselves.
-* ``task_results(result)`` turns a fasteval result into MTEB ``TaskResult`` objects (what the ``mteb/`` files
-  of a result folder are written from when MTEB is installed).
+  ``fasteval.evaluate`` and ``fasteval sweep`` apply it to any MTEB model by themselves (``as_encoder``).
+* ``task_results(result)`` turns a fasteval result into MTEB ``TaskResult`` objects (the ``mteb/`` files of a
+  result folder hold the same, written without importing MTEB).
+
+The tasks are the exam registry's (``fasteval.core.exams``): each exam's record names its task, description,
+main score and scores. This module is importable as ``fasteval.mteb`` and ``fasteval.core.mteb``: one module.
 """
 from __future__ import annotations
 
@@ -26,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from fasteval.core.errors import InputError
+from fasteval.core.exams import Exam, registry
+from fasteval.core.results.mteb import SPLIT, SUBSET, scores_of
 
-TASK_EXAMS = {"PhysScoreMeasurementGeometry": 1, "PhysScoreLexicalNumeric": 2, "PhysScoreProbe": 3,
-              "PhysScoreConversion": "conversion"}
-SPLIT, SUBSET = "test", "default"
 REFERENCE = "https://arxiv.org/abs/2609.20821"
 BIBTEX = """@article{opitz2026peculiar,
   title   = {Embedding Models Measure in Peculiar Ways},
@@ -52,8 +54,6 @@ def require_mteb():
 class MtebEncoder:
     """An MTEB model seen as a fasteval encoder: each ``encode(list[str])`` is one MTEB ``encode`` call over a
     DataLoader of those texts (batch size from ``encode_kwargs``, default 32), returned as float32."""
-
-    mteb_fasteval_adapter = True
 
     def __init__(self, model: Any, task_metadata=None, hf_split: str = SPLIT, hf_subset: str = SUBSET,
                  encode_kwargs: dict | None = None):
@@ -85,27 +85,20 @@ class MtebEncoder:
         return out
 
 
+def task_exams() -> dict[str, Exam]:
+    """Task name -> the exam it runs, in registry order."""
+    return {e.mteb_task: e for e in registry()}
+
+
 def _metadata_kwargs(name: str) -> dict[str, Any]:
     from fasteval.core import protocol as P
 
-    descriptions = {
-        "PhysScoreMeasurementGeometry": "Measurement geometry (the paper's Exam 1): for 4 quantities x 5 number "
-        "ranges, Kendall tau of the similarity to the smallest value against physical distance ('0 meters', "
-        "'0.5 meters', ...). Main score: the mean tau of the 20 cells.",
-        "PhysScoreLexicalNumeric": "Lexical vs numeric similarity (the paper's Exam 2): Kendall tau-b of the "
-        "similarity of 100 bare numbers against their numeric distance (also character and token Levenshtein).",
-        "PhysScoreProbe": "The recalibration probe (the paper's Exam 3): a ridge probe on |e1 - e2| recovers the "
-        "physical order on held-out items; main score: the probe's Kendall tau.",
-        "PhysScoreConversion": "Unit conversions (a fasteval extension): recall@1 of the equivalent quantity "
-        "('100 centimeters' for '1 meter') among 40 conversions, for 11 unit pairs; also the lexical trap rate.",
-    }
-    main = {"PhysScoreMeasurementGeometry": "kendall_tau", "PhysScoreLexicalNumeric": "kendall_tau",
-            "PhysScoreProbe": "kendall_tau", "PhysScoreConversion": "recall_at_1"}
+    exam = task_exams()[name]
     return dict(
-        name=name, description=descriptions[name], reference=REFERENCE,
+        name=name, description=exam.mteb_description, reference=REFERENCE,
         dataset={"path": f"fasteval/{name}", "revision": P.PROTOCOL_VERSION},
-        type="Regression" if name == "PhysScoreProbe" else "STS", category="t2t", modalities=["text"],
-        eval_splits=[SPLIT], eval_langs=["eng-Latn"], main_score=main[name], date=("2026-01-01", "2026-09-30"),
+        type=exam.mteb_type, category="t2t", modalities=["text"],
+        eval_splits=[SPLIT], eval_langs=["eng-Latn"], main_score=exam.main_score, date=("2026-01-01", "2026-09-30"),
         domains=["Constructed"], task_subtypes=[], license="apache-2.0", annotations_creators="derived",
         dialect=[], sample_creation="created", bibtex_citation=BIBTEX,
     )
@@ -116,29 +109,6 @@ def metadata_of(name: str):
     """The TaskMetadata of one PhysScore task."""
     mteb = require_mteb()
     return mteb.TaskMetadata(**_metadata_kwargs(name))
-
-
-def scores_of(name: str, exam) -> dict[str, float]:
-    """One exam's result as an MTEB scores dict (0-1 scale), with the task's main score."""
-    if name == "PhysScoreMeasurementGeometry":
-        s = exam.summary()
-        scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"], "avg": s["avg"] / 100}
-        for quantity in dict.fromkeys(c.quantity for c in exam.cells):
-            cells = [c for c in exam.cells if c.quantity == quantity]
-            scores[f"kendall_tau_{quantity}"] = float(np.mean([c.tau for c in cells]))
-    elif name == "PhysScoreLexicalNumeric":
-        scores = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau for r in exam.rows}
-        scores["kendall_tau"] = next(r.tau for r in exam.rows if r.group == "all" and r.reference == "num_dist")
-    elif name == "PhysScoreProbe":
-        s = exam.summary()
-        scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"],
-                  "kendall_tau_similarity": s["kendall_cosine_mean"],
-                  "pairwise_accuracy_similarity": s["pairwise_cosine_mean"]}
-    else:
-        scores = dict(exam.summary())
-    scores = {k: (None if v is None or not np.isfinite(v) else float(v)) for k, v in scores.items()}
-    scores["main_score"] = scores[_metadata_kwargs(name)["main_score"]]
-    return scores
 
 
 @lru_cache(maxsize=None)
@@ -156,10 +126,10 @@ def _task_class(name: str):
                 return
             from datasets import Dataset, DatasetDict
 
-            from fasteval.core import protocol as P
+            from fasteval.core.exams import protocol_groups
 
             texts, groups = [], []
-            for k, group in enumerate(P.protocol_groups((TASK_EXAMS[name],))):
+            for k, group in enumerate(protocol_groups((task_exams()[name].choice,))):
                 texts += list(group)
                 groups += [k] * len(group)
             self.dataset = {SUBSET: DatasetDict({SPLIT: Dataset.from_dict({"text": texts, "group": groups})})}
@@ -185,9 +155,9 @@ def _task_class(name: str):
             for text, group in zip(data_split["text"], data_split["group"]):
                 calls.setdefault(int(group), []).append(text)
             table = embed_groups(encoder, [calls[k] for k in sorted(calls)])
-            result = evaluate(encoder, exams=(TASK_EXAMS[name],), table=table, bootstrap=0)
-            exam = next(iter(result.exams.values()))
-            return scores_of(name, exam)
+            exam = task_exams()[name]
+            result = evaluate(encoder, exams=(exam.choice,), table=table, bootstrap=0)
+            return scores_of(exam, result.exams[exam.key])
 
     PhysScoreTask.__name__ = PhysScoreTask.__qualname__ = name
     return PhysScoreTask
@@ -195,23 +165,32 @@ def _task_class(name: str):
 
 def tasks(names: list[str] | None = None) -> list:
     """The PhysScore tasks (all four, or those named), as MTEB task instances."""
-    chosen = list(names or TASK_EXAMS)
-    unknown = [n for n in chosen if n not in TASK_EXAMS]
+    known = task_exams()
+    chosen = list(names or known)
+    unknown = [n for n in chosen if n not in known]
     if unknown:
-        raise InputError(f"Unknown PhysScore task {unknown[0]!r}.", f"use one of {', '.join(TASK_EXAMS)}.")
+        raise InputError(f"Unknown PhysScore task {unknown[0]!r}.", f"use one of {', '.join(known)}.")
     return [_task_class(n)() for n in chosen]
 
 
 def task_results(result) -> list:
     """A fasteval ModelResult as MTEB TaskResult objects, one per exam that has a task."""
     mteb = require_mteb()
-    names = {exam: name for name, exam in TASK_EXAMS.items()}
-    from fasteval.core.choices import exam_key
+    return [mteb.TaskResult.from_task_results(
+                _task_class(name), {SPLIT: {SUBSET: scores_of(exam, result.exams[exam.key])}},
+                evaluation_time=float(result.timings.get(exam.key, 0.0) or 0.0))
+            for name, exam in task_exams().items() if exam.key in result.exams]
 
-    out = []
-    for exam_name, name in ((exam_key(e), n) for e, n in names.items()):
-        if exam_name in result.exams:
-            out.append(mteb.TaskResult.from_task_results(
-                _task_class(name), {SPLIT: {SUBSET: scores_of(name, result.exams[exam_name])}},
-                evaluation_time=float(result.timings.get(exam_name, 0.0) or 0.0)))
-    return out
+
+def as_encoder(model: Any) -> Any:
+    """``model`` as a fasteval encoder: an MTEB model (``encode(DataLoader, task_metadata=...)``) through
+    ``MtebEncoder``, anything else as it is."""
+    import inspect
+
+    if isinstance(model, MtebEncoder):
+        return model
+    try:
+        mteb_style = "task_metadata" in inspect.signature(model.encode).parameters
+    except (AttributeError, TypeError, ValueError):
+        return model
+    return MtebEncoder(model) if mteb_style else model

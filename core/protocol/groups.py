@@ -54,20 +54,3 @@ def file_protocol_groups(protocol) -> list[list[str]]:
         for quantity in protocol.quantities:
             groups += [g for g in protocol.digits_words_texts(quantity.name, variant) if g]
     return groups
-
-
-def protocol_groups(exams, protocol=None) -> list[list[str]]:
-    """The encode calls of the chosen exams, in protocol order (Exam 1's groups include Exam 3's). Extension
-    exams come after the paper's, so a paper text is always first embedded in its paper call."""
-    if protocol is not None and not protocol.is_paper:
-        return file_protocol_groups(protocol)
-    groups: list[list[str]] = []
-    if 1 in exams or "conversion" in exams:
-        groups += exam1_groups()
-    elif 3 in exams:
-        groups += exam3_groups()
-    if 2 in exams:
-        groups += exam2_groups()
-    if "conversion" in exams:
-        groups += conversion_groups()
-    return groups

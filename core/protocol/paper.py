@@ -12,12 +12,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from fasteval.core.quantities import convert, plural_unit
+
 PROTOCOL_VERSION = "paper-1"
 
 # --- Exam 1 (PROTOCOL.md 1.1, 1.2, 1.7): read from builtin/paper.toml, the paper's protocol file ------------
 def paper_protocol():
     """The paper's protocol file, parsed (cached)."""
-    from fasteval.core.protocol.spec import load_protocol
+    from fasteval.core.protocol.loading import load_protocol
 
     return load_protocol("paper")
 
@@ -39,11 +41,6 @@ def range_values(name: str) -> np.ndarray:
     return values
 
 
-def plural_unit(value: float, unit: str) -> str:
-    """Singular iff |value| == 1 exactly (PROTOCOL.md 1.2)."""
-    return unit if abs(value) == 1 else unit + "s"
-
-
 def format_quantity(value: float, unit: str) -> str:
     """`"{:g} <unit(s)>"`: the non-scientific template of PROTOCOL.md 1.2 (also used by the conversion pairs)."""
     return f"{value:g} {plural_unit(value, unit)}"
@@ -59,31 +56,15 @@ def cell_texts(quantity: str, range_name: str) -> list[str]:
     return [_PAPER.render(float(v), quantity, range_name, _VARIANT) for v in range_values(range_name)]
 
 
-@dataclass(frozen=True)
-class Cell:
-    quantity: str
-    range_name: str
-
-    @property
-    def values(self) -> np.ndarray:
-        return range_values(self.range_name)
-
-    @property
-    def texts(self) -> list[str]:
-        return cell_texts(self.quantity, self.range_name)
-
-    @property
-    def key(self) -> str:
-        return f"{self.quantity}/{self.range_name}"
-
-    @property
-    def variant(self) -> None:
-        return None
+@lru_cache(maxsize=1)
+def _exam1_cells() -> tuple:
+    return tuple(_PAPER.cells())
 
 
-def exam1_cells() -> list[Cell]:
-    """The 20 cells, quantity-major in protocol order (meter x 5 ranges, then kilogram, ...)."""
-    return [Cell(q, r) for q in QUANTITIES for r in RANGE_NAMES]
+def exam1_cells() -> list:
+    """The 20 cells (``spec.ProtocolCell``: quantity, range, values, texts), quantity-major in protocol order
+    (meter x 5 ranges, then kilogram, ...): the paper protocol file's own cells."""
+    return list(_exam1_cells())
 
 
 DIGITS: tuple[str, ...] = _PAPER.digits
@@ -147,8 +128,6 @@ def conversion_exam_texts(pair: ConversionPair) -> tuple[list[str], list[str], l
     """The conversion exam's texts of one pair (an extension, not the paper's): the A texts; the equivalent B
     texts, converted by pint (so liter -> gallon divides by 3.785411784, unlike the paper's curve); and the
     lexical traps, the A number with the B unit ("1 meter" -> "1 centimeter")."""
-    from fasteval.core.quantities import convert
-
     a_values = [float(v) for v in conversion_values()]
     return ([format_quantity(v, pair.unit_a) for v in a_values],
             [format_quantity(convert(v, pair.unit_a, pair.unit_b), pair.unit_b) for v in a_values],

@@ -9,10 +9,9 @@ from pathlib import Path
 from fasteval.core.choices import DEFAULT_RESAMPLES
 from fasteval.core.errors import InputError, OutputError
 from fasteval.core.report.html import figures, html_page, summary_figure
-from fasteval.core.report.tables import (
-    REPORT_DIR, REPORT_HTML, TABLES, LoadedResult, Table, Warn, load_results, sources_table,
-)
-from fasteval.core.results.io import write_result_folder
+from fasteval.core.io import write_result_folder
+from fasteval.core.report.entries import LoadedResult, Warn, load_results
+from fasteval.core.report.tables import REPORT_DIR, REPORT_HTML, TABLES, Table, sources_table
 from fasteval.core.results.model import RESULT_FILE
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from fasteval.core import protocol as P
 from fasteval.core.choices import DEFAULT_RESAMPLES
 from fasteval.core.errors import InputError
-from fasteval.core.report.tables import LoadedResult, Table, load_results
+from fasteval.core.report.entries import LoadedResult, load_results
+from fasteval.core.report.tables import Table
 
 SIGNIFICANCE = 0.05
 COMPARISON_COLUMNS = ["model_a", "model_b", "delta_tau", "ci_low", "ci_high", "p_value", "p_holm"]

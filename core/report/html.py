@@ -6,7 +6,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.report.tables import FIGURE_DIR, LoadedResult, Table
+from fasteval.core.report.entries import LoadedResult
+from fasteval.core.report.tables import FIGURE_DIR, Table
 
 SUMMARY_PREFIX = "_all_"  # report-level figures (forest plot, comparison): figures/_all_<name>.png
 # What each figure shows, as its caption in the page.

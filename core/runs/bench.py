@@ -46,9 +46,9 @@ _TAILS = ("before the sun went down", "with great care", "for the third time thi
 def paper_texts() -> list[str]:
     """Every distinct text the paper embeds (Exam 1 cells, digits/words, conversion sides; Exam 2's numbers),
     in protocol order."""
-    from fasteval.core import protocol as P
+    from fasteval.core.exams import protocol_groups
 
-    return list(dict.fromkeys(t for group in P.protocol_groups((1, 2)) for t in group))
+    return list(dict.fromkeys(t for group in protocol_groups((1, 2)) for t in group))
 
 
 def long_sentences(n: int = 256, seed: int = LONG_SEED) -> list[str]:
@@ -137,7 +137,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     ``loader(model, provider=, batch_size=, threads=, quiet=True)`` gives a fresh encoder for each setting,
     so a setting never inherits another's session. ``exams=()`` skips the exam timing.
     """
-    from fasteval.core.choices import parse_exams
+    from fasteval.core.exams import parse_exams
     from fasteval.core.runs.evaluate import evaluate
 
     step = on_step or (lambda _name: None)
@@ -238,10 +238,10 @@ def write_bench_json(path, result: BenchResult) -> None:
     from pathlib import Path
 
     from fasteval.core.errors import OutputError
-    from fasteval.core.results import atomic_write_text, dumps
+    from fasteval.core.io import atomic_write, dumps
 
     path = Path(path).expanduser()
     try:
-        atomic_write_text(path, dumps(result.to_dict()))
+        atomic_write(path, dumps(result.to_dict()))
     except OSError as err:
         raise OutputError(f"Cannot write {path}: {err.strerror or err}.", "pass a writable --json path.") from None

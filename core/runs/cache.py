@@ -14,7 +14,7 @@ import numpy as np
 
 from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.errors import warn_rebuilt
-from fasteval.core.results.io import atomic_write_text
+from fasteval.core.io import atomic_write
 
 
 class EmbeddingCache:
@@ -48,6 +48,6 @@ class EmbeddingCache:
         buf = io.BytesIO()
         np.savez(buf, texts=np.array(texts), vectors=np.stack(vectors))
         try:
-            atomic_write_text(path, buf.getvalue())
+            atomic_write(path, buf.getvalue())
         except OSError:
             pass  # the cache only saves time; a read-only home still gives results

@@ -1,10 +1,10 @@
 """``fasteval.check(encoder, anchor, candidates)``: embed your own quantities with your own model and see
-whether similarity follows physical distance (the scoring is ``fasteval.core.exams.check``)."""
+whether similarity follows physical distance (the scoring is ``fasteval.core.exams.quantity_check``)."""
 from __future__ import annotations
 
 from fasteval.core.choices import SIMILARITIES, check_choice
 from fasteval.core.embeddings import Encoder, describe, embed_groups
-from fasteval.core.exams.check import CheckResult, parse_check_inputs, score_check
+from fasteval.core.exams.quantity_check import CheckResult, parse_check_inputs, score_check
 
 
 def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",

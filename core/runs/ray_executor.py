@@ -16,10 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fasteval.core.choices import OVERWRITE, check_choice
 from fasteval.core.errors import FastevalError, InputError, first_line
-from fasteval.core.results.io import check_writable
-from fasteval.core.runs.sweep import Job, Outcome, clean_stale_staging, run_job
+from fasteval.core.runs.sweep import Job, Outcome, prepare_out, run_job
 
 # How long a HOST:PORT address may take to accept a TCP connection before we call it dead (Ray itself
 # retries for minutes).
@@ -108,13 +106,10 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
     two models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as
     each model finishes, in finishing order.
     """
-    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
-    # Absolute paths: a Ray worker's working directory is not the caller's.
-    out = check_writable(out).resolve()
+    out = prepare_out(out, overwrite)
     cache_root = None if cache_root is None else Path(cache_root).expanduser().resolve()
-    clean_stale_staging(out)
     if not jobs:
         return []
     ray = _import_ray()

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,24 +23,25 @@ from pathlib import Path
 from typing import Any
 
 from fasteval.core import protocol as P
-from fasteval.core.quantities import CANONICAL_VERSION
-from fasteval.core.choices import OVERWRITE, PAPER_EXAMS, check_choice, parse_exams
+from fasteval.core.choices import EXECUTORS, OVERWRITE, check_choice
 from fasteval.core.embeddings import describe
-from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.errors import FastevalError, InputError
-from fasteval.core.protocol.spec import load_protocol
-from fasteval.core.results.io import check_writable
+from fasteval.core.exams.statistics import DEFAULT_RESAMPLES
+from fasteval.core.io import check_writable
 from fasteval.core.results.model import RESULT_FILE
 from fasteval.core.runs.cache import EmbeddingCache
 
+log = logging.getLogger(__name__)
+
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
-                      "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense")
+                      "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense",
+                      "normalize_quantities", "batching", "batch_tokens")
 # ... and those that change a number only downstream of the embeddings.
 SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap")
-# Settings added after the first results were keyed: they enter a key only when set, so every result made
-# without them keeps its key (a finished paper sweep is never redone for a new option it does not use).
-OPTIONAL_SETTINGS = ("normalize_quantities", "bootstrap", "batching", "batch_tokens")
+# Settings that enter a key only when set (options at their default leave it as it was before they existed:
+# a finished paper sweep is never redone for an option it does not use).
+KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens")
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -49,18 +50,15 @@ def _digest(obj: Any, length: int = 16) -> str:
 
 
 def _keyed(settings: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    return {k: settings.get(k) for k in names if k not in OPTIONAL_SETTINGS or settings.get(k)}
-
-
-_NEW_EMBEDDING_SETTINGS = ("normalize_quantities", "batching", "batch_tokens")
+    return {k: settings.get(k) for k in names if k not in KEYED_WHEN_SET or settings.get(k)}
 
 
 def embedding_key(settings: dict[str, Any]) -> str:
-    return _digest(_keyed(settings, EMBEDDING_SETTINGS + _NEW_EMBEDDING_SETTINGS))
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS))
 
 
 def result_key(settings: dict[str, Any]) -> str:
-    return _digest(_keyed(settings, EMBEDDING_SETTINGS + _NEW_EMBEDDING_SETTINGS + SCORING_SETTINGS))
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + SCORING_SETTINGS))
 
 
 @dataclass
@@ -68,7 +66,7 @@ class Job:
     """One model with its options (passed to the loader) and the scoring settings."""
     model: str
     options: dict[str, Any] = field(default_factory=dict)
-    exams: tuple[int | str, ...] = PAPER_EXAMS
+    exams: tuple[int | str, ...] | None = None  # None: the paper's exams the protocol supports
     metric: str = "cos"
     normalize_quantities: bool = False  # rewrite every text to its canonical form before the encoder
     bootstrap: int = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
@@ -103,13 +101,10 @@ def clean_stale_staging(out: Path) -> None:
 
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
-    settings = {**info, "similarity": job.metric, "exams": list(parse_exams(job.exams)),
-                "protocol": load_protocol(job.protocol).key}
-    if job.normalize_quantities:
-        settings["normalize_quantities"] = CANONICAL_VERSION
-    if 1 in settings["exams"] and bootstrap_settings(job.bootstrap):
-        settings["bootstrap"] = bootstrap_settings(job.bootstrap)
-    return settings
+    from fasteval.core.runs.evaluate import settings_of
+
+    return settings_of(info, exams=job.exams, metric=job.metric, protocol=job.protocol,
+                       normalize_quantities=job.normalize_quantities, bootstrap=job.bootstrap)
 
 
 def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
@@ -121,11 +116,13 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     no session and no export.
     """
     from fasteval.core.results.files import result_files
-    from fasteval.core.results.io import write_result_folder
+    from fasteval.core.io import write_result_folder
     from fasteval.core.runs.evaluate import evaluate
 
     start = time.perf_counter()
-    view = describe(loader(job.model, **job.options))
+    from fasteval.core.mteb import as_encoder
+
+    view = describe(as_encoder(loader(job.model, **job.options)))
     settings = job_settings(job, view.info)
     key = result_key(settings)
     folder = out / P.model_id(view.name) / key
@@ -135,7 +132,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
             return Outcome(view.name, "skipped", folder, "already done under the same settings")
         if overwrite == "never":
             return Outcome(view.name, "skipped", folder, "a result folder exists (--overwrite never)")
-        print(f"fasteval: warning: {folder / RESULT_FILE} is missing or corrupt; redoing it", file=sys.stderr)
+        log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
     # Without a content hash the model's identity is unknown: never share cached embeddings then.
     known = settings.get("source_sha256") or settings.get("onnx_sha256")
     cache = EmbeddingCache(cache_root if known else None)
@@ -160,15 +157,30 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
                    time.perf_counter() - start, result)
 
 
+def prepare_out(out: Path, overwrite: str) -> Path:
+    """What every executor does first: check the overwrite rule, make sure ``out`` is writable (absolute: a
+    Ray worker's working directory is not the caller's), and remove staging folders a killed run left there."""
+    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
+    out = check_writable(out).resolve()
+    clean_stale_staging(out)
+    return out
+
+
 def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
               cache_root: Path | None = None, keep_going: bool = True,
               on_model: Callable[[Outcome], None] | None = None,
-              on_step: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Run ``jobs`` one after another (the local executor). A failing model is reported and skipped over
-    when ``keep_going``; the outcomes say what happened to each."""
-    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
-    out = check_writable(out)
-    clean_stale_staging(out)
+              on_step: Callable[[str], None] | None = None, executor: str = "local",
+              address: str | None = None) -> list[Outcome]:
+    """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
+    another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
+    Ray task per model, ``address`` naming the cluster; ``fasteval.core.runs.ray_executor``). ``on_model`` is
+    called as each model finishes, ``on_step`` (local only) before each step of a model."""
+    check_choice(executor, EXECUTORS, "executor", "--executor")
+    if executor == "ray":
+        from fasteval.core.runs.ray_executor import run_sweep_ray
+
+        return run_sweep_ray(jobs, out, loader, overwrite, cache_root, address=address, on_model=on_model)
+    out = prepare_out(out, overwrite)
     outcomes = []
     for job in jobs:
         try:

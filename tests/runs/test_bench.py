@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,8 @@ import pytest
 from fasteval.core.runs import bench as B
 from fasteval.core.errors import InputError
 
-from fakes import one_line_error, run_cli  # noqa: E402
+from fakes import ROOT, one_line_error, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def cuda_usable() -> tuple[bool, str]:
@@ -89,7 +87,9 @@ def test_run_bench_with_any_loader(tiny_encoder):
                          exams=(2,))
     assert [(e.texts, e.batch_size) for e in result.encode] == [("paper", 2), ("long", 2), ("paper", 16),
                                                                 ("long", 16)]
-    assert all(e.n_texts > 0 and e.seconds > 0 and e.strings_per_s > 0 for e in result.encode)
+    n_paper = len(B.paper_texts())
+    assert [e.n_texts for e in result.encode] == [n_paper, 3, n_paper, 3]
+    assert all(e.strings_per_s == pytest.approx(e.n_texts / e.seconds) for e in result.encode)
     assert {o["batch_size"] for o in seen if "batch_size" in o} == {2, 16}
     assert set(result.exam_warm) == {"embed", "exam2"} and result.exams == (2,)
     text = B.bench_text(result)
@@ -116,10 +116,15 @@ def test_bench_command_writes_json(tiny_st_folder, tiny_encoder, fasteval_home, 
     assert data["provider"] == "cpu" and data["exams"] == [1, 2, 3]
     assert len(data["encode"]) == 4  # 2 batch sizes x 1 thread count x 2 text sets
     assert {e["texts"] for e in data["encode"]} == {"paper", "long"}
-    assert all(e["strings_per_s"] > 0 for e in data["encode"])
+    assert all(e["strings_per_s"] == pytest.approx(e["n_texts"] / e["seconds"]) for e in data["encode"])
+    assert sorted(e["n_texts"] for e in data["encode"]) == sorted([len(B.paper_texts())] * 2 + [4] * 2)
     for key in ("exam_seconds_cold", "exam_seconds_warm"):
         assert set(data[key]) == {"embed", "similarity", "exam1", "exam2", "exam3"}
-    assert data["machine"]["cores"] >= 1 and "numpy" in data["machine"]["versions"]
+    import numpy
+
+    assert data["machine"]["cores"] == (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                        else os.cpu_count())
+    assert data["machine"]["versions"]["numpy"] == numpy.__version__
 
 
 def test_bench_command_without_exams(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):

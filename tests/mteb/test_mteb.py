@@ -7,7 +7,6 @@ import importlib.metadata
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,7 @@ from fasteval.core.errors import InputError
 
 mteb = pytest.importorskip("mteb")
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeEncoder  # noqa: E402
+from fakes import TESTS, FakeEncoder
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +48,12 @@ def test_tasks_have_full_metadata():
         assert m.bibtex_citation and "Opitz" in m.bibtex_citation
         task.load_data()
         rows = task.dataset["default"]["test"]
-        assert len(rows) > 0 and set(rows.column_names) == {"text", "group"}
+        from fasteval.core.exams import protocol_groups
+        from fasteval.mteb import task_exams
+
+        calls = protocol_groups((task_exams()[m.name].choice,))
+        assert rows["text"] == [t for call in calls for t in call] and set(rows.column_names) == {"text", "group"}
+        assert len(set(rows["group"])) == len(calls)
     with pytest.raises(InputError, match="Unknown PhysScore task"):
         fasteval.mteb.tasks(["PhysScoreNope"])
 
@@ -124,14 +127,12 @@ def test_result_files_load_back_with_mteb(tmp_path):
     assert meta["name"] == "org/fake"
 
 
-def test_both_writers_write_what_mteb_writes(tmp_path):
-    """A plain sweep writes the mteb/ files itself (MTEB not imported: no torch); in a process with MTEB they
-    go through TaskResult.to_disk. Both load with TaskResult.from_disk to the same content."""
-    from fasteval.core.results.mteb import mteb_files
+def test_the_direct_writer_writes_what_mteb_writes(tmp_path):
+    """A sweep writes the mteb/ files itself, never importing MTEB (no torch); MTEB's own TaskResult.to_disk
+    (through fasteval.mteb.task_results) writes the same content: both load with TaskResult.from_disk alike."""
     from fasteval.core.runs.evaluate import evaluate
 
     result = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="fake", bootstrap=0)
-    via_mteb = mteb_files(result)  # mteb is imported in this test process
     code = ("import json, sys; sys.path.insert(0, {tests!r})\n"
             "from fakes import FakeEncoder\n"
             "from fasteval.core.runs.evaluate import evaluate\n"
@@ -139,21 +140,33 @@ def test_both_writers_write_what_mteb_writes(tmp_path):
             "r = evaluate(FakeEncoder(), exams=(1, 2, 3, 'conversion'), name='fake', bootstrap=0)\n"
             "files = mteb_files(r)\n"
             "assert 'mteb' not in sys.modules and 'torch' not in sys.modules\n"
-            "print(json.dumps(files))").format(tests=str(Path(__file__).parent))
+            "print(json.dumps(files))").format(tests=str(TESTS))
     plain = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                       check=True).stdout)
-    assert set(plain) == set(via_mteb)
-    for name in plain:
-        if name == "mteb/model_meta.json":
-            continue
+    import fasteval
+
+    via_mteb = fasteval.mteb.task_results(result)
+    assert sorted(plain) == sorted(["mteb/model_meta.json"] + [f"mteb/{t.task_name}.json" for t in via_mteb])
+    for task in via_mteb:
         a, b = tmp_path / "a.json", tmp_path / "b.json"
-        a.write_text(plain[name])
-        b.write_text(via_mteb[name])
+        a.write_text(plain[f"mteb/{task.task_name}.json"])
+        task.to_disk(b)
         ta, tb = mteb.TaskResult.from_disk(a), mteb.TaskResult.from_disk(b)
         assert ta.task_name == tb.task_name and ta.dataset_revision == tb.dataset_revision
-        sa = {k: v for k, v in ta.scores["test"][0].items()}
-        sb = {k: v for k, v in tb.scores["test"][0].items()}
-        assert sa == sb, name
+        assert ta.scores["test"][0] == tb.scores["test"][0], task.task_name
+
+
+def test_one_module_under_its_public_name():
+    """fasteval.mteb is fasteval.core.mteb: one module object, so one MtebEncoder class."""
+    import fasteval.core.mteb as inner
+    import fasteval.mteb as public
+    from fasteval.mteb import MtebEncoder
+
+    assert public is inner and MtebEncoder is inner.MtebEncoder
+    code = ("import fasteval.mteb, sys; m = [sys.modules[n] for n in ('fasteval.mteb', 'fasteval.core.mteb')]; "
+            "print(m[0] is m[1], sum(getattr(v, '__file__', None) == m[0].__file__ for v in list(sys.modules.values())))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "2"], "one module object under two names, loaded from its file once"
 
 
 def test_the_export_still_works_beside_mteb(tiny_encoder):

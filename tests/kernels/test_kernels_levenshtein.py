@@ -29,7 +29,7 @@ from fasteval.core.kernels.levenshtein import (
     pack_sequences,
 )
 
-from naive import naive_levenshtein  # noqa: E402
+from naive import naive_levenshtein
 
 
 # -- strategies -------------------------------------------------------------------------------------

@@ -13,9 +13,7 @@ import pytest
 from fasteval.core.errors import InputError, ModelError
 from fasteval.core.runs.sweep import Job, run_sweep
 
-TESTS = Path(__file__).parent
-sys.path.insert(0, str(TESTS))
-from fakes import CountingEncoder  # noqa: E402
+from fakes import TESTS, CountingEncoder
 
 # Numbers that measure time, not the model: the only fields allowed to differ between two runs.
 TIMING_FIELDS = ("timings", "evaluation_time")
@@ -23,7 +21,7 @@ JOBS = [Job("org/model-a", exams=(1, 2, 3)), Job("org/model-b", exams=(1, 2, 3))
 
 
 def loader(name, **options):
-    """Module-level, so Ray pickles it by reference; workers import this module (tests/ on PYTHONPATH)."""
+    """Module-level, so Ray pickles it by reference; workers import this module (its folder on PYTHONPATH)."""
     if name == "bad":
         raise ModelError("Unknown model 'bad'.", "pass a folder.")
     if name == "buggy":
@@ -34,7 +32,8 @@ def loader(name, **options):
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray", reason="the Ray executor needs Ray (pip install 'fasteval[ray]')")
-    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    here = str(Path(__file__).resolve().parent)  # this module (the loader) and tests/ (fakes)
+    path = os.pathsep.join(p for p in (here, str(TESTS), os.environ.get("PYTHONPATH")) if p)
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
              runtime_env={"env_vars": {"PYTHONPATH": path}})
     try:

@@ -7,15 +7,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from fasteval.core.errors import InputError
 from fasteval.core.runs.sweep import Job, embedding_key, read_models_file, result_key, run_sweep
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import CountingEncoder, FakeEncoder  # noqa: E402
+from fakes import TESTS, CountingEncoder, FakeEncoder
 
 
 def make_loader(log: list):
@@ -44,7 +42,10 @@ def test_sweep_skips_redoes_and_caches(tmp_path):
     first = run_sweep(jobs, out, make_loader(log), cache_root=home)
     assert [o.status for o in first] == ["done", "done"]
     embedded = sum(len(c) for e in log for c in e.calls)
-    assert embedded > 0 and len(list((home / "embeddings").glob("*.npz"))) == 2
+    from fasteval.core.exams import protocol_groups
+
+    distinct = len({t for group in protocol_groups((1,)) for t in group})
+    assert embedded == 2 * distinct and len(list((home / "embeddings").glob("*.npz"))) == 2
     again = run_sweep(jobs, out, make_loader(log), cache_root=home)
     assert [o.status for o in again] == ["skipped", "skipped"]
     # Another similarity: a new result folder, but every embedding comes from the cache.
@@ -119,7 +120,7 @@ run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], Path({out!r}), lo
 
 def test_kill_mid_sweep_then_resume(tmp_path):
     out, flag = tmp_path / "out", tmp_path / "flag"
-    script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), flag=str(flag), out=str(out))
+    script = KILL_SCRIPT.format(tests=str(TESTS), flag=str(flag), out=str(out))
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     deadline = time.time() + 120
     while not flag.exists() and time.time() < deadline and proc.poll() is None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,7 @@ from scipy.stats import kendalltau
 from fasteval.core import protocol as P
 from fasteval.core.errors import InputError
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import CountingEncoder, FakeEncoder, one_line_error, run_cli  # noqa: E402
+from fakes import CountingEncoder, FakeEncoder, one_line_error, run_cli
 
 
 class TableEncoder:
@@ -300,7 +297,7 @@ def test_gaps_print_with_the_inputs_precision():
 
 def test_discordant_pairs_are_counted_and_listed_up_to_a_limit():
     import fasteval
-    from fasteval.core.exams.check import DISCORDANT_LIST_LIMIT
+    from fasteval.core.exams.quantity_check import DISCORDANT_LIST_LIMIT
 
     candidates = [f"{k} meters" for k in range(1, 41)]  # similarity rises with distance: every pair discordant
     enc = _similarities_in_order(["0 meters", *reversed(candidates)])
@@ -312,7 +309,7 @@ def test_discordant_pairs_are_counted_and_listed_up_to_a_limit():
 
 
 def test_check_input_limits():
-    from fasteval.core.exams.check import MAX_CHECK_CANDIDATES, parse_check_inputs
+    from fasteval.core.exams.quantity_check import MAX_CHECK_CANDIDATES, parse_check_inputs
     from fasteval.core.quantities import parse_quantity
 
     with pytest.raises(InputError, match="at most"):

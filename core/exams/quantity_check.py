@@ -72,7 +72,7 @@ class CheckResult:
         return lines
 
     def to_json(self) -> dict:
-        from fasteval.core.results.io import to_jsonable
+        from fasteval.core.io import to_jsonable
 
         return to_jsonable({"model": self.model, "anchor": self.anchor, "similarity": self.similarity,
                             "normalized": self.normalized,

@@ -7,13 +7,9 @@ import subprocess
 import sys
 
 
-from fakes import FASTEVAL, one_line_error  # noqa: E402
+from fakes import one_line_error, run_cli
 
 
-def run(args, env=None, cwd=None):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, env=full_env, cwd=cwd,
-                          timeout=600)
 
 
 def test_help_imports_nothing_heavy():
@@ -26,26 +22,26 @@ def test_help_imports_nothing_heavy():
 
 
 def test_missing_model_path(tmp_path):
-    proc = run(["sweep", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+    proc = run_cli(["sweep", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
     one_line_error(proc, "does not exist", "Fix:")
     assert not any((tmp_path / "out").glob("*/results.json"))
 
 
 def test_unknown_model_name(tmp_path):
-    one_line_error(run(["sweep", "--model", "no-such-model", "--out", str(tmp_path)]), "Unknown model")
+    one_line_error(run_cli(["sweep", "--model", "no-such-model", "--out", str(tmp_path)]), "Unknown model")
 
 
 def test_folder_without_tokenizer(tmp_path):
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
-    one_line_error(run(["sweep", "--model", str(folder), "--out", str(tmp_path / "o")]), "tokenizer.json")
+    one_line_error(run_cli(["sweep", "--model", str(folder), "--out", str(tmp_path / "o")]), "tokenizer.json")
 
 
 def test_unwritable_output(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    proc = run(["sweep", "--model", str(tmp_path), "--out", str(blocker / "sub")])
+    proc = run_cli(["sweep", "--model", str(tmp_path), "--out", str(blocker / "sub")])
     one_line_error(proc, "Cannot write", "--out")
 
 
@@ -53,14 +49,14 @@ def test_pypi_unreachable(tmp_path):
     env = {"FASTEVAL_HOME": str(tmp_path / "home"), "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
            "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "PIP_NO_INDEX": "", "PIP_RETRIES": "0",
            "PIP_TIMEOUT": "2", "PIP_CONFIG_FILE": os.devnull}
-    proc = run(["sweep", "--out", str(tmp_path / "out"), "--quiet"], env=env)
+    proc = run_cli(["sweep", "--out", str(tmp_path / "out"), "--quiet"], env=env)
     one_line_error(proc, "could not download", "Fix:")
     assert not (tmp_path / "home" / "models" / "all-MiniLM-L6-v2").exists(), "nothing half-written in the cache"
 
 
 def test_sweep_tiny_model_end_to_end(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
     out = tmp_path / "results"
-    proc = run(["sweep", "--model", str(tiny_st_folder), "--out", str(out), "--provider", "cpu"],
+    proc = run_cli(["sweep", "--model", str(tiny_st_folder), "--out", str(out), "--provider", "cpu"],
                env={"FASTEVAL_HOME": str(fasteval_home)})
     assert proc.returncode == 0, proc.stderr
     assert "[meter]" in proc.stdout and "Table 1 row" in proc.stdout
@@ -76,5 +72,41 @@ def test_sweep_tiny_model_end_to_end(tiny_st_folder, tiny_encoder, fasteval_home
 
 
 def test_models_lists_registry():
-    proc = run(["models"])
+    proc = run_cli(["models"])
     assert proc.returncode == 0 and "all-MiniLM-L6-v2" in proc.stdout
+
+
+def test_the_library_prints_nothing():
+    """Only cli/ prints: no module of core/ or models/ calls print, writes to sys.stdout / sys.stderr, or echoes;
+    they log to the ``fasteval`` logger, and the CLI's one handler turns that into the lines users see."""
+    import ast
+
+    from fakes import ROOT
+
+    offenders = []
+    for path in sorted([*(ROOT / "core").rglob("*.py"), *(ROOT / "models").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = ast.unparse(func)
+            if name in ("print", "typer.echo", "sys.stdout.write", "sys.stderr.write", "click.echo"):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert not offenders, offenders
+
+
+def test_library_warnings_are_log_records_and_the_cli_shows_them_as_one_line(tmp_path, caplog):
+    import logging
+
+    from fasteval.core.errors import warn_rebuilt
+
+    with caplog.at_level(logging.WARNING, logger="fasteval"):
+        warn_rebuilt("cached embeddings", tmp_path / "x.npz", "truncated")
+    assert [r.name for r in caplog.records] == ["fasteval"] and "truncated" in caplog.records[0].getMessage()
+    warn = "from fasteval.core.errors import warn_rebuilt; warn_rebuilt('cached embeddings', 'x.npz', 'truncated')"
+    plain = subprocess.run([sys.executable, "-c", warn], capture_output=True, text=True, check=True)
+    assert plain.stderr == plain.stdout == "", "the library itself writes nothing"
+    code = "from fasteval.cli.main import _log_to_stderr; _log_to_stderr(); " + warn
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stderr == ("fasteval: warning: cached embeddings x.npz is unreadable (truncated); discarding it "
+                           "and rebuilding\n") and proc.stdout == ""

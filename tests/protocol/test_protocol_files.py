@@ -4,17 +4,15 @@ give one line naming the file and the key; a user's own file runs."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fasteval.core import protocol as P
-from fasteval.core.protocol.spec import ProtocolError, builtin_names, load_protocol, parse_protocol
+from fasteval.core.protocol.loading import builtin_names, load_protocol, parse_protocol
+from fasteval.core.protocol.spec import ProtocolError
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeEncoder, one_line_error, run_cli  # noqa: E402
+from fakes import ROOT, TESTS, FakeEncoder, one_line_error, run_cli
 
 
 def paper_values_by_formula(name: str) -> np.ndarray:
@@ -42,7 +40,9 @@ def test_the_paper_protocol_file_is_the_paper():
         assert cell.texts == texts
     assert P.digits_words_texts("meter") == ([f"{d} meter" for d in P.DIGITS], [f"{w} meter" for w in P.WORDS])
     # The groups (encode calls) and the splits (they depend on n only) are the paper's.
-    groups = P.protocol_groups((1, 2, 3))
+    from fasteval.core.exams import protocol_groups
+
+    groups = protocol_groups((1, 2, 3))
     assert groups[:20] == [c.texts for c in P.exam1_cells()] and len(groups) == 20 + 8 + 22 + 1
     assert [len(P.probe_split(n, 0)[0]) for n in (21, 25)] == [7, 9]
 
@@ -60,7 +60,7 @@ def test_the_paper_key_is_unchanged():
 
 
 def test_builtins_are_listed_and_load_and_their_units_are_pints():
-    from fasteval.core.protocol.spec import BUILTIN_DIR
+    from fasteval.core.protocol.loading import BUILTIN_DIR
 
     assert set(builtin_names()) == {"paper", "multilingual", "in-context", "formats"}
     for name in builtin_names():
@@ -235,10 +235,10 @@ def test_scientific_range_follows_each_languages_plural_and_english_stays_the_pa
 
 
 def test_readme_glucose_example_is_the_test_file_and_each_unit_has_its_own_range():
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
-    assert block == (Path(__file__).parent / "data" / "glucose.toml").read_text()
-    p = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    assert block == (TESTS / "data" / "glucose.toml").read_text()
+    p = load_protocol(TESTS / "data" / "glucose.toml")
     for cell in p.cells():
         low, high = (2.0, 25.0) if cell.quantity == "glucose_mmol_l" else (30.0, 450.0)
         assert low <= cell.values.min() and cell.values.max() <= high, cell.key  # 60-140 mmol/L does not exist

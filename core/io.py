@@ -1,4 +1,5 @@
-"""Writing: typed objects -> strict JSON (NaN as null), CSV and Markdown; atomic files and staged folders.
+"""The ground floor of reading and writing: typed objects <-> strict JSON (NaN as null), CSV and Markdown; atomic
+files and staged folders. Every room (results, reports, models, runs) writes through here.
 
 Every folder fasteval writes (a model's results, a report, a downloaded model, an ONNX export) is assembled
 in a hidden staging folder beside its destination and renamed into place (``staged_folder``), so a crash
@@ -45,6 +46,16 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def typed(cls, data: dict[str, Any]):
+    """``cls(**data)`` for a result dataclass, keeping its own fields; JSON null in a float field -> NaN."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            kwargs[f.name] = math.nan if value is None and f.type == "float" else value
+    return cls(**kwargs)
+
+
 def dumps(obj: Any) -> str:
     """Strict JSON: NaN/inf become null, and anything else non-standard raises."""
     return json.dumps(to_jsonable(obj), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
@@ -71,8 +82,8 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str], floatfmt: str
     return "\n".join(lines) + "\n"
 
 
-def atomic_write_text(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (or bytes) to ``path`` via a temporary file in the same folder and os.replace."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (str, as UTF-8) or bytes to ``path`` via a temporary file in the same folder and os.replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from fasteval.core.errors import FastevalError, ModelError, SourceError
 from tiny_models import make_dense_folder, torch_single_thread, variant
 
-from fakes import FASTEVAL, one_line_error  # noqa: E402
+from fakes import one_line_error, run_cli
 TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter", "",
          "a much longer text with many many words " * 3]
 # PROTOCOL.md 0.3, in the paper's order.
@@ -28,9 +27,6 @@ PAPER_MODEL_IDS = [
     "DenseOn"]
 
 
-def run(args, env=None):
-    return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          timeout=600)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,7 +61,7 @@ def test_registry_is_the_papers_24():
 
 def test_models_command_lists_the_24(tmp_path):
     (tmp_path / "models" / "all-MiniLM-L6-v2").mkdir(parents=True)
-    proc = run(["models"], env={"FASTEVAL_HOME": str(tmp_path)})
+    proc = run_cli(["models"], env={"FASTEVAL_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[1:25]}
     assert len(rows) == 24
@@ -171,7 +167,7 @@ def test_hub_failures_are_one_line(failure, expected, hub, monkeypatch):
 
 
 def test_cli_without_the_hub_is_one_line(tmp_path):
-    proc = run(["sweep", "--model", "BAAI/bge-large-en-v1.5", "--out", str(tmp_path / "out")],
+    proc = run_cli(["sweep", "--model", "BAAI/bge-large-en-v1.5", "--out", str(tmp_path / "out")],
                env={"FASTEVAL_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"})
     one_line_error(proc, "BAAI/bge-large-en-v1.5", "HF_HUB_OFFLINE", "Fix:")
 
@@ -190,7 +186,7 @@ def prompt_folders(tiny_st_folder, tiny_encoder, tmp_path_factory):
             variant(tiny_encoder.folder.path, root / "onnx", edits))
 
 
-def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt_folders, capsys):
+def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt_folders, caplog):
     from fasteval.models.loader import load_model
 
     src, onnx = prompt_folders
@@ -201,10 +197,12 @@ def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt
     text = load_model(str(onnx), provider="cpu", prompt="passage: ", quiet=True)
     assert text.info["prompt"] == "passage: " and text.info["prompt_name"] == ""
     assert np.abs(text.encode(TEXTS) - st.encode(TEXTS, prompt="passage: ", normalize_embeddings=True)).max() < 1e-5
-    capsys.readouterr()
     # The paper passed no prompt: the folder's default_prompt_name is not applied, with a note saying so.
-    plain = load_model(str(onnx), provider="cpu")
-    assert "default_prompt_name='query'" in capsys.readouterr().err
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="fasteval"):
+        plain = load_model(str(onnx), provider="cpu")
+    assert any("default_prompt_name='query'" in r.getMessage() for r in caplog.records)
     assert plain.info["prompt"] == ""
     none = plain.encode(TEXTS)
     assert np.abs(none - st.encode(TEXTS, prompt="", normalize_embeddings=True)).max() < 1e-5
@@ -214,13 +212,13 @@ def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt
 def test_sweep_prompt_options_reach_the_result_key(prompt_folders, tmp_path):
     _, onnx = prompt_folders
     out = tmp_path / "results"
-    proc = run(["sweep", "--model", str(onnx), "--out", str(out), "--provider", "cpu", "--exams", "1",
+    proc = run_cli(["sweep", "--model", str(onnx), "--out", str(out), "--provider", "cpu", "--exams", "1",
                 "--prompt-name", "passage", "--quiet"])
     assert proc.returncode == 0, proc.stderr
     (result,) = out.rglob("results.json")
     settings = json.loads(result.read_text())["settings"]
     assert (settings["prompt"], settings["prompt_name"], settings["include_prompt"]) == ("passage: ", "passage", False)
-    one_line_error(run(["sweep", "--model", str(onnx), "--out", str(out), "--prompt", "x", "--prompt-name", "query"]),
+    one_line_error(run_cli(["sweep", "--model", str(onnx), "--out", str(out), "--prompt", "x", "--prompt-name", "query"]),
                    "Both a prompt and a prompt name")
 
 
@@ -288,7 +286,7 @@ def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path
 
     src = make_dense_folder(tiny_st_folder, tmp_path / "tiny-labse")
     out = tmp_path / "exported"
-    proc = run(["export", str(src), "--out", str(out), "--quiet"],
+    proc = run_cli(["export", str(src), "--out", str(out), "--quiet"],
                env={"FASTEVAL_HOME": str(fasteval_home), "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout
@@ -303,7 +301,7 @@ def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path
     ours = encoder.encode(TEXTS)
     assert ours.shape == (len(TEXTS), 16)
     assert np.abs(ours - st_model(src).encode(TEXTS, normalize_embeddings=True)).max() < 1e-5
-    one_line_error(run(["export", str(src), "--out", str(tmp_path)]), "is not an empty folder")
+    one_line_error(run_cli(["export", str(src), "--out", str(tmp_path)]), "is not an empty folder")
 
 
 def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, monkeypatch):
@@ -337,7 +335,7 @@ def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
     with pytest.raises(ModelError, match="fp16 export needs a CUDA GPU"):
         export(load_folder(tiny_st_folder), tmp_path / "home", dtype="fp16", quiet=True)
     assert not (tmp_path / "home").exists()
-    proc = run(["export", str(tiny_st_folder), "--dtype", "fp16"], env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    proc = run_cli(["export", str(tiny_st_folder), "--dtype", "fp16"], env={"FASTEVAL_HOME": str(tmp_path / "home")})
     one_line_error(proc, "fp16", "CUDA GPU", "Fix:")
     assert not (tmp_path / "home" / "onnx").exists() or not any((tmp_path / "home" / "onnx").iterdir())
 
@@ -374,7 +372,7 @@ def test_drift_counts_flipped_pairs(tiny_encoder):
 def test_unsupported_pooling_config_is_one_line(tiny_st_folder, tmp_path):
     src = variant(tiny_st_folder, tmp_path / "m", {"1_Pooling/config.json": {"pooling_mode": "median_tokens"}})
     for args in (["sweep", "--model", str(src), "--out", str(tmp_path / "o")], ["export", str(src)]):
-        one_line_error(run(args, env={"FASTEVAL_HOME": str(tmp_path / "home")}), "Unsupported pooling", "Fix:")
+        one_line_error(run_cli(args, env={"FASTEVAL_HOME": str(tmp_path / "home")}), "Unsupported pooling", "Fix:")
 
 
 def test_nan_model_output_is_one_line(tiny_st_folder, fasteval_home, tmp_path):
@@ -393,7 +391,7 @@ def test_nan_model_output_is_one_line(tiny_st_folder, fasteval_home, tmp_path):
     with pytest.raises(ModelError, match="NaN"):
         encoder.encode(["1 meter"])
     out = tmp_path / "results"
-    proc = run(["sweep", "--model", str(src), "--out", str(out), "--provider", "cpu", "--quiet"],
+    proc = run_cli(["sweep", "--model", str(src), "--out", str(out), "--provider", "cpu", "--quiet"],
                env={"FASTEVAL_HOME": str(fasteval_home)})
     one_line_error(proc, "NaN", "Fix:")
     assert not out.exists() or not any(out.rglob("results.json"))

@@ -202,7 +202,9 @@ def test_evaluate_all_exams_and_files(table):
                           "fake_model_benchmark_summary_regression_experiment.csv",
                           "fake_model_benchmark_intervals_variants.csv"}
     data = json.loads(files["results.json"])
-    assert data["exams"]["exam2"]["summary"]["char_lev_all"] is not None
+    row = next(r for r in result.exams["exam2"].rows if r.reference == "char_lev" and r.group == "all")
+    assert data["exams"]["exam2"]["summary"]["char_lev_all"] == pytest.approx(row.tau * 100)
+    assert row.n_pairs == 4950 and -100 <= data["exams"]["exam2"]["summary"]["char_lev_all"] <= 100
     assert files["fake_model_lexical.csv"].count("\n") == 31
     with pytest.raises(InputError):
         evaluate(FakeEncoder(), exams=[4])
@@ -238,7 +240,7 @@ def test_each_similarity_scores_with_its_own_formula(metric):
 
 
 def test_strict_json_nan_is_null():
-    from fasteval.core.results import dumps
+    from fasteval.core.io import dumps
 
     assert dumps({"a": float("nan"), "b": np.float32(1.5), "c": [np.inf]}).split() == [
         "{", '"a":', "null,", '"b":', "1.5,", '"c":', "[", "null", "]", "}"]

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import socket
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -20,12 +19,26 @@ import pytest
 from fasteval.core.errors import InputError
 from fasteval.core.runs.sweep import Job, run_sweep
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import CountingEncoder, one_line_error, run_cli  # noqa: E402
+from fakes import CountingEncoder, one_line_error, run_cli
 
 
 def exams_of(outcome) -> dict:
     return json.loads((outcome.path / "results.json").read_text())["exams"]
+
+
+@pytest.fixture(autouse=True)
+def _warnings_as_users_see_them():
+    """The library logs; here its records reach stderr as the CLI shows them ("fasteval: warning: ...")."""
+    import logging
+
+    from fasteval.cli.main import _log_to_stderr
+
+    logger = logging.getLogger("fasteval")
+    handlers, level = list(logger.handlers), logger.level
+    _log_to_stderr()
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
 
 
 def warnings_in(text: str, fragment: str) -> list[str]:

@@ -10,7 +10,6 @@ import base64
 import csv
 import dataclasses
 import io
-import os
 import struct
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 from fasteval.core import protocol as P
 from fasteval.core.errors import InputError, OutputError
 
-from fakes import FASTEVAL, FakeEncoder, one_line_error  # noqa: E402
+from fakes import FakeEncoder, one_line_error, run_cli
 DPI = 40  # small figures: the size check is figsize x dpi whatever the dpi
 
 
@@ -54,7 +53,7 @@ def results(tmp_path_factory):
     corrupt file and a hidden staging folder beside them."""
     from fasteval.core.results.files import result_files
     from fasteval.core.runs.evaluate import evaluate
-    from fasteval.core.results import write_result_folder
+    from fasteval.core.io import write_result_folder
 
     root = tmp_path_factory.mktemp("results")
     smooth = evaluate(FakeEncoder(noise=0.2, tokens="chars"), name="org/fake-smooth")
@@ -281,14 +280,11 @@ def test_models_filter_and_replacing(results, tmp_path):
     assert (root / "fake_smooth" / "results.json").is_file()
 
 
-def run(args):
-    return subprocess.run(FASTEVAL + list(args), capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "FASTEVAL_DEBUG": ""})
 
 
 def test_cli_report(results, tmp_path):
     root, _ = results
-    proc = run(["report", str(root), "--out", str(tmp_path / "r"), "--no-png"])
+    proc = run_cli(["report", str(root), "--out", str(tmp_path / "r"), "--no-png"])
     assert proc.returncode == 0, proc.stderr
     assert "| fake_smooth |" in proc.stdout and str(tmp_path / "r") in proc.stdout
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: warning:")]
@@ -299,7 +295,7 @@ def test_cli_report(results, tmp_path):
 
 def test_cli_bad_input(tmp_path, monkeypatch, capsys):
     (tmp_path / "empty").mkdir()
-    assert "No results.json" in one_line_error(run(["report", str(tmp_path / "empty")]))
+    assert "No results.json" in one_line_error(run_cli(["report", str(tmp_path / "empty")]))
 
     def main_in_process(args):  # the same entry point without another interpreter start
         from fasteval.cli.main import main
@@ -350,7 +346,7 @@ def runs_of_one_model(tmp_path_factory):
 def test_runs_of_one_model_are_its_variants(runs_of_one_model, tmp_path):
     from fasteval.core.exams.geometry import table1_row
     from fasteval.core.report.build import build_report
-    from fasteval.core.report.tables import load_results
+    from fasteval.core.report.entries import load_results
 
     entries = load_results(runs_of_one_model)
     assert sorted(e.label for e in entries) == ["mini", "mini [normalized]", "mini [prompt 'query: ']",

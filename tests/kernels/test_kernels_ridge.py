@@ -35,7 +35,7 @@ RTOL = 1e-8  # the contract: predictions and coefficients equal to RidgeCV's to 
 
 
 # ----------------------------------------------------------------------------- references
-from naive import naive_loo_mse  # noqa: E402
+from naive import naive_loo_mse
 
 
 def sklearn_fit(X, y, alphas) -> RidgeCV:

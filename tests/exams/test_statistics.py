@@ -5,9 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,9 +13,8 @@ from scipy.stats import kendalltau
 from fasteval.core import protocol as P
 from fasteval.core.exams import statistics as S
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeEncoder, one_line_error, run_cli  # noqa: E402
-from naive import naive_pacc  # noqa: E402
+from fakes import TESTS, FakeEncoder, one_line_error, run_cli
+from naive import naive_pacc
 
 
 def test_bootstrap_indices_keep_the_anchor_and_are_seeded():
@@ -133,7 +129,7 @@ def sweep_dir(tmp_path_factory):
 
 def test_compare_is_paired_and_consistent(sweep_dir):
     from fasteval.core.report.compare import compare
-    from fasteval.core.report.tables import load_results
+    from fasteval.core.report.entries import load_results
 
     skipped = []
     comparison = compare(load_results(sweep_dir), resamples=2000, warn=skipped.append)
@@ -190,8 +186,9 @@ def test_report_shows_intervals_forest_and_comparison(sweep_dir, tmp_path):
     rows = {r["model"]: r for r in rep.tables["table1_intervals"].rows}
     assert rows["good"]["tau_ci_low"] < rows["good"]["tau"] < rows["good"]["tau_ci_high"]
     assert rows["random (expected)"]["tau"] == pytest.approx(S.random_baselines()["tau"]) == pytest.approx(8.914, abs=5e-4)
-    assert (tmp_path / "rep" / "figures" / "_all_forest.png").exists()
-    assert (tmp_path / "rep" / "figures" / "_all_comparison.png").exists()
+    for name in ("_all_forest.png", "_all_comparison.png"):
+        png = (tmp_path / "rep" / "figures" / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") > 100, name  # width in px
 
 
 def test_random_baselines_are_exact_per_protocol():
@@ -201,9 +198,9 @@ def test_random_baselines_are_exact_per_protocol():
     b = S.random_baselines()
     assert round(b["tau"], 3) == 8.914 and round(b["pacc"], 3) == 54.457
     assert b["strict_tau"] == 0.0 and b["all_anchors_tau"] == 0.0
-    from fasteval.core.protocol.spec import load_protocol
+    from fasteval.core.protocol.loading import load_protocol
 
-    glucose = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    glucose = load_protocol(TESTS / "data" / "glucose.toml")
     values = [c.values for c in glucose.cells()]
     assert S.random_baselines(values)["tau"] == pytest.approx(np.mean([2 / len(v) for v in values]) * 100)
     celsius = [np.linspace(-20, 50, 15)]
@@ -216,11 +213,11 @@ def test_random_baselines_are_exact_per_protocol():
 
 
 def test_exam1_summary_uses_the_protocol_baseline():
-    from fasteval.core.protocol.spec import load_protocol
+    from fasteval.core.protocol.loading import load_protocol
     from fasteval.core.runs.evaluate import evaluate
     from fakes import FakeEncoder
 
-    protocol = load_protocol(Path(__file__).parent / "data" / "glucose.toml")
+    protocol = load_protocol(TESTS / "data" / "glucose.toml")
     s = evaluate(FakeEncoder(), exams=(1,), name="fake", protocol=protocol, bootstrap=0).exams["exam1"].summary()
     values = [c.values for c in protocol.cells()]
     assert s["random_tau"] == pytest.approx(S.random_baselines(values)["tau"])

@@ -1,0 +1,136 @@
+"""The results a report or a comparison is made of: every readable results.json under a folder, each with the
+one label it has in the tables ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2 [normalized]"), and a model's runs
+grouped under its main run."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fasteval.core import protocol as P
+from fasteval.core.errors import InputError, first_line
+from fasteval.core.results.model import RESULT_FILE, ModelResult
+from fasteval.core.results.read import find_result_files, load_result
+
+Warn = Callable[[str], None]
+
+
+
+@dataclass
+class LoadedResult:
+    """One results.json: its typed result and the unique name it has in the tables ("all-MiniLM-L6-v2",
+    "all-MiniLM-L6-v2 [normalized]"); ``run`` says how it differs from its model's main run ("" for that one)."""
+    label: str
+    path: Path
+    result: ModelResult
+    run: str = ""
+
+
+def load_results(results_dir: Path, models: Iterable[str] | None = None,
+                 warn: Warn | None = None) -> list[LoadedResult]:
+    """Every readable result under ``results_dir`` (optionally only ``models``: model ids or names).
+
+    Unreadable files are reported through ``warn`` and skipped. Raises InputError when nothing is left.
+    """
+    results_dir = Path(results_dir).expanduser()
+    if not results_dir.is_dir():
+        raise InputError(f"Results folder {results_dir} does not exist or is not a folder.",
+                         "pass the --out folder of `fasteval sweep`.")
+    paths = find_result_files(results_dir)
+    if not paths:
+        raise InputError(f"No {RESULT_FILE} found under {results_dir}.",
+                         "pass the --out folder of `fasteval sweep` (it holds one folder per model).")
+    loaded: list[tuple[Path, ModelResult]] = []
+    for path in paths:
+        try:
+            loaded.append((path, load_result(path)))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+            if warn:
+                reason = first_line(err)
+                warn(f"skipped {path}: unreadable result ({type(err).__name__}: {reason})")
+    if models is not None:
+        wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
+        keys = {m: {m, P.model_id(m)} for m in wanted}
+        chosen = [(p, r) for p, r in loaded if any({r.model, r.model_id} & k for k in keys.values())]
+        for m, k in keys.items():
+            if warn and not any({r.model, r.model_id} & k for _, r in loaded):
+                warn(f"no result for model {m!r} under {results_dir}")
+        loaded = chosen
+    if not loaded:
+        raise InputError(f"No readable result under {results_dir}"
+                         + (" for the chosen models." if models is not None else "."),
+                         "run `fasteval sweep --out DIR` first, or check the --models names.")
+    return _labelled(results_dir, loaded)
+
+
+
+
+def is_normalized(result: ModelResult) -> bool:
+    return bool(result.settings.get("normalize_quantities"))
+
+
+def is_paper(result: ModelResult) -> bool:
+    return result.protocol in ("", P.PROTOCOL_VERSION)
+
+
+def protocol_name(result: ModelResult) -> str:
+    """The protocol's name ("multilingual"), from the protocol file's record in the settings."""
+    info = result.settings.get("protocol_file") or {}
+    return str(info.get("name") or result.protocol)
+
+
+# Settings that make one run of a model differ from another, and the words a label uses for them; a setting
+# at its default says nothing. Other settings that differ between runs of one model are named as they are.
+_RUN_WORDS: dict[str, Callable[[Any], str | None]] = {
+    "protocol_file": lambda v: (v or {}).get("name") or None,
+    "similarity": lambda v: None if v in (None, "cos") else str(v),
+    "normalize_quantities": lambda v: "normalized" if v else None,
+    "prompt": lambda v: f"prompt {v!r}" if v else None,
+    "dtype": lambda v: None if v in (None, "fp32") else str(v),
+    "batching": lambda v: None if v in (None, "paper") else f"{v} batching",
+}
+# Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
+_NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "protocol",
+              "source_sha256", "onnx_sha256"}
+
+
+def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
+    """How run ``r`` differs from the defaults, and in the other settings from the other runs of its model."""
+    words = [w for key, say in _RUN_WORDS.items() if (w := say(r.settings.get(key)))]
+    for key in sorted({k for g in group for k in g.settings} - set(_RUN_WORDS) - _NOT_A_RUN):
+        values = {json.dumps(g.settings.get(key), sort_keys=True, default=str) for g in group}
+        if len(values) > 1:
+            words.append(f"{key} {r.settings.get(key)}")
+    return words
+
+
+def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
+    """Label = model_id and, in brackets, what sets the run apart ("[normalized]", "[l2]", "[prompt 'query: ']",
+    "[multilingual]"); where several results still share one, the folder path relative to the root."""
+    groups: dict[str, list[ModelResult]] = {}
+    for _, r in loaded:
+        groups.setdefault(r.model_id, []).append(r)
+    runs = [", ".join(_run_words(r, groups[r.model_id])) for _, r in loaded]
+    labels = [r.model_id + (f" [{run}]" if run else "") for (_, r), run in zip(loaded, runs)]
+    out = []
+    for (path, r), run, label in zip(loaded, runs, labels):
+        if labels.count(label) > 1:
+            label = path.parent.relative_to(results_dir).as_posix()
+        out.append(LoadedResult(label=label, path=path, result=r, run=run))
+    return out
+
+
+def by_model(entries: list[LoadedResult]) -> list[tuple[LoadedResult, list[LoadedResult]]]:
+    """Each model's main run (the one at the default settings, else its first) and its other runs."""
+    groups: dict[str, list[LoadedResult]] = {}
+    for e in entries:
+        groups.setdefault(e.result.model_id, []).append(e)
+    out = []
+    for runs in groups.values():
+        main = next((e for e in runs if not e.run), runs[0])
+        out.append((main, [e for e in runs if e is not main]))
+    return out
+
+
