@@ -36,7 +36,7 @@ class _PublicName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 if not any(isinstance(f, _PublicName) for f in sys.meta_path):
     sys.meta_path.append(_PublicName())
 
-__all__ = ["check", "evaluate", "load_model", "mteb", "__version__"]
+__all__ = ["check", "drift", "evaluate", "load_model", "mteb", "__version__"]
 
 
 def __getattr__(name: str):
@@ -49,6 +49,10 @@ def __getattr__(name: str):
         from fasteval.core.runs.check import check
 
         return check
+    if name == "drift":
+        from fasteval.core.runs.drift import drift
+
+        return drift
     if name == "mteb":  # the MTEB integration (fasteval.mteb; the mteb extra)
         import importlib
 

@@ -61,18 +61,18 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
 def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, **detail) -> Line:
     """One drift line: Exam 1 of both encoders (Table 1, the cells whose tau changed), the cosine between a
     text's two embeddings, and the encode time of ``other`` against fp32 on the paper strings."""
+    from fasteval.core.runs.drift import drift as drift_of
     from fasteval.core.runs.evaluate import evaluate
-    from fasteval.models.drift import dtype_drift
 
     a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, other))
     sa, sb = a.summary(), b.summary()
     changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
-    drift = dtype_drift(fp32, other)
+    drift = drift_of(fp32, other, conformance=False, resamples=0)
     tf, tg = alternate(lambda: other.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
     versus = "int8" if kind == "int8" else "this"
     return Line("int8", label, med(tf), med(tg), "the fp32 export",
                 f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC {sa['pacc_display']:.2f} -> "
                 f"{sb['pacc_display']:.2f}; cells whose tau changed {changed} of 20; cosine fp32 vs {versus} mean "
-                f"{drift.mean_cos:.4f}, worst {drift.min_cos:.4f}", None, None, "",
-                {"fp32": sa, kind: sb, "cells_changed": changed, "mean_cos": drift.mean_cos,
-                 "min_cos": drift.min_cos, **detail})
+                f"{drift.mean_cosine:.4f}, worst {drift.worst_cosine:.4f}", None, None, "",
+                {"fp32": sa, kind: sb, "cells_changed": changed, "mean_cos": drift.mean_cosine,
+                 "min_cos": drift.worst_cosine, **detail})

@@ -7,7 +7,7 @@ from typing import Any
 from harness import Line
 
 
-SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8")
+SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 
@@ -34,7 +34,9 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
            "time is a median of alternating runs. Load average (1 min) before / after: "
            f"{meta['load_before']} / {meta['load_after']} on {m['cores']} cores"
            + (" — **a busy machine: treat these numbers as noisy**." if (meta['load_before'] or 0) > 0.5 * m['cores']
-              or (meta['load_after'] or 0) > 0.5 * m['cores'] else "."), "",
+              or (meta['load_after'] or 0) > 0.5 * m['cores'] else ".")
+           + (f" The sections {', '.join(meta['kept']['sections'])} were not rerun: their lines are from the run of "
+              f"{meta['kept']['date']}." if meta.get("kept") else ""), "",
            "## Machine and versions", "",
            f"- CPU: {m['cpu']} ({', '.join(m.get('simd') or ['no flags read'])}), {m['cores']} usable cores, {m['ram_gib']} GiB RAM; {m['os']}",
            f"- Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v), "",

@@ -1,6 +1,6 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--only e2e,encode,kernels,scale,startup,statistics,check,int8]
+    .venv/bin/python benchmarks/run.py [--quick] [--only e2e,encode,kernels,scale,startup,statistics,check,int8,served,drift]
                                        [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
@@ -18,9 +18,13 @@ Sections:
 - startup: `fasteval --help`, and a warm `fasteval sweep` less its compute;
 - statistics: 10,000 bootstrap resamples of one model's 20 cells, and `fasteval compare` over 24 models;
 - check: `fasteval check` on a cached model, start-up included, and where its time goes;
-- int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet.
+- int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet;
+- served: fasteval's HTTP client against MTEB's OpenAI-compatible wrapper on a real infinity server;
+- drift: `fasteval drift` of the default model's folder against infinity, its int8 export and sentence-transformers,
+  and all-mpnet-base-v2 fp32 against int8 (when cached).
 
-One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py), the
+One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py),
+the
 shared harness (harness.py) and the Markdown writer (results_md.py).
 """
 from __future__ import annotations
@@ -35,6 +39,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from check_bench import bench_check
+from drift_bench import bench_drift
 from e2e import bench_e2e
 from encode import bench_encode
 from harness import HERE, Line, load1, prepare
@@ -42,6 +47,7 @@ from int8 import bench_int8
 from kernels import bench_kernels
 from results_md import SECTIONS, fmt_ratio, fmt_s, write_results
 from scale import bench_scale
+from served import bench_served
 from startup import bench_startup
 from statistics_bench import bench_statistics
 
@@ -65,7 +71,8 @@ def main(argv=None) -> int:
     load_before = load1()
     ctx = prepare(args)
     runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
-               "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8}
+               "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8,
+               "served": bench_served, "drift": bench_drift}
     lines: list[Line] = []
     try:
         for section in chosen:
@@ -84,6 +91,10 @@ def main(argv=None) -> int:
             "minutes": (time.perf_counter() - started) / 60, "load_before": load_before, "load_after": load1(),
             "machine": machine_info(), "model": args.model, "provider": args.provider,
             "peer_device": ctx.peer_device}
+    kept = kept_lines(Path(args.json), chosen)
+    if kept:  # the sections not run this time stay as the earlier run measured them, and say so
+        meta["kept"] = {"sections": sorted({ln.section for ln in kept}), "date": kept[0].detail.get("_date", "?")}
+        lines = sorted(lines + kept, key=lambda ln: SECTIONS.index(ln.section))
     Path(args.json).write_text(json.dumps({"meta": meta, "lines": [
         {**asdict(ln), "ratio": ln.ratio, "met": ln.met} for ln in lines]}, indent=1, default=str) + "\n")
     write_results(Path(args.results), lines, meta)
@@ -92,6 +103,23 @@ def main(argv=None) -> int:
               f"{fmt_ratio(ln.ratio):>8}  {'' if ln.fidelity_ok is None else ('ok' if ln.fidelity_ok else 'DIFF')}")
     print(f"wrote {args.results} and {args.json}", file=sys.stderr)
     return 0
+
+
+def kept_lines(path: Path, chosen: list[str]) -> list[Line]:
+    """The earlier run's lines of the sections not chosen now (results.json), each remembering its run's date."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    fields = set(Line.__dataclass_fields__)
+    date = (data.get("meta") or {}).get("date", "?")
+    out = []
+    for row in data.get("lines", []):
+        if row.get("section") in SECTIONS and row["section"] not in chosen:
+            line = Line(**{k: v for k, v in row.items() if k in fields})
+            line.detail = {**(line.detail or {}), "_date": line.detail.get("_date", date) if line.detail else date}
+            out.append(line)
+    return out
 
 
 if __name__ == "__main__":

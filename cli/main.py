@@ -81,6 +81,25 @@ def _every_command() -> None:
     _log_to_stderr()
 
 
+# A served model's client options (``--model URL``), declared once for every command that takes a model.
+ApiKeyEnv = Annotated[str, typer.Option(
+    help="Environment variable holding a served model's API key (sent as a bearer token, never written).")]
+Concurrency = Annotated[int, typer.Option(min=1, help="Requests in flight to a served model.")]
+RequestTimeout = Annotated[float, typer.Option(min=0.001, help="Seconds a served model has to answer a request.")]
+Retries = Annotated[int, typer.Option(min=0, help="Retries of a request on 429, 5xx, timeouts and dropped "
+                                                  "connections (exponential backoff, Retry-After honoured).")]
+TokenizerPath = Annotated[Optional[Path], typer.Option(
+    help="A served model's tokenizer (tokenizer.json or a model folder) for Exam 2's token Levenshtein, where "
+         "the server has no /tokenize.")]
+
+
+def _served(api_key_env: str, concurrency: int, request_timeout: float, retries: int,
+            tokenizer: Optional[Path]) -> dict:
+    """The client options of a served model, as load_model takes them (local models ignore them)."""
+    return {"api_key_env": api_key_env, "concurrency": concurrency, "timeout": request_timeout, "retries": retries,
+            "tokenizer": tokenizer}
+
+
 def _fail(err: FastevalError) -> None:
     typer.echo(f"fasteval: error: {err}", err=True)
     raise typer.Exit(err.exit_code)
@@ -119,7 +138,8 @@ def _progress(quiet: bool):
 @app.command()
 def sweep(
     model: Annotated[Optional[list[str]], typer.Option(
-        help="Registry name (see `fasteval models`) or a model folder; repeat for several models.")] = None,
+        help="Registry name (see `fasteval models`), a model folder, or a served model's base URL[#MODEL] "
+             "(http://127.0.0.1:8080/v1#my-model); repeat for several models.")] = None,
     models_file: Annotated[Optional[Path], typer.Option(
         help="Text file with one model name or folder a line ('#' comments).")] = None,
     out: Annotated[Path, typer.Option(help="Folder for the results: OUT/<model_id>/<settings key>/.")]
@@ -157,6 +177,11 @@ def sweep(
     executor: Annotated[Executor, typer.Option(help="local: one model after another; ray: one Ray task per "
                                                     "model (pip install 'fasteval[ray]').")] = Executor.local,
     address: Annotated[Optional[str], typer.Option(help="Ray cluster address (with --executor ray).")] = None,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    tokenizer: TokenizerPath = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
 ) -> None:
     """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
@@ -182,7 +207,8 @@ def sweep(
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
-                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet, "batching": batching.value}
+                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet, "batching": batching.value,
+                   "served": _served(api_key_env, concurrency, request_timeout, retries, tokenizer)}
         jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap, protocol)
                 for name in names]
         with _progress(quiet) as bars:
@@ -192,6 +218,14 @@ def sweep(
             def on_step(name: str) -> None:
                 if bars:
                     bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+
+            def on_request(done: int, total: int) -> None:  # a served model's texts embedded so far
+                if bars:
+                    bars.update(steps_bar, description=f"  embed {done}/{total} texts")
+
+            if executor is Executor.local:  # a callback does not travel to Ray workers
+                for job in jobs:
+                    job.options["served"]["progress"] = on_request
 
             def on_model(o) -> None:
                 if bars:
@@ -219,7 +253,7 @@ def check_command(
         help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
         show_default=False)] = None,
     model: Annotated[Optional[str], typer.Option(
-        help="Registry name or model folder (default: all-MiniLM-L6-v2).")] = None,
+        help="Registry name, model folder or a served model's URL[#MODEL] (default: all-MiniLM-L6-v2).")] = None,
     file: Annotated[Optional[Path], typer.Option(
         "--file", help="One quantity a line, the first being the anchor ('#' comments).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
@@ -232,6 +266,10 @@ def check_command(
     all_discordant: Annotated[bool, typer.Option(
         "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
                                  "are counted).")] = False,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
 ) -> None:
     """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict.
@@ -256,7 +294,8 @@ def check_command(
         from fasteval.models.loader import load_model
         from fasteval.models.registry import DEFAULT_MODEL
 
-        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out)
+        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out,
+                             served=_served(api_key_env, concurrency, request_timeout, retries, None))
         result = check(encoder, texts[0], texts[1:], metric=similarity.value,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
@@ -321,10 +360,11 @@ def export_command(
             return
         typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
         if dtype is not DType.fp32:
-            from fasteval.models.drift import dtype_drift
+            from fasteval.core.runs.drift import drift
 
             reference = load_model(str(export_model(model, quiet=quiet)), quiet=quiet)
-            typer.echo(dtype_drift(reference, load_model(str(dest), quiet=quiet)).line(f"{dtype.value} vs fp32"))
+            report = drift(reference, load_model(str(dest), quiet=quiet), conformance=False, resamples=0)
+            typer.echo(report.line(f"{dtype.value} vs fp32"))
 
 
 @app.command("report")
@@ -377,8 +417,15 @@ def compare_command(
 @app.command("bench")
 def bench_command(
     model: Annotated[Optional[str], typer.Option(
-        help="Registry name or model folder (default: the default model).")] = None,
+        help="Registry name, model folder, or a served model's URL[#MODEL] (default: the default model).")] = None,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    concurrency: Annotated[str, typer.Option(
+        help="A served model's requests in flight to time, comma-separated.")] = "1,2,4,8",
+    reference: Annotated[Optional[str], typer.Option(
+        help="A local model (folder or name) timed beside a served one, on the same texts.")] = None,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
     batch_sizes: Annotated[str, typer.Option(help="Batch sizes to time, comma-separated.")] = "1,8,32,128",
     threads: Annotated[Optional[str], typer.Option(
         help="onnxruntime intra-op thread counts, comma-separated (default: 1 and every usable core).")] = None,
@@ -405,11 +452,71 @@ def bench_command(
         chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
         result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
                            provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
-                           on_step=lambda name: _say(quiet, f"fasteval: bench: {name}"))
+                           on_step=lambda name: _say(quiet, f"fasteval: bench: {name}"),
+                           concurrency=parse_int_list(concurrency, "--concurrency"), reference=reference,
+                           served=_served(api_key_env, 1, request_timeout, retries, None))
         typer.echo(bench_text(result))
         if json_path is not None:
             write_bench_json(json_path, result)
             _say(quiet, f"fasteval: bench: JSON written to {json_path}")
+
+
+@app.command("drift")
+def drift_command(
+    reference: Annotated[str, typer.Argument(help="The reference: registry name, model folder or URL[#MODEL].")],
+    candidate: Annotated[str, typer.Argument(help="The deployment to check: registry name, folder or URL[#MODEL].")],
+    texts: Annotated[Optional[Path], typer.Option(
+        help="Your own texts too, one a line ('#' comments), scored as their own group.")] = None,
+    no_conformance: Annotated[bool, typer.Option(
+        "--no-conformance", help="Leave out the conformance set (accents, case, Unicode forms, whitespace, "
+                                 "scripts, number formats, long texts, edge cases).")] = False,
+    fail_below: Annotated[Optional[float], typer.Option(
+        help="Exit 1 when a text's cosine between the two is below this (a CI gate), e.g. 0.99.")] = None,
+    fail_on_collisions: Annotated[bool, typer.Option(
+        "--fail-on-collisions", help="Exit 1 when the candidate makes two texts the reference keeps apart "
+                                     "near-identical.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
+    out: Annotated[Optional[Path], typer.Option(
+        help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Resamples of the paired bootstrap of delta tau.")] = 2000,
+    reference_dtype: Annotated[DType, typer.Option(help="The reference's precision (a local model).")] = DType.fp32,
+    candidate_dtype: Annotated[DType, typer.Option(help="The candidate's precision (a local model).")] = DType.fp32,
+    reference_prompt: Annotated[Optional[str], typer.Option(help="Text put before the reference's inputs.")] = None,
+    candidate_prompt: Annotated[Optional[str], typer.Option(help="Text put before the candidate's inputs.")] = None,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]
+        = Provider.auto,
+    batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch or request.")] = 32,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+) -> None:
+    """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
+    --fail-below / --fail-on-collisions, 2: bad input."""
+    with user_errors("nothing was written."):
+        from fasteval.core.io import dumps
+        from fasteval.core.report.build import write_folder
+        from fasteval.core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
+        from fasteval.models.loader import load_model
+
+        if fail_below is not None and not 0 < fail_below <= 1:
+            from fasteval.core.errors import InputError
+
+            raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+        served = _served(api_key_env, concurrency, request_timeout, retries, None)
+        sides = [load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
+                            quiet=quiet or json_out, served=served)
+                 for name, d, p in ((reference, reference_dtype, reference_prompt),
+                                    (candidate, candidate_dtype, candidate_prompt))]
+        report = drift(*sides, texts=texts, conformance=not no_conformance,
+                       threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
+                       fail_on_collisions=fail_on_collisions, resamples=bootstrap, labels=(reference, candidate),
+                       on_step=lambda name: _say(quiet or json_out, f"fasteval: drift: {name}"))
+        if out is not None:
+            write_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
+        typer.echo(dumps(report.to_json()).rstrip() if json_out else drift_text(report))
+    raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions))
 
 
 def main() -> None:

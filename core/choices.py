@@ -35,6 +35,12 @@ PACKED_BATCH_TOKENS = 1024  # tokens (rows x the longest row, padding included) 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Bootstrap resamples for Exam 1's intervals (--bootstrap; 0 turns them off).
 DEFAULT_RESAMPLES = 10_000
+# A served model's client (--model URL): the variable holding the API key, requests in flight, seconds a request
+# may take, retries of a request (fasteval.models.served).
+API_KEY_ENV = "FASTEVAL_API_KEY"
+SERVED_CONCURRENCY = 4
+SERVED_TIMEOUT_S = 60.0
+SERVED_RETRIES = 6
 
 
 def check_choice(value: str, choices: Iterable[str], what: str, flag: str | None = None) -> str:

@@ -32,9 +32,23 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-               prompt_name: str | None = None, quiet: bool = False, batching: str = BATCHINGS[0]) -> OnnxEncoder:
-    """An OnnxEncoder for a registry name, a model folder or a Hugging Face id, named for it and knowing its
-    source and ONNX hashes (its ``.info`` holds every setting that changes an embedding). ``prompt`` / ``prompt_name`` as in sentence-transformers' ``encode``; none by default."""
+               prompt_name: str | None = None, quiet: bool = False, batching: str = BATCHINGS[0],
+               served: dict | None = None):
+    """An encoder for a registry name, a model folder, a Hugging Face id, or a served model's URL.
+
+    A local model is an OnnxEncoder named for it and knowing its source and ONNX hashes (its ``.info`` holds
+    every setting that changes an embedding); ``prompt`` / ``prompt_name`` as in sentence-transformers'
+    ``encode``, none by default. ``URL[#MODEL]`` is a ServedEncoder (``fasteval.models.served``) with
+    ``batch_size`` and the client options in ``served`` (``api_key_env``, ``concurrency``, ``timeout``,
+    ``retries``, ``tokenizer``; local models ignore them)."""
+    from fasteval.models.served import ServedEncoder, is_url
+
+    if is_url(name):
+        if dtype != "fp32" or prompt or prompt_name or batching != BATCHINGS[0]:
+            raise ModelError(f"--dtype, --prompt, --prompt-name and --batching are the server's business for {name}.",
+                             "leave them at their defaults for a served model (its precision and prompts are "
+                             "the deployment's).")
+        return ServedEncoder(name, batch_size=batch_size, **(served or {}))
     display, src = source_folder(name, quiet=quiet)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)

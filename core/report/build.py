@@ -11,7 +11,7 @@ from fasteval.core.errors import InputError, OutputError
 from fasteval.core.report.html import figures, html_page, summary_figure
 from fasteval.core.io import write_result_folder
 from fasteval.core.report.entries import LoadedResult, Warn, load_results
-from fasteval.core.report.tables import REPORT_DIR, REPORT_HTML, TABLES, Table, sources_table
+from fasteval.core.report.tables import REPORT_DIR, REPORT_HTML, TABLES, Table, drift_table, sources_table
 from fasteval.core.results.model import RESULT_FILE
 
 
@@ -86,6 +86,9 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     comparison = _comparison(entries, resamples, note)
     if comparison is not None:
         tables.append(comparison.table())
+    drift = drift_table(results_dir)
+    if drift is not None:
+        tables.append(drift)
     tables.append(sources_table(entries, results_dir))
     files: dict[str, str | bytes] = {}
     for t in tables:

@@ -90,6 +90,7 @@ _RUN_WORDS: dict[str, Callable[[Any], str | None]] = {
     "prompt": lambda v: f"prompt {v!r}" if v else None,
     "dtype": lambda v: None if v in (None, "fp32") else str(v),
     "batching": lambda v: None if v in (None, "paper") else f"{v} batching",
+    "deployment": lambda v: f"served at {v.get('url')}" if isinstance(v, dict) else None,
 }
 # Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
 _NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "protocol",

@@ -374,5 +374,35 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
 
 
+def drift_table(root: Path) -> Table | None:
+    """Every `fasteval drift --out` report under ``root``: per group of texts, the mean and worst cosine between the
+    two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
+    import json
+
+    rows = []
+    for path in sorted(Path(root).rglob("drift.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            groups = data["groups"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        pair = f"{data.get('candidate')} vs {data.get('reference')}"
+        delta = data.get("delta_tau")
+        head = {"pair": pair, "group": "all", "verdict": data.get("verdict"), "mean": data.get("mean_cosine"),
+                "worst": data.get("worst_cosine"), "share_below": None, "collisions": len(data.get("collisions", [])),
+                "delta_tau": delta}
+        rows.append(head)
+        rows += [{"pair": "", "group": name, "verdict": "failed" if g.get("failed") else "", "mean": g.get("mean"),
+                  "worst": g.get("worst"), "share_below": g.get("share_below"), "collisions": None, "delta_tau": None}
+                 for name, g in groups.items()]
+    if not rows:
+        return None
+    return Table("drift", "Drift: does the candidate embed like the reference? (cosine per group of texts)",
+                 ["pair", "group", "verdict", "mean", "worst", "share_below", "collisions", "delta_tau"],
+                 ["Candidate vs reference", "Group", "Verdict", "Mean cos", "Worst cos", "Below threshold",
+                  "Collisions", "Δτ ×100"], rows, digits=4,
+                 note="From `fasteval drift --out DIR` reports under the results folder.")
+
+
 TABLES = (table1, intervals_table, table2, lexical_table, probe_table, conversion_table, normalization_table,
           protocol_variants_table)

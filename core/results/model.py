@@ -17,3 +17,5 @@ class ModelResult:
     fasteval_version: str
     exams: dict[str, Any] = field(default_factory=dict)  # "exam1" -> Exam1Result, ...
     timings: dict[str, float] = field(default_factory=dict)
+    # A served model's requests, retries, token counts, response model and raw norm (never in a key).
+    usage: dict[str, Any] = field(default_factory=dict)

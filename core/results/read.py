@@ -33,4 +33,4 @@ def load_result(path: Path) -> ModelResult:
     return ModelResult(model=data.get("model", data["model_id"]), model_id=data["model_id"],
                        settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
                        fasteval_version=data.get("fasteval_version", ""), exams=exams,
-                       timings=data.get("timings") or {})
+                       timings=data.get("timings") or {}, usage=data.get("usage") or {})

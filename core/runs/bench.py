@@ -107,6 +107,8 @@ class BenchResult:
     exam_cold: dict[str, float] = field(default_factory=dict)  # evaluate's timings, first run
     exam_warm: dict[str, float] = field(default_factory=dict)  # the same, second run (the reported one)
     machine: dict[str, Any] = field(default_factory=dict)
+    served: list[dict[str, Any]] = field(default_factory=list)  # a served model: one row per (batch, concurrency)
+    reference: str | None = None  # the local model timed beside a served one
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +117,7 @@ class BenchResult:
                         "provider": e.provider, "seconds": e.seconds, "strings_per_s": e.strings_per_s,
                         "runs": e.runs} for e in self.encode],
             "exams": list(self.exams), "exam_seconds_cold": self.exam_cold, "exam_seconds_warm": self.exam_warm,
+            "served": self.served, "reference": self.reference,
         }
 
 
@@ -131,14 +134,19 @@ def parse_int_list(value: str, what: str) -> list[int]:
 
 def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[int] = (1, 8, 32, 128),
               threads: Sequence[int] = (1,), provider: str = "auto", repeats: int = 3, n_long: int = 256,
-              exams: Sequence[int | str] = (1, 2, 3), on_step: Callable[[str], None] | None = None) -> BenchResult:
+              exams: Sequence[int | str] = (1, 2, 3), on_step: Callable[[str], None] | None = None,
+              concurrency: Sequence[int] = (1, 2, 4, 8), reference: str | None = None,
+              served: dict | None = None) -> BenchResult:
     """Throughput for every (text set, threads, batch size), then the exams' compute (evaluate twice).
 
     ``loader(model, provider=, batch_size=, threads=, quiet=True)`` gives a fresh encoder for each setting,
-    so a setting never inherits another's session. ``exams=()`` skips the exam timing.
+    so a setting never inherits another's session. ``exams=()`` skips the exam timing. A served ``model``
+    (``URL[#MODEL]``) is timed over ``batch_sizes`` x ``concurrency`` (texts/s and the server's tokens/s; the
+    client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
     from fasteval.core.exams import parse_exams
     from fasteval.core.runs.evaluate import evaluate
+    from fasteval.models.served import is_url
 
     step = on_step or (lambda _name: None)
     if repeats < 1:
@@ -147,17 +155,22 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     if n_long:
         sets["long"] = long_sentences(n_long)
     result = BenchResult(model=model, provider=provider, repeats=repeats, machine=machine_info())
-    for t in threads:
+    local = model
+    if is_url(model):
+        result.provider, result.reference, local = "served", reference, reference
+        result.served = served_throughput(loader, model, batch_sizes, concurrency, sets, repeats, step, served)
+    for t in threads if local else ():
         for b in batch_sizes:
-            encoder = loader(model, provider=provider, batch_size=b, threads=t, quiet=True, batching="paper")
-            result.provider = getattr(encoder, "provider", provider)
+            encoder = loader(local, provider=provider, batch_size=b, threads=t, quiet=True, batching="paper")
+            result.provider = getattr(encoder, "provider", provider) if local == model else result.provider
             for name, texts in sets.items():
                 step(f"encode {name} threads={t} batch={b}")
                 encoder.encode(texts[: max(b, 8)])  # warm the session on this shape family
                 seconds, runs = median_time(lambda: encoder.encode(texts), repeats, warmup=0)
-                result.encode.append(EncodeTiming(name, len(texts), b, t, result.provider, seconds, runs))
+                result.encode.append(EncodeTiming(name, len(texts), b, t, getattr(encoder, "provider", provider),
+                                                  seconds, runs))
             del encoder
-    if exams:
+    if exams and not is_url(model):
         result.exams = parse_exams(exams)
         encoder = loader(model, provider=provider, quiet=True)
         result.provider = getattr(encoder, "provider", provider)
@@ -166,6 +179,28 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
         step("exams (warm)")
         result.exam_warm = dict(evaluate(encoder, exams=result.exams).timings)
     return result
+
+
+def served_throughput(loader: Callable[..., Any], url: str, batch_sizes: Sequence[int], concurrency: Sequence[int],
+                      sets: dict[str, list[str]], repeats: int, step: Callable[[str], None],
+                      served: dict | None = None) -> list[dict[str, Any]]:
+    """A deployment's throughput: per (text set, batch size, concurrency), the median seconds of embedding the
+    set, texts/s, and tokens/s as the server counts them (its ``usage``; None when it reports none)."""
+    rows = []
+    for b in batch_sizes:
+        for c in concurrency:
+            encoder = loader(url, batch_size=b, quiet=True, served={**(served or {}), "concurrency": c})
+            for name, texts in sets.items():
+                step(f"served {name} batch={b} concurrency={c}")
+                encoder.encode(texts[: max(b, 8)])  # a warm connection pool
+                before = encoder.usage.total_tokens or encoder.usage.prompt_tokens
+                seconds, runs = median_time(lambda: encoder.encode(texts), repeats, warmup=0)
+                tokens = ((encoder.usage.total_tokens or encoder.usage.prompt_tokens) - before) // repeats or None
+                rows.append({"texts_set": name, "batch_size": b, "concurrency": c, "texts": len(texts),
+                             "tokens": tokens, "seconds": seconds, "runs": runs, "texts_per_s": len(texts) / seconds,
+                             "tokens_per_s": None if tokens is None else tokens / seconds})
+            encoder.close()
+    return rows
 
 
 def bench_text(result: BenchResult) -> str:
@@ -177,6 +212,15 @@ def bench_text(result: BenchResult) -> str:
     for e in result.encode:
         lines.append(f"{e.texts:<6} {e.n_texts:>6} {e.threads:>7} {e.batch_size:>6} {e.seconds:>9.3f} "
                      f"{e.strings_per_s:>11.1f}")
+    if result.served:
+        lines += ["", f"served by {result.model}" + (f" (beside it above: {result.reference}, local)"
+                                                      if result.reference else ""),
+                  f"{'texts':<6} {'n':>6} {'batch':>6} {'concurrency':>11} {'seconds':>9} {'texts/s':>9} "
+                  f"{'tokens/s':>10}"]
+        for r in result.served:
+            tokens = "n/a" if r["tokens_per_s"] is None else f"{r['tokens_per_s']:.0f}"
+            lines.append(f"{r['texts_set']:<6} {r['texts']:>6} {r['batch_size']:>6} {r['concurrency']:>11} "
+                         f"{r['seconds']:>9.3f} {r['texts_per_s']:>9.1f} {tokens:>10}")
     if result.exam_warm:
         keys = list(dict.fromkeys(list(result.exam_warm) + list(result.exam_cold)))
         lines += ["", f"{'exam step':<11} {'cold s':>9} {'warm s':>9}"]

@@ -101,6 +101,9 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
             result.exams[e.key] = e.run(inputs)
     if normalize_quantities:
         _record_embedded(result, rewrite)
+    usage = getattr(view.encoder, "usage", None)  # a served model: what it sent and got
+    if usage is not None and callable(getattr(usage, "as_dict", None)):
+        result.usage = usage.as_dict()
     return result
 
 

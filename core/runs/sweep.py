@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -36,12 +37,13 @@ log = logging.getLogger(__name__)
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
                       "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense",
-                      "normalize_quantities", "batching", "batch_tokens")
-# ... and those that change a number only downstream of the embeddings.
-SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap")
+                      "normalize_quantities", "batching", "batch_tokens", "deployment")
+# ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
+# changes Exam 2's token Levenshtein).
+SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
-KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens")
+KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "deployment", "tokenizer")
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -55,6 +57,14 @@ def _keyed(settings: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 def embedding_key(settings: dict[str, Any]) -> str:
     return _digest(_keyed(settings, EMBEDDING_SETTINGS))
+
+
+def embedding_cache(settings: dict[str, Any], cache_root: Path | None) -> tuple[EmbeddingCache, str]:
+    """The embedding cache for an encoder's settings, and its key. Without a content hash (or a served model's
+    deployment) the model's identity is unknown: its embeddings are then never shared (a cache that keeps
+    nothing)."""
+    known = settings.get("source_sha256") or settings.get("onnx_sha256") or settings.get("deployment")
+    return EmbeddingCache(cache_root if known else None), embedding_key(settings)
 
 
 def result_key(settings: dict[str, Any]) -> str:
@@ -133,15 +143,17 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
         if overwrite == "never":
             return Outcome(view.name, "skipped", folder, "a result folder exists (--overwrite never)")
         log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
-    # Without a content hash the model's identity is unknown: never share cached embeddings then.
-    known = settings.get("source_sha256") or settings.get("onnx_sha256")
-    cache = EmbeddingCache(cache_root if known else None)
-    ekey = embedding_key(settings)
+    cache, ekey = embedding_cache(settings, cache_root)
     table = cache.load(ekey)
     cached = len(table)
-    result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
-                      table=table, on_step=on_step, normalize_quantities=job.normalize_quantities,
-                      bootstrap=job.bootstrap, protocol=job.protocol)
+    try:
+        result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
+                          table=table, on_step=on_step, normalize_quantities=job.normalize_quantities,
+                          bootstrap=job.bootstrap, protocol=job.protocol)
+    except FastevalError:
+        if len(table) > cached:  # what was embedded before the failure (a server that died): a rerun resumes
+            cache.save(ekey, table)
+        raise
     after = job_settings(job, describe(view.encoder).info)
     if after != settings:
         # The encoder settled a setting only when it ran (the GPU it was offered fell back to the CPU):
@@ -196,12 +208,13 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
 
 
 def read_models_file(path: Path, what: str = "models file") -> list[str]:
-    """One entry a line (a model name or path; a quantity); blank lines and '#' comments ignored."""
+    """One entry a line (a model name, path or URL[#MODEL]; a quantity); blank lines and '#' comments ignored."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise InputError(f"Cannot read the {what} {path}: {reason}.",
                          "pass a UTF-8 text file with one entry a line.") from None
-    models = [ln.split("#", 1)[0].strip() for ln in lines]
+    # '#' starts a comment at the start of a line or after white space, never inside a served model's URL#MODEL
+    models = [re.split(r"(?:^|\s)#", ln, maxsplit=1)[0].strip() for ln in lines]
     return [m for m in models if m]

@@ -340,34 +340,6 @@ def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
     assert not (tmp_path / "home" / "onnx").exists() or not any((tmp_path / "home" / "onnx").iterdir())
 
 
-# --- drift -----------------------------------------------------------------------------------------------------
-def test_drift_counts_flipped_pairs(tiny_encoder):
-    from fasteval.core.embeddings import embed_groups
-    from fasteval.core.protocol import exam1_groups
-    from fasteval.core.protocol import exam1_cells
-    from fasteval.models.drift import dtype_drift, table_drift
-
-    same = dtype_drift(tiny_encoder, tiny_encoder)
-    assert (same.max_abs, same.flipped_pairs, same.cells_changed) == (0.0, 0, 0)
-    assert same.pairs == sum(len(c.texts) * (len(c.texts) - 1) // 2 for c in exam1_cells())
-    reference = embed_groups(tiny_encoder, exam1_groups())
-
-    class Noisy:
-        def encode(self, texts):
-            rng = np.random.default_rng(len(texts))
-            return tiny_encoder.encode(texts) + rng.normal(scale=1e-2, size=(len(texts), 32)).astype(np.float32)
-
-    noisy = embed_groups(Noisy(), exam1_groups())
-    drift = table_drift(reference, noisy)
-    flipped = 0  # the naive count: every pair of every cell, both orders compared
-    for cell in exam1_cells():
-        s, t = reference[cell.texts] @ reference[cell.texts][0], noisy[cell.texts] @ noisy[cell.texts][0]
-        n = len(s)
-        flipped += sum(np.sign(s[i] - s[j]) != np.sign(t[i] - t[j]) for i in range(n) for j in range(i + 1, n))
-    assert drift.flipped_pairs == flipped > 0 and 1e-3 < drift.max_abs < 0.2
-    assert "flipped τ pairs" in drift.line()
-
-
 # --- bad input -------------------------------------------------------------------------------------------------
 def test_unsupported_pooling_config_is_one_line(tiny_st_folder, tmp_path):
     src = variant(tiny_st_folder, tmp_path / "m", {"1_Pooling/config.json": {"pooling_mode": "median_tokens"}})

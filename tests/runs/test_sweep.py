@@ -156,3 +156,21 @@ def test_cli_two_models_resume(tiny_st_folder, tiny_encoder, fasteval_home, tmp_
     assert first.stdout.count("Results written") == 2 and "status" in first.stdout
     again = subprocess.run(cmd[:-1], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and again.stderr.count("skipped") == 2, again.stderr
+
+
+def test_a_models_file_keeps_a_served_models_name_after_the_hash(tmp_path):
+    from fasteval.core.runs.sweep import read_models_file
+
+    f = tmp_path / "models.txt"
+    f.write_text("# served and local\nhttp://127.0.0.1:8080/v1#my-model  # the deployment\nall-MiniLM-L6-v2#not a comment?\n"
+                 "./folder # a comment\n")
+    assert read_models_file(f) == ["http://127.0.0.1:8080/v1#my-model", "all-MiniLM-L6-v2#not a comment?", "./folder"]
+
+
+def test_a_served_run_is_labelled_by_where_it_is_served():
+    from fasteval.core.report.entries import _run_words
+    from fasteval.core.results.model import ModelResult
+
+    served = ModelResult("m", "m", {"deployment": {"url": "http://127.0.0.1:7997", "model": "m"}}, "paper-1", "0.1.0")
+    local = ModelResult("m", "m", {"onnx_sha256": "x"}, "paper-1", "0.1.0")
+    assert _run_words(served, [served, local]) == ["served at http://127.0.0.1:7997"]

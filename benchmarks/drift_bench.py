@@ -1,0 +1,60 @@
+"""drift: `fasteval drift` on real deployments of the default model (its folder against the same model served by
+infinity, against its int8 export, against sentence-transformers on torch), and all-mpnet-base-v2 fp32 against
+int8 when that model is cached: per group mean and worst cosine, collisions, and Δτ with its interval."""
+from __future__ import annotations
+
+import sys
+import time
+
+from harness import HERE, Ctx, Line
+
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+MPNET = "all-mpnet-base-v2"
+
+
+class SentenceTransformersEncoder:
+    """sentence-transformers on torch, as the paper ran it (normalised rows, batch 32)."""
+
+    def __init__(self, folder):
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(folder), device="cpu")
+        self.name = "sentence-transformers"
+
+    def encode(self, texts):
+        return self.model.encode(list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def bench_drift(ctx: Ctx) -> list[Line]:
+    from fasteval.core.runs.drift import drift
+    from fasteval.models.loader import load_model
+    from fasteval.models.registry import find_spec, is_cached
+    from servers import start_infinity
+
+    fp32 = load_model(ctx.model, provider="cpu", quiet=True)
+    candidates = [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8", quiet=True)),
+                  ("sentence-transformers (torch)", lambda: SentenceTransformersEncoder(ctx.folder))]
+    lines = []
+    with start_infinity(ctx.folder, ctx.tmp) as url:
+        candidates.insert(0, ("served by infinity", lambda: load_model(url, quiet=True)))
+        for label, make in candidates:
+            lines.append(_line(ctx.model, label, fp32, make(), drift))
+    if is_cached(find_spec(MPNET)):
+        lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu", quiet=True),
+                           load_model(MPNET, provider="cpu", dtype="int8", quiet=True), drift))
+    return lines
+
+
+def _line(model: str, label: str, reference, candidate, drift) -> Line:
+    start = time.perf_counter()
+    report = drift(reference, candidate, resamples=2000, cache_root=None)
+    seconds = time.perf_counter() - start
+    p = report.physscore
+    groups = "; ".join(f"{name} {g.mean:.4f}/{g.worst:.4f}" if g.mean is not None else f"{name} failed"
+                       for name, g in report.groups.items())
+    return Line("drift", f"{model}: fp32 folder against {label}", seconds, None, "",
+                f"{report.verdict}: cosine mean {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; "
+                f"collisions {len(report.collisions)}; Δτ {p['delta_tau']:+.2f} [{p['delta_tau_ci_low']:.2f}, "
+                f"{p['delta_tau_ci_high']:.2f}], {len(p['cells_changed'])} of 20 cells changed; per group mean/worst: "
+                f"{groups}", None, detail={"report": report.to_json()})

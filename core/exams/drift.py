@@ -1,0 +1,212 @@
+"""Drift: does a candidate encoder embed like a reference one? (``fasteval drift``; scoring only, on two
+embedding tables of the same texts.)
+
+* per text, the cosine of its reference and candidate embeddings (both L2-normalised);
+* per group (the protocol's texts, and each group of the conformance set), the mean, the worst and the share
+  below the threshold;
+* **collisions**: pairs of distinct texts the reference keeps apart (cosine < ``COLLISION_APART``) that the
+  candidate makes near-identical (cosine >= ``COLLISION_SAME``): "résumé" and "resume" once accents are
+  stripped, every all-caps text once case is folded;
+* **neighbourhood agreement**: for each text, the share of its ``NEIGHBOURS`` nearest texts that both
+  encoders agree on;
+* the **PhysScore side**: Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ
+  (candidate − reference) with its 95% interval (the ``compare`` machinery);
+* a **verdict**: "drifts" when the worst cosine is below the threshold, a group the reference embeds fails on
+  the candidate, or (when asked) there is a collision; else "conforms".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fasteval.core.errors import InputError
+
+CONFORMANCE_FILE = Path(__file__).resolve().parents[1] / "protocol" / "conformance.toml"
+DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted
+COLLISION_APART, COLLISION_SAME = 0.99, 0.999
+NEIGHBOURS = 10
+WORST_LISTED = 10
+MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in memory
+
+
+@dataclass
+class TextGroup:
+    name: str
+    probes: str
+    texts: list[str]
+
+
+def conformance_groups(path: Path = CONFORMANCE_FILE) -> list[TextGroup]:
+    """The conformance set: each group's name, what it probes, and its texts (long ones built from repeats)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    groups = []
+    for g in doc.get("groups", []):
+        texts = list(g.get("texts", [])) + [str(item["text"]) * int(item["times"]) for item in g.get("long", [])]
+        groups.append(TextGroup(str(g["name"]), str(g.get("probes", "")), texts))
+    return groups
+
+
+def user_groups(path: Path) -> list[TextGroup]:
+    """A user's texts (``--texts FILE``): one text a line ('#' comments, blank lines skipped), one group."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"Cannot read the texts file {path}: {getattr(err, 'strerror', None) or err}.",
+                         "pass a UTF-8 text file with one text a line.") from None
+    texts = [ln for ln in (raw.split("#", 1)[0].rstrip("\n") for raw in lines) if ln.strip()]
+    if not texts:
+        raise InputError(f"The texts file {path} has no text.", "write one text a line ('#' starts a comment).")
+    return [TextGroup(f"file:{Path(path).name}", "your own texts", texts)]
+
+
+@dataclass
+class GroupDrift:
+    name: str
+    probes: str
+    n: int
+    mean: float | None  # None: the candidate (or the reference) failed on the group
+    worst: float | None
+    share_below: float | None
+    worst_text: str | None = None
+    failed: str | None = None  # why the group could not be embedded ("candidate: ...")
+
+
+@dataclass
+class DriftReport:
+    reference: str
+    candidate: str
+    threshold: float
+    texts: int
+    mean_cosine: float
+    worst_cosine: float
+    groups: dict[str, GroupDrift]
+    worst: list[dict[str, Any]]  # the worst texts: group, text, cosine
+    collisions: list[dict[str, Any]]  # text_a, text_b, reference_cosine, candidate_cosine, groups
+    neighbourhood_agreement: float
+    physscore: dict[str, Any] = field(default_factory=dict)
+    fail_on_collisions: bool = False
+
+    @property
+    def verdict(self) -> str:
+        failed = any(g.failed for g in self.groups.values())
+        collided = self.fail_on_collisions and bool(self.collisions)
+        return "drifts" if self.worst_cosine < self.threshold or failed or collided else "conforms"
+
+    def line(self, label: str) -> str:
+        """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
+        p = self.physscore
+        side = (f"; Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f}, cells whose tau changed: "
+                f"{len(p['cells_changed'])} of 20" if p else "")
+        return (f"{label} on {self.texts} texts: cosine mean {self.mean_cosine:.5f}, worst {self.worst_cosine:.5f}; "
+                f"collisions {len(self.collisions)}{side}")
+
+    def to_json(self) -> dict[str, Any]:
+        from fasteval.core.io import to_jsonable
+
+        return to_jsonable({
+            "reference": self.reference, "candidate": self.candidate, "verdict": self.verdict,
+            "threshold": self.threshold, "texts": self.texts, "mean_cosine": self.mean_cosine,
+            "worst_cosine": self.worst_cosine,
+            "groups": {k: {"probes": g.probes, "n": g.n, "mean": g.mean, "worst": g.worst,
+                           "share_below": g.share_below, "worst_text": g.worst_text, "failed": g.failed}
+                       for k, g in self.groups.items()},
+            "worst": self.worst, "collisions": self.collisions,
+            "neighbourhood_agreement": self.neighbourhood_agreement, **self.physscore})
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: dict[str, np.ndarray],
+                cand: dict[str, np.ndarray], failed: dict[str, str] | None = None,
+                threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False) -> DriftReport:
+    """The drift report of two encoders' embeddings (``ref``/``cand``: text -> vector) of ``groups``' texts.
+    ``failed``: group name -> why it could not be embedded (it is reported, and makes the verdict "drifts")."""
+    if not 0 < threshold <= 1:
+        raise InputError(f"The threshold must be in (0, 1], got {threshold}.", "pass --fail-below 0.99, say.")
+    failed = dict(failed or {})
+    texts = list(dict.fromkeys(t for g in groups if g.name not in failed for t in g.texts))
+    if len(texts) > MAX_TEXTS:
+        raise InputError(f"{len(texts)} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
+    if not texts:
+        raise InputError("No text could be embedded by both encoders.", "check both models (see the failed groups).")
+    a, b = _unit(np.stack([ref[t] for t in texts])), _unit(np.stack([cand[t] for t in texts]))
+    if a.shape[1] != b.shape[1]:
+        cos = np.full(len(texts), np.nan)  # another dimension: no per-text cosine, the geometry still compares
+    else:
+        cos = np.einsum("ij,ij->i", a, b)
+    cosine = dict(zip(texts, cos.tolist()))
+    out_groups = {}
+    for g in groups:
+        if g.name in failed:
+            out_groups[g.name] = GroupDrift(g.name, g.probes, len(g.texts), None, None, None, failed=failed[g.name])
+            continue
+        values = np.array([cosine[t] for t in dict.fromkeys(g.texts)])
+        k = int(np.nanargmin(values)) if np.isfinite(values).any() else 0
+        out_groups[g.name] = GroupDrift(g.name, g.probes, len(values), float(np.nanmean(values)),
+                                        float(np.nanmin(values)), float(np.mean(values < threshold)),
+                                        list(dict.fromkeys(g.texts))[k])
+    group_of = {}
+    for g in groups:
+        for t in g.texts:
+            group_of.setdefault(t, g.name)
+    order = np.argsort(cos, kind="stable")
+    worst = [{"group": group_of[texts[i]], "text": _short(texts[i]), "cosine": float(cos[i])}
+             for i in order[:WORST_LISTED]]
+    sa, sb = a @ a.T, b @ b.T
+    collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": float(sa[i, j]),
+                   "candidate_cosine": float(sb[i, j]), "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
+                  for i, j in zip(*np.nonzero(np.triu((sa < COLLISION_APART) & (sb >= COLLISION_SAME), k=1)))]
+    return DriftReport(reference, candidate, threshold, len(texts), float(np.nanmean(cos)), float(np.nanmin(cos)),
+                       out_groups, worst, collisions, neighbourhood_agreement(sa, sb),
+                       fail_on_collisions=fail_on_collisions)
+
+
+def neighbourhood_agreement(sa: np.ndarray, sb: np.ndarray, k: int = NEIGHBOURS) -> float:
+    """The mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i) the k nearest other texts by similarity."""
+    n = len(sa)
+    k = min(k, n - 1)
+    if k < 1:
+        return float("nan")
+    a, b = sa.copy(), sb.copy()
+    np.fill_diagonal(a, -np.inf)
+    np.fill_diagonal(b, -np.inf)
+    na = np.argpartition(-a, k - 1, axis=1)[:, :k]
+    nb = np.argpartition(-b, k - 1, axis=1)[:, :k]
+    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(na.tolist(), nb.tolist())]))
+
+
+def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
+    """Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ (candidate −
+    reference, ×100) with its 95% interval."""
+    from fasteval.core.exams.geometry import table1_row
+    from fasteval.core.exams.statistics import percentile_interval, resample_exam1
+
+    r, c = table1_row(ref_exam1.cells), table1_row(cand_exam1.cells)
+    changed = [f"{x.quantity}/{x.range_name}" for x, y in zip(ref_exam1.cells, cand_exam1.cells) if x.tau != y.tau]
+    out = {"reference_tau": r["tau"], "candidate_tau": c["tau"], "reference_pacc": r["pacc"],
+           "candidate_pacc": c["pacc"], "delta_tau": c["tau"] - r["tau"], "cells_changed": changed,
+           "delta_tau_ci_low": None, "delta_tau_ci_high": None}
+    if resamples:
+        values = [np.asarray(x.values, dtype=np.float64) for x in ref_exam1.cells]
+        rows = [[np.asarray(ex.heatmaps[x.key][0], dtype=np.float64) for x in ex.cells]
+                for ex in (ref_exam1, cand_exam1)]
+        ta = resample_exam1(rows[0], resamples, values).table1()[0]
+        tb = resample_exam1(rows[1], resamples, values).table1()[0]
+        out["delta_tau_ci_low"], out["delta_tau_ci_high"] = percentile_interval(tb - ta)
+    return out
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A text as a report names it: long ones cut, with their length."""
+    return text if len(text) <= limit else f"{text[:limit - 20]}… ({len(text)} characters)"

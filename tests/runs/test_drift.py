@@ -1,0 +1,184 @@
+"""`fasteval drift`: the mechanism against an independent computation (numpy cosines, a brute-force collision
+count), and encoders built to fail one way each, caught by the group that probes that failure and named."""
+from __future__ import annotations
+
+import json
+import unicodedata
+import zlib
+
+import numpy as np
+import pytest
+
+from fasteval.core.exams.drift import COLLISION_APART, COLLISION_SAME, TextGroup, conformance_groups, score_drift
+
+from fakes import one_line_error, run_cli
+
+
+class TextEncoder:
+    """A reference that keeps every distinct text apart: a crc32-seeded random vector of the exact text, plus a
+    feature of the number it starts with (so the PhysScore side has something to measure)."""
+
+    name = "reference"
+
+    def embed_one(self, text: str) -> np.ndarray:
+        rng = np.random.default_rng(zlib.crc32(text.encode("utf-8")))
+        head = text.split()[0] if text.split() else ""
+        try:
+            x = float(head)
+        except ValueError:
+            x = 0.0
+        z = np.sign(x) * np.log1p(abs(x))
+        return np.concatenate([[3 * np.cos(z), 3 * np.sin(z)], rng.normal(size=62)]).astype(np.float32)
+
+    def encode(self, texts):
+        return np.stack([self.embed_one(self.see(t)) for t in texts]) if texts else np.zeros((0, 64), np.float32)
+
+    def see(self, text: str) -> str:
+        return text
+
+
+class FoldsCase(TextEncoder):
+    name = "folds-case"
+
+    def see(self, text):
+        return text.lower()
+
+
+class StripsAccents(TextEncoder):
+    name = "strips-accents"
+
+    def see(self, text):
+        return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+
+
+class TruncatesAt8(TextEncoder):
+    name = "truncates-at-8-tokens"
+
+    def see(self, text):
+        return " ".join(text.split(" ")[:8])
+
+
+class DropsLastOfBatch(TextEncoder):
+    """A buggy server: the last text of every call gets the embedding of the one before it."""
+    name = "drops-last-of-batch"
+
+    def encode(self, texts):
+        out = super().encode(texts)
+        if len(texts) > 1:
+            out[-1] = out[-2]
+        return out
+
+
+def run(candidate, **kw):
+    from fasteval.core.runs.drift import drift
+
+    return drift(TextEncoder(), candidate, resamples=200, cache_root=None, **kw)
+
+
+def test_scores_equal_an_independent_computation():
+    rng = np.random.default_rng(0)
+    texts = [f"t{k}" for k in range(40)]
+    a = rng.normal(size=(40, 8))
+    b = a + rng.normal(scale=0.05, size=(40, 8))
+    b[7] = b[3] * 2  # 3 and 7 become one text under the candidate
+    groups = [TextGroup("g1", "", texts[:25]), TextGroup("g2", "", texts[25:])]
+    report = score_drift("A", "B", groups, dict(zip(texts, a)), dict(zip(texts, b)), threshold=0.995)
+    ua, ub = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+    cos = (ua * ub).sum(axis=1)
+    assert report.mean_cosine == pytest.approx(cos.mean()) and report.worst_cosine == pytest.approx(cos.min())
+    assert report.groups["g2"].mean == pytest.approx(cos[25:].mean())
+    assert report.groups["g1"].share_below == pytest.approx(np.mean(cos[:25] < 0.995))
+    brute = [(i, j) for i in range(40) for j in range(i + 1, 40)
+             if ua[i] @ ua[j] < COLLISION_APART and ub[i] @ ub[j] >= COLLISION_SAME]
+    assert brute == [(3, 7)] and [(c["text_a"], c["text_b"]) for c in report.collisions] == [("t3", "t7")]
+    sa, sb = ua @ ua.T, ub @ ub.T
+    agree = []
+    for i in range(40):
+        na = sorted((j for j in range(40) if j != i), key=lambda j: -sa[i, j])[:10]
+        nb = sorted((j for j in range(40) if j != i), key=lambda j: -sb[i, j])[:10]
+        agree.append(len(set(na) & set(nb)) / 10)
+    assert report.neighbourhood_agreement == pytest.approx(np.mean(agree))
+
+
+def test_an_encoder_against_itself_conforms():
+    report = run(TextEncoder())
+    assert report.verdict == "conforms" and report.worst_cosine == pytest.approx(1.0) and not report.collisions
+    assert report.physscore["delta_tau"] == 0 and report.physscore["cells_changed"] == []
+    assert report.physscore["delta_tau_ci_low"] == report.physscore["delta_tau_ci_high"] == 0
+    names = {g.name for g in conformance_groups()}
+    assert {"accents", "case", "unicode_forms", "whitespace", "scripts", "number_formats", "length", "edge"} <= names
+    assert set(report.groups) == {"protocol", *names}
+
+
+@pytest.mark.parametrize("broken, group, untouched, colliding", [
+    (FoldsCase(), "case", "number_formats", ("the quick brown fox", "THE QUICK BROWN FOX")),
+    (StripsAccents(), "accents", "case", ("résumé", "resume")),
+    (TruncatesAt8(), "length", "case", None),
+])
+def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, colliding):
+    """The group that probes the failure drifts, and one that does not probe it stays put (so it is that
+    failure, not noise, that the report names)."""
+    from fasteval.core.runs.drift import drift_text
+
+    report = run(broken)
+    assert report.verdict == "drifts"
+    assert report.groups[group].worst < 0.5, {g.name: g.worst for g in report.groups.values()}
+    assert report.groups[untouched].worst > 0.999 and report.groups["protocol"].worst > 0.999
+    text = drift_text(report)
+    assert f"{group}: " in text, "the worst texts are named with their group"
+    if colliding:
+        pairs = {(c["text_a"], c["text_b"]) for c in report.collisions} | \
+                {(c["text_b"], c["text_a"]) for c in report.collisions}
+        assert colliding in pairs
+
+
+def test_an_encoder_that_drops_the_last_text_of_a_call_is_caught_in_every_group():
+    report = run(DropsLastOfBatch())
+    assert report.verdict == "drifts"
+    for g in conformance_groups():
+        last = list(dict.fromkeys(g.texts))[-1]
+        shown = report.groups[g.name].worst_text
+        assert report.groups[g.name].worst < 0.5 and (shown == last or shown.startswith(last[:40])), g.name
+
+
+def test_cli_json_exit_codes_and_files(tiny_st_folder, fasteval_home, tmp_path):
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--provider", "cpu", "--bootstrap", "100", "-q"]
+    same = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--json", "--fail-below", "0.999", *common], env=env)
+    assert same.returncode == 0, same.stderr
+    data = json.loads(same.stdout)
+    assert {"mean_cosine", "worst_cosine", "groups", "collisions", "delta_tau", "delta_tau_ci_low",
+            "delta_tau_ci_high", "verdict"} <= set(data)
+    assert data["verdict"] == "conforms" and data["worst_cosine"] == pytest.approx(1.0, abs=1e-6)
+    assert data["groups"]["case"]["n"] == 13 and data["delta_tau"] == 0
+    out = tmp_path / "drift"
+    int8 = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-dtype", "int8", "--fail-below", "0.999999",
+                    "--out", out, *common], env=env)
+    assert int8.returncode == 1, int8.stderr
+    assert "drifts" in int8.stdout.splitlines()[0] and "PhysScore" in int8.stdout
+    written = json.loads((out / "drift.json").read_text())
+    assert written["verdict"] == "drifts" and (out / "drift_groups.csv").read_text().startswith("group,n,mean")
+    report_only = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-dtype", "int8", *common], env=env)
+    assert report_only.returncode == 0, "without a gate the report exits 0"
+    one_line_error(run_cli(["drift", tiny_st_folder, tmp_path / "nope", *common], env=env), "does not exist")
+    bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--fail-below", "2", *common], env=env)
+    assert bad.returncode == 2 and "--fail-below" in bad.stderr
+
+
+def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.runs.drift import drift_files
+    from fasteval.core.runs.sweep import Job, run_sweep
+
+    from fakes import CountingEncoder
+
+    run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "res", lambda name, **o: CountingEncoder(name))
+    report = run(FoldsCase())
+    write_result_folder(tmp_path / "res" / "drift-case", drift_files(report))
+    rep = build_report(tmp_path / "res", out=tmp_path / "rep", png=False, resamples=0)
+    rows = rep.tables["drift"].rows
+    assert rows[0]["pair"] == "folds-case vs reference" and rows[0]["verdict"] == "drifts"
+    case = next(r for r in rows if r["group"] == "case")
+    assert case["worst"] == pytest.approx(report.groups["case"].worst)
+    assert "Drift: does the candidate embed like the reference?" in (tmp_path / "rep" / "report.html").read_text()
