@@ -46,12 +46,24 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+_SCALARS = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}
+
+
 def typed(cls, data: dict[str, Any]):
-    """``cls(**data)`` for a result dataclass, keeping its own fields; JSON null in a float field -> NaN."""
+    """``cls(**data)`` for a result dataclass, keeping its own fields; JSON null in a float field -> NaN.
+    ValueError for a value of the wrong type in a scalar field (a damaged or hand-edited results.json is
+    skipped by its reader, never carried into a table)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{cls.__name__}: {type(data).__name__} where an object belongs")
     kwargs = {}
     for f in dataclasses.fields(cls):
         if f.name in data:
             value = data[f.name]
+            base, _, optional = str(f.type).partition(" | ")
+            allowed = _SCALARS.get(base)
+            if allowed and not (isinstance(value, allowed) and not (base != "bool" and isinstance(value, bool))
+                                or value is None and (optional == "None" or base == "float")):
+                raise ValueError(f"{cls.__name__}.{f.name} is {value!r}, not a {base}")
             kwargs[f.name] = math.nan if value is None and f.type == "float" else value
     return cls(**kwargs)
 
@@ -82,10 +94,97 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str], floatfmt: str
     return "\n".join(lines) + "\n"
 
 
+# --- who owns a staging folder or a temporary file ---------------------------------------------------------------
+# Every staging folder, replaced folder and temporary file is named ".<dest>.<kind>-<host>-<pid>-<random>": a
+# cleanup removes only those whose owner is dead (on this host), so two processes writing into one folder never
+# delete each other's work. A staging folder holds COMPLETE once it is whole, so a kill between a replace's two
+# renames is recovered to the newest complete folder.
+STAGING_KINDS = ("staging", "old", "tmp")
+COMPLETE = ".fasteval-complete"
+
+
+def _owner_tag() -> str:
+    import socket
+
+    return f"{socket.gethostname()}-{os.getpid()}-"
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process named in a staging name still runs (a name without an owner, or another host's, counts
+    as dead only when it is a week old: a shared filesystem may hold another machine's live work)."""
+    import socket
+
+    for kind in STAGING_KINDS:
+        marker = f".{kind}-"
+        if marker in name:
+            parts = name.split(marker, 1)[1].rsplit("-", 2)
+            break
+    else:
+        return False
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    host, pid = parts[0], int(parts[1])
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _test_hook(point: str) -> None:
+    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill" or "POINT:sleep=SECONDS"): a SIGKILL or a
+    pause at a named point of the staged writer, as a crash or a slow disk would. Unset, it does nothing."""
+    hook = os.environ.get("FASTEVAL_TEST_HOOK", "")
+    name, _, action = hook.partition(":")
+    if name != point:
+        return
+    if action == "kill":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action.startswith("sleep="):
+        import time
+
+        time.sleep(float(action.split("=", 1)[1]))
+
+
+def clean_stale(folder: Path) -> None:
+    """Remove the staging folders, replaced folders and temporary files in ``folder`` whose owner is dead; where
+    the destination itself is missing (a kill between a replace's two renames), put back the newest complete copy
+    (a staging folder marked COMPLETE, else the replaced one) instead of deleting it."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    entries = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True)
+    for entry in entries:
+        name = entry.name
+        kind = next((k for k in STAGING_KINDS if f".{k}-" in name and name.startswith(".")), None)
+        if kind is None or _owner_alive(name) or not entry.exists():
+            continue
+        dest = folder / name[1:name.index(f".{kind}-")]
+        try:
+            if kind == "staging" and not dest.exists() and (entry / COMPLETE).exists():
+                os.replace(entry, dest)
+                (dest / COMPLETE).unlink(missing_ok=True)
+                continue
+            if kind == "old" and not dest.exists() and (entry / "old").is_dir():
+                os.replace(entry / "old", dest)
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        except OSError:
+            continue  # another process got there first, or the folder is read-only: nothing to do
+
+
 def atomic_write(path: Path, text: str | bytes) -> None:
     """Write ``text`` (str, as UTF-8) or bytes to ``path`` via a temporary file in the same folder and os.replace."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{_owner_tag()}", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8") if isinstance(text, str) else text)
@@ -98,8 +197,9 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         raise
 
 
-def check_writable(folder: Path) -> Path:
-    """Create ``folder`` if needed and prove we can write there; OutputError otherwise."""
+def check_writable(folder: Path, what: str = "the output folder",
+                   fix: str = "pass a writable folder with --out DIR.") -> Path:
+    """Create ``folder`` if needed and prove we can write there; OutputError naming ``what`` and ``fix``."""
     folder = Path(folder).expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -107,8 +207,7 @@ def check_writable(folder: Path) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as err:
-        raise OutputError(f"Cannot write to the output folder {folder}: {err.strerror or err}.",
-                          "pass a writable folder with --out DIR.") from None
+        raise OutputError(f"Cannot write to {what} {folder}: {err.strerror or err}.", fix) from None
     return folder
 
 
@@ -122,17 +221,21 @@ def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> It
     """
     dest = Path(dest).expanduser()
     check_writable(dest.parent)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-{_owner_tag()}", dir=dest.parent))
     try:
         staging.chmod(0o755)  # mkdtemp makes it private (0700); results and caches are meant to be shared
         yield staging
+        _test_hook("staged")
+        (staging / COMPLETE).touch()  # whole: a kill from here on is recovered to this copy (clean_stale)
         if dest.exists() and replace:
-            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-{_owner_tag()}", dir=dest.parent))
             os.replace(dest, trash / "old")
+            _test_hook("between-renames")
             os.replace(staging, dest)
             shutil.rmtree(trash, ignore_errors=True)
         elif not dest.exists():
             os.replace(staging, dest)
+        (dest / COMPLETE).unlink(missing_ok=True)
     except OSError as err:
         raise OutputError(f"Could not write {what} to {dest}: {err.strerror or err}.",
                           "free disk space or pass another folder with --out DIR.") from None

@@ -192,6 +192,9 @@ class OnnxEncoder:
         """Tokens of the prompt alone, less one trailing special token (EOS, SEP) if there is one: what
         sentence-transformers masks out when the pooling has ``include_prompt=False``."""
         enc = self.tokenizer.encode(self.prompt)
+        if self.folder.max_seq_length and len(enc.ids) >= self.folder.max_seq_length:
+            raise ModelError(f"The prompt takes all {self.folder.max_seq_length} tokens {self.folder.path.name} reads: "
+                             "no text would be left.", "pass a shorter --prompt (or none).")
         return len(enc.ids) - (1 if enc.special_tokens_mask and enc.special_tokens_mask[-1] else 0)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:

@@ -7,13 +7,14 @@ Normalize, max length, prompts), Dense weights as ``.npz``, and ``fasteval_expor
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import shutil
 from pathlib import Path
 
 from fasteval.core.choices import DTYPES, check_choice
-from fasteval.core.errors import ModelError, first_line, warn_rebuilt
+from fasteval.core.errors import ModelError, OutputError, first_line, warn_rebuilt
 from fasteval.core.io import staged_folder
 from fasteval.models.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
@@ -52,18 +53,38 @@ def _copy_st_files(folder: ModelFolder, dest: Path) -> None:
 
 def _dense_to_npz(src: Path, target: Path) -> None:
     import numpy as np
-    import torch
 
     if (src / "model.safetensors").exists():
         from safetensors.torch import load_file
-        state = load_file(str(src / "model.safetensors"))
+        try:
+            state = load_file(str(src / "model.safetensors"))
+        except Exception as err:  # noqa: BLE001 - safetensors raises its own types
+            raise ModelError(f"Cannot read the Dense weights {src / 'model.safetensors'}: {first_line(err, 120)}.",
+                             "repair or re-download the model folder.") from None
     elif (src / "pytorch_model.bin").exists():
-        state = torch.load(src / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        state = _safe_torch_load(src / "pytorch_model.bin")
     else:
         raise ModelError(f"Dense module {src} has no weights.", "pass a complete sentence-transformers folder.")
-    arrays = {k.removeprefix("linear."): v.float().numpy() for k, v in state.items()}
+    try:
+        arrays = {k.removeprefix("linear."): v.float().numpy() for k, v in state.items()}
+    except (AttributeError, TypeError, RuntimeError):
+        raise ModelError(f"The Dense weights in {src} are not tensors.", "repair or re-download the model folder.") \
+            from None
     target.parent.mkdir(parents=True, exist_ok=True)
     np.savez(target, **arrays)
+
+
+def _safe_torch_load(path: Path):
+    """A pytorch_model.bin as torch loads it safely (weights_only); one line when it is a pickle torch refuses
+    (transformers then tried TensorFlow and printed 'No module named tensorflow')."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - UnpicklingError, RuntimeError, ...
+        raise ModelError(f"torch will not load {path} safely (weights_only): {first_line(err, 120)}",
+                         "convert the weights to model.safetensors with a trusted copy of the model, or pass an "
+                         "already exported folder (model.onnx + tokenizer.json).") from None
 
 
 def export_info(path: Path) -> dict:
@@ -149,6 +170,9 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
         log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
     if dest.exists():  # an empty --out folder: the staged export takes its place
         dest.rmdir()
+    weights = folder.transformer_path
+    if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
+        _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle is one line, not TensorFlow's
     with staged_folder(dest, replace=False, what="the ONNX export") as staging:
         try:
             with _quiet_exporters():
@@ -157,6 +181,10 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
                             dtype="fp16" if dtype == "fp16" else None,
                             device="cuda" if dtype == "fp16" else "cpu")
         except Exception as err:  # Optimum raises many types; the user needs one line.
+            if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+                raise OutputError(f"No space left on the device of {dest.parent} while exporting "
+                                  f"{folder.path.name}.", "free disk space, or set FASTEVAL_HOME (or --out) to a "
+                                  "folder on a larger disk.") from None
             raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first_line(err)}",
                              "check that the architecture is supported by optimum-onnx, or pass an "
                              "already exported folder (model.onnx + tokenizer.json).") from None
@@ -215,14 +243,21 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, quiet: bool
         root = logging.getLogger()
         level = root.level
         root.setLevel(logging.ERROR)  # its advice to pre-process is for static quantization
+        # onnxruntime writes a shape-inferred copy beside its input: quantize a private copy, never the shared fp32
+        # folder (two int8 runs at once collided there, and a read-only cache failed)
+        private = staging / ".fp32-input"
+        private.mkdir()
+        for item in fp32.glob("model.onnx*"):  # the graph and any external-data file
+            shutil.copy2(item, private / item.name)
         try:
             with _quiet_exporters():
-                quantize_dynamic(str(fp32 / "model.onnx"), str(staging / "model.onnx"), **int8_quantize_kwargs())
+                quantize_dynamic(str(private / "model.onnx"), str(staging / "model.onnx"), **int8_quantize_kwargs())
         except Exception as err:  # onnxruntime raises many types
             raise ModelError(f"onnxruntime could not quantize {folder.path.name} to int8: {first_line(err)}",
                              "use --dtype fp32, or report the model's architecture.") from None
         finally:
             root.setLevel(level)
+            shutil.rmtree(private, ignore_errors=True)
         import onnxruntime
 
         record = {**export_info(fp32), "dtype": "int8", "quantized_from": export_info(fp32).get("onnx_sha256"),

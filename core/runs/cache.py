@@ -2,8 +2,10 @@
 
 ``FASTEVAL_HOME/embeddings/<key>.npz`` holds every text a model embedded under one set of embedding settings.
 Exams embed their texts in the protocol's fixed group order, so a text is always first embedded in the same
-encode call, and a cached run gives the numbers of a fresh one. The cache is derived data: an entry that
-cannot be read (truncated, corrupt, of another shape) is reported in one warning line, deleted and rebuilt.
+encode call, and a cached run gives the numbers of a fresh one. The cache is derived data: an entry is used
+only when it holds its own key, float32 rows of one dimension, finite, one per distinct text; one that is not
+(truncated, corrupt, another key's file copied in, another shape) is reported in one warning line, deleted and
+rebuilt.
 """
 from __future__ import annotations
 
@@ -31,7 +33,12 @@ class EmbeddingCache:
             return EmbeddingTable()
         try:
             with np.load(path, allow_pickle=False) as data:
+                stored = str(data["key"]) if "key" in data else None
                 texts, vectors = [str(t) for t in data["texts"]], np.asarray(data["vectors"])
+            if stored != key:
+                raise ValueError(f"it holds the embeddings of key {stored}" if stored else "it names no key")
+            if vectors.dtype != np.float32 or vectors.ndim != 2 or len(set(texts)) != len(texts):
+                raise ValueError(f"{vectors.dtype} rows of shape {vectors.shape} for {len(texts)} texts")
             table = EmbeddingTable()
             table.add(texts, vectors, who="the cache entry")
             return table
@@ -46,7 +53,7 @@ class EmbeddingCache:
             return
         texts, vectors = zip(*table.items())
         buf = io.BytesIO()
-        np.savez(buf, texts=np.array(texts), vectors=np.stack(vectors))
+        np.savez(buf, key=np.array(key), texts=np.array(texts), vectors=np.stack(vectors).astype(np.float32))
         try:
             atomic_write(path, buf.getvalue())
         except OSError:

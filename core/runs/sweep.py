@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import re
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from fasteval.core.choices import EXECUTORS, OVERWRITE, check_choice
 from fasteval.core.embeddings import describe
 from fasteval.core.errors import FastevalError, InputError
 from fasteval.core.exams.statistics import DEFAULT_RESAMPLES
-from fasteval.core.io import check_writable
+from fasteval.core.io import check_writable, clean_stale
 from fasteval.core.results.model import RESULT_FILE
 from fasteval.core.runs.cache import EmbeddingCache
 
@@ -95,8 +94,10 @@ class Outcome:
 
 def read_result(folder: Path) -> dict[str, Any] | None:
     """The parsed results.json of a finished folder, or None if missing or unreadable."""
+    from fasteval.core.results.read import read_json
+
     try:
-        data = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
+        data = read_json(folder / RESULT_FILE)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("key") else None
@@ -104,9 +105,10 @@ def read_result(folder: Path) -> dict[str, Any] | None:
 
 # --- one job -------------------------------------------------------------------------------------------------
 def clean_stale_staging(out: Path) -> None:
-    """Remove staging folders a killed run left behind (never read as results)."""
-    for stale in list(out.glob("*/.*.staging-*")) + list(out.glob("*/.*.old-*")):
-        shutil.rmtree(stale, ignore_errors=True)
+    """What killed runs left in the results folders (``core.io.clean_stale``: only a dead owner's, recovering a
+    result a kill left between two renames); a concurrent sweep's live staging stays."""
+    for folder in [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]:
+        clean_stale(folder)
 
 
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:

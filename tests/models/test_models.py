@@ -77,6 +77,9 @@ def test_folder_errors(tmp_path, tiny_st_folder):
 
 def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypatch):
     import hashlib
+    import os
+
+    from fasteval.models import folder as F
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     folder = tmp_path / "m"
@@ -84,10 +87,17 @@ def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypat
     (folder / "a").write_text("x")
     first = content_hash(folder)
     assert first == hashlib.sha256(b"a\0x\0").hexdigest()
+    assert not (tmp_path / "home" / "hashes.json").exists(), "a small model is hashed at every load"
+    stat = (folder / "a").stat()
+    (folder / "a").write_text("z")  # same size, same mtime: only its bytes tell
+    os.utime(folder / "a", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert content_hash(folder) == hashlib.sha256(b"a\0z\0").hexdigest()
+    monkeypatch.setattr(F, "MEMO_MIN_BYTES", 0)  # a multi-GB model: remembered by size and mtime
+    remembered = content_hash(folder)
     assert (tmp_path / "home" / "hashes.json").exists()
-    assert content_hash(folder) == first  # from the memo
+    assert content_hash(folder) == remembered  # from the memo
     (folder / "a").write_text("yy")
-    assert content_hash(folder) != first, "a changed size or mtime is hashed again"
+    assert content_hash(folder) != remembered, "a changed size or mtime is hashed again"
 
 
 def test_encoder_matches_sentence_transformers(tiny_encoder, tiny_st_folder):
