@@ -68,6 +68,14 @@ def typed(cls, data: dict[str, Any]):
     return cls(**kwargs)
 
 
+def rows_of(d: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """A result's list of rows; ValueError when it is missing or empty (not a readable result)."""
+    rows = d[key]
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"empty or malformed {key!r}")
+    return rows
+
+
 def dumps(obj: Any) -> str:
     """Strict JSON: NaN/inf become null, and anything else non-standard raises."""
     return json.dumps(to_jsonable(obj), indent=1, allow_nan=False, ensure_ascii=False) + "\n"

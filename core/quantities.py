@@ -220,7 +220,7 @@ def distances(anchor: ParsedQuantity, quantities: list[ParsedQuantity]) -> list[
     return out
 
 
-def format_quantity(value: float, unit: str, significant: int) -> str:
+def format_gap(value: float, unit: str, significant: int) -> str:
     """``value`` ``unit`` with ``significant`` digits (at least 3): plain digits between 1e-4 and 1e15, else
     scientific ("1998 m", "0.3 m", "9.46e+25 Å"); pint's short unit symbol."""
     q = registry().Quantity(float(f"{value:.{max(3, min(significant, 15))}g}"), unit)

@@ -30,7 +30,11 @@ class ExamInputs:
     protocol: Any = None  # a Protocol (None: the paper's)
     bootstrap: int = 0
     token_ids: Callable[[list[str]], list[list[int]] | None] | None = None  # the model's own tokenizer
-    rewrite: Callable[[str], str] = str  # what the encoder was given for each protocol text
+    rewrite: Callable[[str], str] | None = None  # what the encoder was given instead of each text (None: itself)
+
+    def embedded(self, texts) -> list[str] | None:
+        """What the encoder was given for ``texts`` where that differs from them (--normalize-quantities)."""
+        return None if self.rewrite is None else [self.rewrite(t) for t in texts or []]
     _similarities: dict | None = field(default=None, repr=False)
 
     def similarities(self) -> dict:

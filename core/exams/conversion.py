@@ -19,8 +19,7 @@ import numpy as np
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.exams.geometry import _rows
-from fasteval.core.io import csv_text, typed
+from fasteval.core.io import csv_text, rows_of, typed
 
 SUMMARY_KEYS = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
 GALLON_NOTE = ("liter ↔ gallon uses pint's US gallon (B = A / 3.785411784); the paper's curve multiplied by "
@@ -61,7 +60,7 @@ class ConversionResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "ConversionResult":
-        return cls(metric=d.get("metric", "cos"), rows=[typed(ConversionRow, r) for r in _rows(d, "rows")],
+        return cls(metric=d.get("metric", "cos"), rows=[typed(ConversionRow, r) for r in rows_of(d, "rows")],
                    notes=d.get("notes") or [])
 
     def summary(self) -> dict[str, float]:
@@ -123,7 +122,11 @@ def _groups() -> list[list[str]]:
 
 
 def _run(inputs: ExamInputs) -> ConversionResult:
-    return run_conversion(inputs.table, metric=inputs.metric)
+    result = run_conversion(inputs.table, metric=inputs.metric)
+    for row in result.rows:
+        row.embedded_a, row.embedded_b, row.embedded_traps = (inputs.embedded(texts)
+                                                              for texts in (row.texts_a, row.texts_b, row.traps))
+    return result
 
 
 EXAM = Exam(

@@ -122,11 +122,6 @@ class DriftReport:
             "neighbourhood_agreement": self.neighbourhood_agreement, **self.physscore})
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
 def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: dict[str, np.ndarray],
                 cand: dict[str, np.ndarray], failed: dict[str, str] | None = None,
                 threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False) -> DriftReport:
@@ -140,7 +135,9 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         raise InputError(f"{len(texts)} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
     if not texts:
         raise InputError("No text could be embedded by both encoders.", "check both models (see the failed groups).")
-    a, b = _unit(np.stack([ref[t] for t in texts])), _unit(np.stack([cand[t] for t in texts]))
+    from fasteval.core.embeddings import normalize_rows
+
+    a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
     if a.shape[1] != b.shape[1]:
         cos = np.full(len(texts), np.nan)  # another dimension: no per-text cosine, the geometry still compares
     else:

@@ -15,7 +15,7 @@ from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.exams import Exam, ExamInputs
 from fasteval.core.exams.cell_similarities import cell_similarities
-from fasteval.core.io import csv_text, typed
+from fasteval.core.io import csv_text, rows_of, typed
 
 
 @dataclass
@@ -95,7 +95,7 @@ class Exam1Result:
 
     @classmethod
     def from_json(cls, d: dict) -> "Exam1Result":
-        return cls(metric=d.get("metric", "cos"), cells=[typed(CellResult, c) for c in _rows(d, "cells")],
+        return cls(metric=d.get("metric", "cos"), cells=[typed(CellResult, c) for c in rows_of(d, "cells")],
                    heatmaps=d.get("heatmaps") or {}, digits_words=d.get("digits_words") or {},
                    conversions=[typed(ConversionCurve, c) for c in d.get("conversions") or []],
                    intervals=d.get("intervals") or {}, bootstrap=d.get("bootstrap"),
@@ -304,14 +304,6 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
 
 
 # --- the exam's record: files, printout, MTEB scores ----------------------------------------------------------
-def _rows(d: dict, key: str) -> list[dict]:
-    """A result's list of rows; ValueError when it is missing or empty (not a readable result)."""
-    rows = d[key]
-    if not isinstance(rows, list) or not rows:
-        raise ValueError(f"empty or malformed {key!r}")
-    return rows
-
-
 EXTENSION_COLUMNS = ("tau_ci_low", "tau_ci_high", "pacc_ci_low", "pacc_ci_high", "strict_tau", "all_anchors_tau")
 
 
@@ -354,8 +346,11 @@ def mteb_scores(result: Exam1Result) -> dict[str, float]:
 
 
 def _run(inputs: ExamInputs) -> Exam1Result:
-    return run_exam1(inputs.table, metric=inputs.metric, similarities=inputs.similarities(),
-                     bootstrap=inputs.bootstrap, protocol=inputs.protocol)
+    result = run_exam1(inputs.table, metric=inputs.metric, similarities=inputs.similarities(),
+                       bootstrap=inputs.bootstrap, protocol=inputs.protocol)
+    for cell in result.cells:
+        cell.embedded = inputs.embedded(cell.texts)
+    return result
 
 
 EXAM = Exam(

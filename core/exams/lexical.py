@@ -11,8 +11,7 @@ import numpy as np
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.exams.geometry import _rows
-from fasteval.core.io import csv_text, typed
+from fasteval.core.io import csv_text, rows_of, typed
 
 REFERENCES = ("char_lev", "token_lev", "num_dist")
 PIVOT_COLUMNS = ("all", "float-float", "float-int", "int-int")
@@ -43,7 +42,7 @@ class Exam2Result:
 
     @classmethod
     def from_json(cls, d: dict) -> "Exam2Result":
-        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam2Row, r) for r in _rows(d, "rows")],
+        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam2Row, r) for r in rows_of(d, "rows")],
                    token_ids_available=d.get("token_ids_available", True), notes=d.get("notes") or [])
 
     def pivot(self) -> dict[str, dict[str, float]]:
@@ -135,7 +134,8 @@ def mteb_scores(result: Exam2Result) -> dict[str, float]:
 
 
 def _run(inputs: ExamInputs) -> Exam2Result:
-    seen = [inputs.rewrite(t) for t in P.exam2_groups()[0]]  # the texts the model saw
+    texts = P.exam2_groups()[0]
+    seen = inputs.embedded(texts) or texts  # the texts the model saw
     return run_exam2(inputs.table, inputs.token_ids(seen) if inputs.token_ids else None, metric=inputs.metric)
 
 

@@ -11,9 +11,8 @@ import numpy as np
 from fasteval.core import protocol as P
 from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.exams.geometry import _rows
 from fasteval.core.exams.cell_similarities import cell_similarities
-from fasteval.core.io import csv_text, typed
+from fasteval.core.io import csv_text, rows_of, typed
 
 METRIC_KEYS = ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")
 
@@ -44,7 +43,7 @@ class Exam3Result:
 
     @classmethod
     def from_json(cls, d: dict) -> "Exam3Result":
-        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam3Row, r) for r in _rows(d, "rows")],
+        return cls(metric=d.get("metric", "cos"), rows=[typed(Exam3Row, r) for r in rows_of(d, "rows")],
                    alphas=d.get("alphas") or {})
 
     def summary(self) -> dict[str, float]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fasteval.core.errors import InputError
-from fasteval.core.quantities import ParsedQuantity, delta_unit, distances, format_quantity, parse_quantity
+from fasteval.core.quantities import ParsedQuantity, delta_unit, distances, format_gap, parse_quantity
 
 # The most candidates one check takes (its pairs are O(n^2)) and the discordant pairs listed by default.
 MAX_CHECK_CANDIDATES = 1000
@@ -68,7 +68,7 @@ class CheckResult:
             unit = delta_unit(parse_quantity(farther).unit)
             gap_q = registry().Quantity(gap, by_text[farther].unit).to(unit)
             lines.append(f"{farther} is more similar than {closer}, but "
-                         f"{format_quantity(gap_q.magnitude, str(gap_q.units), self.significant)} farther")
+                         f"{format_gap(gap_q.magnitude, str(gap_q.units), self.significant)} farther")
         return lines
 
     def to_json(self) -> dict:

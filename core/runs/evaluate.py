@@ -14,7 +14,7 @@ from typing import Any
 from fasteval.core import protocol as P
 from fasteval.core.choices import BATCHINGS, SIMILARITIES, check_choice
 from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
-from fasteval.core.exams import ExamInputs, exam, for_protocol, protocol_groups, selected
+from fasteval.core.exams import ExamInputs, for_protocol, protocol_groups, selected
 from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
 from fasteval.core.protocol.loading import load_protocol
 from fasteval.core.protocol.spec import Protocol
@@ -99,29 +99,16 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     for e in chosen:
         with timed(e.key):
             result.exams[e.key] = e.run(inputs)
-    if normalize_quantities:
-        _record_embedded(result, rewrite)
     usage = getattr(view.encoder, "usage", None)  # a served model: what it sent and got
     if usage is not None and callable(getattr(usage, "as_dict", None)):
         result.usage = usage.as_dict()
     return result
 
 
-def _rewrite(normalize_quantities: bool) -> Callable[[str], str]:
-    """What the encoder is given for each protocol text."""
+def _rewrite(normalize_quantities: bool) -> Callable[[str], str] | None:
+    """What the encoder is given instead of each protocol text (None: the text itself)."""
     if not normalize_quantities:
-        return lambda text: text
+        return None
     from fasteval.core.quantities import canonical_text
 
     return canonical_text
-
-
-def _record_embedded(result: ModelResult, rewrite: Callable[[str], str]) -> None:
-    """Beside each recorded text, what the encoder was given for it (the canonical forms)."""
-    exam1 = result.exams.get(exam(1).key)
-    for cell in exam1.cells if exam1 is not None else []:
-        cell.embedded = [rewrite(t) for t in cell.texts or []]
-    conversion = result.exams.get(exam("conversion").key)
-    for row in conversion.rows if conversion is not None else []:
-        row.embedded_a, row.embedded_b, row.embedded_traps = ([rewrite(t) for t in texts or []]
-                                                              for texts in (row.texts_a, row.texts_b, row.traps))
