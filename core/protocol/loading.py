@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fasteval.core.protocol.grids import logspace
 from fasteval.core.protocol.rendering import NUMBER_FORMATS, PLURAL_RULES, format_value
 from fasteval.core.protocol.spec import (
     Language, Protocol, ProtocolError, Quantity, Range, Variant,
@@ -223,9 +224,12 @@ def _range(spec: dict, k: int, fail, languages: dict, quantity_names: set[str]) 
         elif gen == "step":
             s = spec["step"]
             values = np.arange(s["start"], s["stop"], s["step"])
-        else:
+        elif gen == "linspace":
             s = spec[gen]
-            values = getattr(np, gen)(s["start"], s["stop"], int(s["num"]))
+            values = np.linspace(s["start"], s["stop"], int(s["num"]))
+        else:  # built exactly: numpy's logspace differs in the last bit between instruction sets
+            s = spec[gen]
+            values = logspace(s["start"], s["stop"], int(s["num"]))
     except (KeyError, TypeError, ValueError) as err:
         raise fail(f"{key}.{gen}", f"cannot generate values ({type(err).__name__}: {err})",
                    "give start, stop and step (or num) as numbers") from None

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fasteval.core.protocol.grids import logspace
 from fasteval.core.quantities import convert, plural_unit
 
 PROTOCOL_VERSION = "paper-1"
@@ -109,7 +110,7 @@ CONVERSION_PAIRS: tuple[ConversionPair, ...] = (
 
 def conversion_values() -> np.ndarray:
     """40 log-spaced A values from 1e-2 to 1e3."""
-    return np.logspace(-2, 3, 40)
+    return logspace(-2, 3, 40)
 
 
 def _convert(value: float, factor: float) -> float:
@@ -166,7 +167,7 @@ PROBE_TEST_FRACTION = 0.35
 PROBE_MIN_TEST = 4
 PROBE_N_SPLITS = 5
 PROBE_SEED = 12345
-PROBE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-2, 4, 13))
+PROBE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in logspace(-2, 4, 13))
 
 
 def probe_split(n: int, split: int) -> tuple[np.ndarray, np.ndarray]:

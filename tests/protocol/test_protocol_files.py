@@ -22,8 +22,24 @@ def paper_values_by_formula(name: str) -> np.ndarray:
         "medium_0_1000": lambda: np.arange(0, 1001, 50).astype(float),
         "log_1_100k": lambda: np.unique(np.round(np.logspace(0, 5, 25))).astype(int).astype(float),
         "sign_split": lambda: np.arange(-100, 101, 10).astype(float),
-        "scientific": lambda: np.logspace(-6, 6, 25),
+        # 10 ** (k / 2) by the C library's pow, not numpy's vectorised power (its last bit depends on the CPU)
+        "scientific": lambda: np.array([10.0 ** (k / 2) for k in range(-12, 13)]),
     }[name]()
+
+
+@pytest.mark.parametrize("start, stop, num", [(-6, 6, 25), (0, 5, 25), (-2, 3, 40), (-2, 4, 13), (-3.7, 8.1, 57)])
+def test_logspace_grids_are_the_correctly_rounded_powers_on_every_cpu(start, stop, num):
+    """The protocol's logspace is 10 ** e correctly rounded (decimal arithmetic in software), so it cannot depend
+    on the instruction set: the C library's pow (correctly rounded on these grids) agrees bit for bit, and numpy's
+    logspace, whose vectorised power differs per CPU, is within one unit in the last place."""
+    from fasteval.core.protocol.grids import logspace
+
+    got = logspace(start, stop, num)
+    exponents = np.linspace(start, stop, num)
+    assert [float(v) for v in got] == [10.0 ** float(e) for e in exponents]
+    assert all(v == float(f"1e{int(e)}") for e, v in zip(exponents, got) if float(e).is_integer())
+    np.testing.assert_array_max_ulp(got, np.logspace(start, stop, num), maxulp=1)
+    assert logspace(-6, 6, 25)[2] == 1e-05
 
 
 def test_the_paper_protocol_file_is_the_paper():
