@@ -5,10 +5,7 @@ Importing this package is cheap: numba, onnxruntime and torch load only when a c
 """
 
 import importlib
-import importlib.abc
-import importlib.util
 import logging
-import sys
 
 __version__ = "0.1.0"
 
@@ -16,49 +13,26 @@ __version__ = "0.1.0"
 # that embeds fasteval configures logging as it likes (the records propagate to its root logger).
 logging.getLogger("fasteval").addHandler(logging.NullHandler())
 
+# The public names, each loaded on first use (PEP 562), so `import fasteval` (and `fasteval --help`) never pulls
+# in numba, onnxruntime or torch: name -> (module, attribute; None for the module itself).
+_LAZY = {
+    "evaluate": (".core.runs.evaluate", "evaluate"),
+    "check": (".core.runs.check", "check"),
+    "drift": (".core.runs.drift", "drift"),
+    "load_model": (".models.loader", "load_model"),
+    "mteb": (".core.mteb", None),  # the MTEB integration (the mteb extra); its import path is fasteval.core.mteb
+}
 
-class _PublicName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """``fasteval.mteb`` is the public name of ``fasteval.core.mteb``: importing either gives the one module (one
-    file, one module object, so one ``MtebEncoder`` class). Nothing is loaded before the name is imported."""
-
-    ALIASES = {"fasteval.mteb": "fasteval.core.mteb"}
-
-    def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_loader(name, self) if name in self.ALIASES else None
-
-    def create_module(self, spec):
-        return importlib.import_module(self.ALIASES[spec.name])
-
-    def exec_module(self, module) -> None:
-        """The module ran when ``create_module`` imported it under its own name."""
-
-
-if not any(isinstance(f, _PublicName) for f in sys.meta_path):
-    sys.meta_path.append(_PublicName())
-
-__all__ = ["check", "drift", "evaluate", "load_model", "mteb", "__version__"]
+__all__ = [*_LAZY, "__version__"]
 
 
 def __getattr__(name: str):
-    # Lazy, so `import fasteval` (and `fasteval --help`) never pulls in numba, onnxruntime or torch.
-    if name == "evaluate":
-        from fasteval.core.runs.evaluate import evaluate
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fasteval' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module, __name__)
+    return value if attribute is None else getattr(value, attribute)
 
-        return evaluate
-    if name == "check":
-        from fasteval.core.runs.check import check
 
-        return check
-    if name == "drift":
-        from fasteval.core.runs.drift import drift
-
-        return drift
-    if name == "mteb":  # the MTEB integration (fasteval.mteb; the mteb extra)
-        import importlib
-
-        return importlib.import_module("fasteval.mteb")
-    if name == "load_model":
-        from fasteval.models.loader import load_model
-
-        return load_model
-    raise AttributeError(f"module 'fasteval' has no attribute {name!r}")
+def __dir__():
+    return sorted([*globals(), *_LAZY])

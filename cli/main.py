@@ -15,8 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from fasteval.core import choices
-from fasteval.core.errors import FastevalError, first_line
+from ..core import choices
+from ..core.errors import FastevalError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
@@ -189,20 +189,20 @@ def sweep(
     Resumable: a rerun skips every model already done under the same settings and redoes the rest.
     """
     with user_errors("finished models are kept, the interrupted one is redone on rerun."):
-        from fasteval.cli import printing
-        from fasteval.core.io import check_writable
+        from . import printing
+        from ..core.io import check_writable
 
-        from fasteval.core.exams import for_protocol
-        from fasteval.core.protocol.loading import load_protocol
+        from ..core.exams import for_protocol
+        from ..core.protocol.loading import load_protocol
 
         # a bad protocol file or exam selection fails here, before anything is written
         chosen = for_protocol(load_protocol(protocol), exams)
         out = check_writable(out)
-        from fasteval.core.results.model import RESULT_FILE
-        from fasteval.core.results.read import load_result
-        from fasteval.core.runs.sweep import Job, read_models_file, run_sweep
-        from fasteval.models.loader import load_model
-        from fasteval.models.registry import DEFAULT_MODEL, fasteval_home
+        from ..core.results.model import RESULT_FILE
+        from ..core.results.read import load_result
+        from ..core.runs.sweep import Job, read_models_file, run_sweep
+        from ..models.loader import load_model
+        from ..models.registry import DEFAULT_MODEL, fasteval_home
 
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
@@ -276,8 +276,8 @@ def check_command(
 
     Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
     with user_errors("nothing was written."):
-        from fasteval.core.errors import InputError
-        from fasteval.core.runs.sweep import read_models_file
+        from ..core.errors import InputError
+        from ..core.runs.sweep import read_models_file
 
         if quantities and file:
             raise InputError("fasteval check got quantities both as arguments and with --file.",
@@ -286,20 +286,20 @@ def check_command(
         if not texts:
             raise InputError("fasteval check needs an anchor and two or more candidates.",
                              "pass them as arguments or with --file FILE (one a line, the anchor first).")
-        from fasteval.core.exams.quantity_check import parse_check_inputs
+        from ..core.exams.quantity_check import parse_check_inputs
 
         parse_check_inputs(texts[0], texts[1:])  # bad input fails before a model is loaded
-        from fasteval.cli import printing
-        from fasteval.core.runs.check import check
-        from fasteval.models.loader import load_model
-        from fasteval.models.registry import DEFAULT_MODEL
+        from . import printing
+        from ..core.runs.check import check
+        from ..models.loader import load_model
+        from ..models.registry import DEFAULT_MODEL
 
         encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out,
                              served=_served(api_key_env, concurrency, request_timeout, retries, None))
         result = check(encoder, texts[0], texts[1:], metric=similarity.value,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
-            from fasteval.core.io import dumps
+            from ..core.io import dumps
 
             typer.echo(dumps(result.to_json()).rstrip())
         else:
@@ -310,7 +310,7 @@ def check_command(
 def protocols_command() -> None:
     """List the built-in protocols and what each one measures (run one with `fasteval sweep --protocol NAME`)."""
     with user_errors():
-        from fasteval.core.protocol.loading import builtin_names, load_protocol
+        from ..core.protocol.loading import builtin_names, load_protocol
 
         for name in builtin_names():
             p = load_protocol(name)
@@ -326,7 +326,7 @@ def protocols_command() -> None:
 @app.command()
 def models() -> None:
     """List the paper's 24 models: pooling, dimension, offline source, cached here, and notes."""
-    from fasteval.models.registry import REGISTRY, is_cached
+    from ..models.registry import REGISTRY, is_cached
 
     show = (lambda v: "?" if v is None else str(v))
     typer.echo(f"{'name':<39} {'batch':<8} {'pooling':<9} {'dim':>5}  {'source':<7} {'cached':<6} "
@@ -352,7 +352,7 @@ def export_command(
 ) -> None:
     """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
     with user_errors():
-        from fasteval.models.loader import export_model, load_model
+        from ..models.loader import export_model, load_model
 
         dest = export_model(model, out=out, dtype=dtype.value, quiet=quiet)
         if Path(model).expanduser().resolve() == dest:
@@ -360,7 +360,7 @@ def export_command(
             return
         typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
         if dtype is not DType.fp32:
-            from fasteval.core.runs.drift import drift
+            from ..core.runs.drift import drift
 
             reference = load_model(str(export_model(model, quiet=quiet)), quiet=quiet)
             report = drift(reference, load_model(str(dest), quiet=quiet), conformance=False, resamples=0)
@@ -382,7 +382,7 @@ def report_command(
 ) -> None:
     """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
     with user_errors():
-        from fasteval.core.report.build import build_report
+        from ..core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
                            png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True),
@@ -405,8 +405,8 @@ def compare_command(
 ) -> None:
     """Is one model's Table 1 tau really higher than another's? A paired bootstrap for every pair of models."""
     with user_errors("nothing was written."):
-        from fasteval.cli import printing
-        from fasteval.core.report.compare import run_compare
+        from . import printing
+        from ..core.report.compare import run_compare
 
         comparison, dest = run_compare(results_dir, out=out, resamples=bootstrap, png=png,
                                        warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
@@ -440,14 +440,14 @@ def bench_command(
 ) -> None:
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
     with user_errors("no numbers were written."):
-        from fasteval.core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
-        from fasteval.core.runs.bench import usable_cores
-        from fasteval.models.loader import load_model
-        from fasteval.models.registry import DEFAULT_MODEL
+        from ..core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
+        from ..core.runs.bench import usable_cores
+        from ..models.loader import load_model
+        from ..models.registry import DEFAULT_MODEL
 
         sizes = parse_int_list(batch_sizes, "--batch-sizes")
         counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
-        from fasteval.core.exams import parse_exams
+        from ..core.exams import parse_exams
 
         chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
         result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
@@ -495,13 +495,13 @@ def drift_command(
     """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
     --fail-below / --fail-on-collisions, 2: bad input."""
     with user_errors("nothing was written."):
-        from fasteval.core.io import dumps
-        from fasteval.core.report.build import write_folder
-        from fasteval.core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
-        from fasteval.models.loader import load_model
+        from ..core.io import dumps
+        from ..core.io import write_output_folder
+        from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
+        from ..models.loader import load_model
 
         if fail_below is not None and not 0 < fail_below <= 1:
-            from fasteval.core.errors import InputError
+            from ..core.errors import InputError
 
             raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
         served = _served(api_key_env, concurrency, request_timeout, retries, None)
@@ -514,7 +514,7 @@ def drift_command(
                        fail_on_collisions=fail_on_collisions, resamples=bootstrap, labels=(reference, candidate),
                        on_step=lambda name: _say(quiet or json_out, f"fasteval: drift: {name}"))
         if out is not None:
-            write_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
+            write_output_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
         typer.echo(dumps(report.to_json()).rstrip() if json_out else drift_text(report))
     raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions))
 

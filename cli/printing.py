@@ -27,7 +27,7 @@ def variants_text(summary: dict) -> str:
 
 def print_result(result) -> None:
     """Each exam's printout (the notebook's), in registry order, then the Table 1 row."""
-    from fasteval.core.exams import registry
+    from ..core.exams import registry
 
     metric = result.settings.get("similarity", "cos")
     blocks = [(e.title.format(model=result.model, metric=metric), e.text(result.exams[e.key]))
@@ -61,8 +61,8 @@ def caveats_text(s: dict) -> str:
 
 def print_summary(outcomes) -> None:
     """One Table 1 row per model of the sweep (computed here, or read back from its folder)."""
-    from fasteval.core.results.model import RESULT_FILE
-    from fasteval.core.results.read import load_result
+    from ..core.results.model import RESULT_FILE
+    from ..core.results.read import load_result
 
     echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
     for o in outcomes:
@@ -78,7 +78,7 @@ def print_summary(outcomes) -> None:
 
 def short_unit(unit: str) -> str:
     """pint's abbreviation of a unit name ("kilometer" -> "km")."""
-    from fasteval.core.quantities import registry
+    from ..core.quantities import registry
 
     return f"{registry().Unit(unit):~P}"
 

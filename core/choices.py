@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fasteval.core.errors import InputError
+from .errors import InputError
 
 # Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance.
 SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
@@ -50,3 +50,32 @@ def check_choice(value: str, choices: Iterable[str], what: str, flag: str | None
         where = f" with {flag}" if flag else ""
         raise InputError(f"Unknown {what} {value!r}.", f"pass one of {', '.join(map(str, choices))}{where}.")
     return value
+
+
+def is_url(name: object) -> bool:
+    """Whether a --model value names a served model (``http://`` or ``https://``)."""
+    return isinstance(name, str) and name.lower().startswith(("http://", "https://"))
+
+
+def public_url(url: str) -> str:
+    """``url`` as it may be shown or written: scheme, host, port and path; no user:password@ and no query string
+    (API keys travel in both), whatever the URL's shape (one without a host keeps no part of its authority)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is not a number
+        return "<an unreadable URL>"
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def public_model(spec: object) -> str:
+    """A --model value as it may be shown or written: a URL[#MODEL] without credentials, anything else as it is."""
+    if not is_url(spec):
+        return str(spec)
+    url, hash_, model = str(spec).partition("#")
+    return public_url(url) + hash_ + model

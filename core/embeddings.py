@@ -7,11 +7,14 @@
 * ``name: str`` - the model's name in results (default: the class name);
 * ``info: dict`` - the settings that change an embedding (hashes, provider, pooling, ...); they go into the
   result key, and an encoder without them never shares cached embeddings;
-* an MTEB model (``encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=...)``) is adapted by
-  ``fasteval.mteb.MtebEncoder`` (needs the mteb extra);
 * ``token_ids(list[str]) -> list[list[int]]`` - the model's own token ids without special tokens (Exam 2's
   token Levenshtein). Without it, a Hugging Face style ``tokenizer.encode(text, add_special_tokens=False)`` is
-  used when there is one; else token Levenshtein is reported as missing.
+  used when there is one; else token Levenshtein is reported as missing;
+* ``tokenizer`` - see ``token_ids``;
+* ``usage`` - a served model's account of what it sent and got (``as_dict()``), recorded in the result.
+
+What a user hands fasteval (a name, a folder, a URL, an MTEB model, ...) becomes such an encoder through the one
+door, ``fasteval.core.encoders.as_encoder``.
 
 **Embedding.** Groups are encoded in protocol order; a group's texts that an earlier group already embedded
 are taken from the table, the rest go to the encoder in one call, so the first occurrence of every text is
@@ -25,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from fasteval.core.errors import InputError
+from .errors import InputError
 
 # sentence-transformers' normalize_embeddings (torch.nn.functional.normalize): x / max(||x||, eps).
 NORM_EPS = 1e-12
@@ -33,9 +36,19 @@ NORM_EPS = 1e-12
 
 @runtime_checkable
 class Encoder(Protocol):
-    """Required: ``encode``. Optional: ``name``, ``info``, ``token_ids`` (see the module docstring)."""
+    """Required: ``encode``. Optional, read by ``describe`` only: ``name``, ``info``, ``token_ids``,
+    ``tokenizer``, ``usage`` (``DescribedEncoder``; see the module docstring)."""
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+class DescribedEncoder(Encoder, Protocol):
+    """An encoder with every optional part of the contract (fasteval's own encoders)."""
+    name: str
+    info: dict[str, Any]
+    usage: Any
+
+    def token_ids(self, texts: list[str]) -> list[list[int]] | None: ...
 
 
 @dataclass
@@ -45,6 +58,7 @@ class EncoderView:
     name: str
     info: dict[str, Any] = field(default_factory=dict)
     token_ids: Callable[[list[str]], list[list[int]]] | None = None
+    usage: Any = None  # a served model's usage (``as_dict()``), else None
 
 
 def describe(encoder: Any, name: str | None = None) -> EncoderView:
@@ -52,23 +66,26 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
     if not callable(getattr(encoder, "encode", None)):
         raise InputError(f"{type(encoder).__name__} has no encode() method.",
                          "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
-    if _is_mteb_encoder(encoder):  # MTEB's protocol: the runs adapt it (fasteval.mteb.as_encoder) before here
+    if follows_mteb_protocol(encoder):  # every entry point adapts it (core.encoders) before here
         raise InputError(f"{type(encoder).__name__} follows MTEB's encoder protocol (encode(DataLoader, ...)).",
-                         "pass it to fasteval.evaluate or fasteval.check, or wrap it: fasteval.mteb.as_encoder(model).")
+                         "adapt it first: fasteval.core.encoders.as_encoder(model).")
     info = getattr(encoder, "info", None)
     token_ids = getattr(encoder, "token_ids", None)
     if not callable(token_ids):
         token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
+    usage = getattr(encoder, "usage", None)
     return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
-                       info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids)
+                       info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids,
+                       usage=usage if callable(getattr(usage, "as_dict", None)) else None)
 
 
-def _is_mteb_encoder(encoder: Any) -> bool:
+def follows_mteb_protocol(encoder: Any) -> bool:
+    """MTEB's encoder protocol: ``encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=...)``."""
     import inspect
 
     try:
         return "task_metadata" in inspect.signature(encoder.encode).parameters
-    except (TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError):
         return False
 
 

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from fasteval.core.errors import OutputError
+from .errors import OutputError
+
+RESULT_FILE = "results.json"  # one result folder's main file (core/results reads and writes it)
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None."""
@@ -263,3 +265,30 @@ def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "
             else:
                 target.write_text(content, encoding="utf-8")
     return Path(dest).expanduser()
+
+
+def write_output_folder(dest: Path, files: dict[str, str | bytes], what: str, marker: str) -> Path:
+    """``write_result_folder`` for a folder the user names (``--out`` of report, compare, drift): it refuses to
+    replace a folder that we did not write, one that is neither empty nor an earlier output of this kind
+    (holding ``marker``: report.html, comparison.csv, drift.json) or that holds a result."""
+    dest = Path(dest).expanduser()
+    if not _is_replaceable(dest, marker):
+        raise OutputError(f"{dest} exists and is not an earlier output of {what}; not replacing it.",
+                          "pass an empty or new folder with --out DIR.")
+    return write_result_folder(dest, files, what=what)
+
+
+def _is_replaceable(dest: Path, marker: str) -> bool:
+    if not dest.exists():
+        return True
+    if not dest.is_dir() or any(dest.rglob(RESULT_FILE)):
+        return False
+    return not any(dest.iterdir()) or (dest / marker).is_file()
+
+
+def fasteval_home() -> Path:
+    """The cache root: $FASTEVAL_HOME, else $XDG_CACHE_HOME/fasteval, else ~/.cache/fasteval."""
+    if os.environ.get("FASTEVAL_HOME"):
+        return Path(os.environ["FASTEVAL_HOME"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "fasteval"

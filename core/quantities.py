@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fasteval.core.errors import InputError
+from .errors import InputError
 
 TON_NOTE = ("'ton' is read as the metric tonne (1000 kg), as the paper uses it; pint's default 'ton' is the "
             "short ton (907.18474 kg): write 'short ton' for that one")

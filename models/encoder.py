@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fasteval.core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
-from fasteval.core.errors import ModelError, first_line
-from fasteval.models.folder import ModelFolder
-from fasteval.core.embeddings import normalize_rows
-from fasteval.models.pooling import dense, pool
+from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
+from ..core.errors import ModelError, first_line
+from .folder import ModelFolder
+from ..core.embeddings import normalize_rows
+from .pooling import dense, pool
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import logging
 import shutil
 from pathlib import Path
 
-from fasteval.core.choices import DTYPES, check_choice
-from fasteval.core.errors import ModelError, OutputError, first_line, warn_rebuilt
-from fasteval.core.io import staged_folder
-from fasteval.models.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
+from ..core.choices import DTYPES, check_choice
+from ..core.errors import ModelError, OutputError, first_line, warn_rebuilt
+from ..core.io import staged_folder
+from .folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from fasteval.core.errors import ModelError, first_line
+from ..core.errors import ModelError, first_line
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                 "pytorch_model.bin.index.json")
@@ -231,7 +231,7 @@ def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
     """A hash: computed now for anything under MEMO_MIN_BYTES; beyond, remembered by (path, sizes, mtimes) in
     FASTEVAL_HOME/hashes.json, so a multi-GB model is read once, not at every load (any change of size or
     mtime recomputes it)."""
-    from fasteval.models.home import fasteval_home
+    from .home import fasteval_home
 
     if size < MEMO_MIN_BYTES:
         return compute()
@@ -247,7 +247,7 @@ def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
     except FileNotFoundError:
         memo = {}
     except (OSError, ValueError) as err:  # derived data: rebuilt from the files themselves
-        from fasteval.core.errors import warn_rebuilt
+        from ..core.errors import warn_rebuilt
 
         warn_rebuilt("hash memo", memo_path, err)
         memo = {}
@@ -257,7 +257,7 @@ def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
     value = compute()
     memo[key] = {"signature": signature, "sha256": value}
     try:
-        from fasteval.core.io import atomic_write
+        from ..core.io import atomic_write
 
         atomic_write(memo_path, json.dumps(memo))
     except OSError:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import logging
 
-from fasteval.core.choices import BATCHINGS
-from fasteval.core.errors import ModelError
-from fasteval.models.encoder import OnnxEncoder
-from fasteval.models.export import export, export_info, load_export
-from fasteval.models.folder import content_hash, ModelFolder, file_hash, load_folder
-from fasteval.models.home import writable_home
-from fasteval.models.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
+from ..core.choices import BATCHINGS
+from ..core.errors import ModelError
+from .encoder import OnnxEncoder
+from .export import export, export_info, load_export
+from .folder import content_hash, ModelFolder, file_hash, load_folder
+from .home import writable_home
+from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     ``encode``, none by default. ``URL[#MODEL]`` is a ServedEncoder (``fasteval.models.served``) with
     ``batch_size`` and the client options in ``served`` (``api_key_env``, ``concurrency``, ``timeout``,
     ``retries``, ``tokenizer``; local models ignore them)."""
-    from fasteval.models.served import ServedEncoder, is_url
+    from .served import ServedEncoder, is_url
 
     if is_url(name):
         if dtype != "fp32" or prompt or prompt_name or batching != BATCHINGS[0]:

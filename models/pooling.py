@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fasteval.models.folder import DenseLayer, PoolingConfig
+from .folder import DenseLayer, PoolingConfig
 
 
 def pool_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -76,7 +76,7 @@ def dense(x: np.ndarray, layer: DenseLayer, weight: np.ndarray, bias: np.ndarray
     """activation(x W^T + b) for a sentence-transformers Dense module."""
     name = layer.activation.rsplit(".", 1)[-1]
     if name not in _ACTIVATIONS:
-        from fasteval.core.errors import ModelError
+        from ..core.errors import ModelError
         raise ModelError(f"Dense activation {layer.activation} is not supported.",
                          f"use one of {', '.join(_ACTIVATIONS)}.")
     y = x @ weight.T

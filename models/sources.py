@@ -18,9 +18,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.errors import ModelError, SourceError, first_line
-from fasteval.core.io import staged_folder
-from fasteval.models.folder import sha256_of_file
+from ..core.errors import ModelError, SourceError, first_line
+from ..core.io import staged_folder
+from .folder import sha256_of_file
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ MANIFEST = ".fasteval_fetch.json"  # hidden, so content_hash (which skips hidden
 def _write_manifest(folder: Path, origin: str) -> None:
     import json
 
-    from fasteval.models.folder import tree_hash
+    from .folder import tree_hash
 
     (folder / MANIFEST).write_text(json.dumps({"origin": origin, "content_sha256": tree_hash(folder)}))
 
@@ -129,8 +129,8 @@ def _intact(dest: Path, origin: str) -> bool:
     (a folder fetched before manifests existed is trusted once, and its hash recorded)."""
     import json
 
-    from fasteval.core.errors import warn_rebuilt
-    from fasteval.models.folder import content_hash
+    from ..core.errors import warn_rebuilt
+    from .folder import content_hash
 
     try:
         recorded = json.loads((dest / MANIFEST).read_text()).get("content_sha256")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from fasteval.core.errors import InputError
+from ..errors import InputError
 
 # The exams, in the order they run, are stored and are reported: the paper's three by number, then extensions.
 EXAM_MODULES = ("geometry", "lexical", "probe", "conversion")
@@ -40,8 +40,8 @@ class ExamInputs:
     def similarities(self) -> dict:
         """Every Exam 1 cell's similarity matrix, computed once for the exams that share them (1 and 3)."""
         if self._similarities is None:
-            from fasteval.core import protocol as P
-            from fasteval.core.exams.cell_similarities import cell_similarities
+            from .. import protocol as P
+            from .cell_similarities import cell_similarities
 
             self._similarities = cell_similarities(self.table, self.metric, P.protocol_cells(self.protocol))
         return self._similarities
@@ -133,7 +133,7 @@ def protocol_groups(exams: Iterable[int | str], protocol=None) -> list[list[str]
     """The encode calls of the chosen exams, in registry order: each exam's own calls (the paper's, repeats
     included), less the calls an earlier exam already made (Exam 3's cells are Exam 1's; the conversion exam
     starts with Exam 1's calls). A protocol file's calls are its own (``protocol.groups.file_protocol_groups``)."""
-    from fasteval.core.protocol.groups import file_protocol_groups
+    from ..protocol.groups import file_protocol_groups
 
     if protocol is not None and not protocol.is_paper:
         return file_protocol_groups(protocol)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.io import csv_text, rows_of, typed
+from .. import protocol as P
+from ..embeddings import EmbeddingTable
+from . import Exam, ExamInputs
+from ..io import csv_text, rows_of, typed
 
 SUMMARY_KEYS = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
 GALLON_NOTE = ("liter ↔ gallon uses pint's US gallon (B = A / 3.785411784); the paper's curve multiplied by "
@@ -84,7 +84,7 @@ def score_pair(sims: np.ndarray, trap_sims: np.ndarray) -> dict[str, float]:
 
 def run_conversion(table: EmbeddingTable, metric: str = "cos") -> ConversionResult:
     """Score every pair of PROTOCOL.md 1.8 with pint's conversions."""
-    from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
+    from ..kernels.similarity import paired_similarity, similarity_matrix
 
     rows = []
     for pair in P.CONVERSION_PAIRS:

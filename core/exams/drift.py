@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fasteval.core.errors import InputError
+from ..errors import InputError
 
 CONFORMANCE_FILE = Path(__file__).resolve().parents[1] / "protocol" / "conformance.toml"
 DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted
@@ -109,7 +109,7 @@ class DriftReport:
                 f"collisions {len(self.collisions)}{side}")
 
     def to_json(self) -> dict[str, Any]:
-        from fasteval.core.io import to_jsonable
+        from ..io import to_jsonable
 
         return to_jsonable({
             "reference": self.reference, "candidate": self.candidate, "verdict": self.verdict,
@@ -135,7 +135,7 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         raise InputError(f"{len(texts)} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
     if not texts:
         raise InputError("No text could be embedded by both encoders.", "check both models (see the failed groups).")
-    from fasteval.core.embeddings import normalize_rows
+    from ..embeddings import normalize_rows
 
     a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
     if a.shape[1] != b.shape[1]:
@@ -186,8 +186,8 @@ def neighbourhood_agreement(sa: np.ndarray, sb: np.ndarray, k: int = NEIGHBOURS)
 def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
     """Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ (candidate −
     reference, ×100) with its 95% interval."""
-    from fasteval.core.exams.geometry import table1_row
-    from fasteval.core.exams.statistics import percentile_interval, resample_exam1
+    from .geometry import table1_row
+    from .statistics import percentile_interval, resample_exam1
 
     r, c = table1_row(ref_exam1.cells), table1_row(cand_exam1.cells)
     changed = [f"{x.quantity}/{x.range_name}" for x, y in zip(ref_exam1.cells, cand_exam1.cells) if x.tau != y.tau]

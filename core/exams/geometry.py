@@ -11,11 +11,11 @@ from math import comb, isnan
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.exams.cell_similarities import cell_similarities
-from fasteval.core.io import csv_text, rows_of, typed
+from .. import protocol as P
+from ..embeddings import EmbeddingTable
+from . import Exam, ExamInputs
+from .cell_similarities import cell_similarities
+from ..io import csv_text, rows_of, typed
 
 
 @dataclass
@@ -177,7 +177,7 @@ def table1_row(cells: list[CellResult]) -> dict[str, float | None]:
 
 def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[AlignmentRow]:
     """Each non-reference variant's cells against the reference variant's (same quantity and range)."""
-    from fasteval.core.kernels.similarity import similarity_matrix
+    from ..kernels.similarity import similarity_matrix
 
     reference = protocol.reference_variant()
     if reference is None:
@@ -198,7 +198,7 @@ def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[
 
 def variants_row(cells: list[CellResult]) -> dict[str, float | None]:
     """The variants' means over the cells x100 and each one's exact random baseline on these cells (x100)."""
-    from fasteval.core.exams.statistics import random_baselines
+    from .statistics import random_baselines
 
     out: dict[str, float | None] = {}
     for name in ("strict_tau", "all_anchors_tau"):
@@ -229,11 +229,11 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     ``bootstrap`` > 0 resamples, the cells' and the model's percentile 95% intervals. ``protocol``: a
     protocol file's cells instead of the paper's (``fasteval.core.protocol.spec``), with the alignment of
     its variants to the reference variant."""
-    from fasteval.core.exams import statistics as S
+    from . import statistics as S
     from scipy.ndimage import gaussian_filter1d
 
-    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
-    from fasteval.core.kernels.similarity import paired_similarity, similarity_matrix
+    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.similarity import paired_similarity, similarity_matrix
 
     cells = P.protocol_cells(protocol)
     similarities = similarities or cell_similarities(table, metric, cells)

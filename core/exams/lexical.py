@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.io import csv_text, rows_of, typed
+from .. import protocol as P
+from ..embeddings import EmbeddingTable
+from . import Exam, ExamInputs
+from ..io import csv_text, rows_of, typed
 
 REFERENCES = ("char_lev", "token_lev", "num_dist")
 PIVOT_COLUMNS = ("all", "float-float", "float-int", "int-int")
@@ -73,7 +73,7 @@ def pair_labels() -> dict[str, dict[str, np.ndarray]]:
 
 def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | None]:
     """char_lev, token_lev (None without token ids) and num_dist over the 4,950 pairs."""
-    from fasteval.core.kernels.levenshtein import encode_strings, levenshtein_all_pairs, pack_sequences
+    from ..kernels.levenshtein import encode_strings, levenshtein_all_pairs, pack_sequences
 
     items = P.exam2_items()
     values = np.array([it.value for it in items])
@@ -88,8 +88,8 @@ def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | 
 
 def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: str = "cos") -> Exam2Result:
     """tau-b = kendalltau(similarity, -distance) for every subset and reference (PROTOCOL.md 2.3)."""
-    from fasteval.core.kernels.kendall import kendall_tau_b
-    from fasteval.core.kernels.similarity import similarity_matrix
+    from ..kernels.kendall import kendall_tau_b
+    from ..kernels.similarity import similarity_matrix
 
     texts = P.exam2_groups()[0]
     sims = similarity_matrix(table[texts], metric=metric)

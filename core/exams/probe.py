@@ -8,11 +8,11 @@ from math import comb
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.exams import Exam, ExamInputs
-from fasteval.core.exams.cell_similarities import cell_similarities
-from fasteval.core.io import csv_text, rows_of, typed
+from .. import protocol as P
+from ..embeddings import EmbeddingTable
+from . import Exam, ExamInputs
+from .cell_similarities import cell_similarities
+from ..io import csv_text, rows_of, typed
 
 METRIC_KEYS = ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")
 
@@ -73,8 +73,8 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
 
     ``similarities``: (quantity, range) -> n x n similarity matrix, when Exam 1 computed them already.
     """
-    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
-    from fasteval.core.kernels.ridge import fit_ridge_loo_batched, predict
+    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.ridge import fit_ridge_loo_batched, predict
 
     embeddings = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}
     sims = similarities or cell_similarities(table, metric)

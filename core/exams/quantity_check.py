@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fasteval.core.errors import InputError
-from fasteval.core.quantities import ParsedQuantity, delta_unit, distances, format_gap, parse_quantity
+from ..errors import InputError
+from ..quantities import ParsedQuantity, delta_unit, distances, format_gap, parse_quantity
 
 # The most candidates one check takes (its pairs are O(n^2)) and the discordant pairs listed by default.
 MAX_CHECK_CANDIDATES = 1000
@@ -58,7 +58,7 @@ class CheckResult:
 
     def discordant_lines(self) -> list[str]:
         """ "2 meters is more similar than 2000 meters, but 1998 m farther" for every listed discordant pair."""
-        from fasteval.core.quantities import registry
+        from ..quantities import registry
 
         by_text = {c.text: c for c in self.candidates}
         lines = []
@@ -72,7 +72,7 @@ class CheckResult:
         return lines
 
     def to_json(self) -> dict:
-        from fasteval.core.io import to_jsonable
+        from ..io import to_jsonable
 
         return to_jsonable({"model": self.model, "anchor": self.anchor, "similarity": self.similarity,
                             "normalized": self.normalized,
@@ -110,7 +110,7 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
                 all_discordant: bool = False) -> CheckResult:
     """Score precomputed candidate-to-anchor similarities against the physical distances; every discordant
     pair counted, the first ``DISCORDANT_LIST_LIMIT`` (largest gap first) listed unless ``all_discordant``."""
-    from fasteval.core.kernels.kendall import kendall_tau_b, pairwise_accuracy
+    from ..kernels.kendall import kendall_tau_b, pairwise_accuracy
 
     sims = np.asarray(similarities, dtype=np.float64)
     distance = np.array(distances(anchor, candidates), dtype=np.float64)

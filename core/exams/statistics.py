@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.choices import DEFAULT_RESAMPLES  # noqa: F401 (the default lives with the other choices)
-from fasteval.core.errors import InputError
+from .. import protocol as P
+from ..choices import DEFAULT_RESAMPLES  # noqa: F401 (the default lives with the other choices)
+from ..errors import InputError
 
 BOOTSTRAP_SEED = 20260521
 CI_LEVEL = 0.95
@@ -52,7 +52,7 @@ def bootstrap_indices(n: int, resamples: int, cell: int, seed: int = BOOTSTRAP_S
 
 def resampled_cell(values: np.ndarray, anchor_sims: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(τ-b, PACC) of every resample ``idx`` of one cell (its values and the similarities to its anchor)."""
-    from fasteval.core.kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
 
     x = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[idx])
     s = np.ascontiguousarray(np.asarray(anchor_sims, dtype=np.float64)[idx])
@@ -113,14 +113,14 @@ def resample_exam1(anchor_rows: list[np.ndarray], resamples: int,
 # --- variants ------------------------------------------------------------------------------------------------
 def strict_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """τ-b of the n - 1 non-anchor items' values against their similarity to the anchor (item 0)."""
-    from fasteval.core.kernels.kendall import kendall_tau_b
+    from ..kernels.kendall import kendall_tau_b
 
     return kendall_tau_b(values[1:], -np.asarray(matrix[0][1:], dtype=np.float64))
 
 
 def all_anchors_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """The mean over anchors a of τ-b(|v_o - v_a|, -S[a, o]) over the other items o (NaN rows left out)."""
-    from fasteval.core.kernels.kendall import kendall_tau_b_rows
+    from ..kernels.kendall import kendall_tau_b_rows
 
     values = np.asarray(values, dtype=np.float64)
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -134,7 +134,7 @@ def all_anchors_tau(values: np.ndarray, matrix: np.ndarray) -> float:
 
 def paper_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """The paper's cell τ (PROTOCOL.md 1.4): row 0, the anchor's self-pair included."""
-    from fasteval.core.kernels.kendall import kendall_tau_b
+    from ..kernels.kendall import kendall_tau_b
 
     return kendall_tau_b(values, -np.asarray(matrix[0], dtype=np.float64))
 
@@ -181,7 +181,7 @@ def simulated_random_baselines(cell_values: list, draws: int, seed: int = RANDOM
                                ) -> tuple[dict[str, float], dict[str, float]]:
     """``random_baselines`` by drawing ``draws`` random similarity matrices per cell: (means, standard errors),
     ×100. The check of the closed forms (and what a variant without one would need)."""
-    from fasteval.core.kernels.kendall import pairwise_accuracy
+    from ..kernels.kendall import pairwise_accuracy
 
     rng = np.random.default_rng(seed)
     samples = {name: np.empty((len(cell_values), draws)) for name in (*VARIANTS, "pacc")}

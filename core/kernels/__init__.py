@@ -11,7 +11,7 @@ def warm_up() -> None:
     try:
         import numpy as np
 
-        from fasteval.core.kernels import kendall, levenshtein, ridge, similarity
+        from . import kendall, levenshtein, ridge, similarity
 
         emb = np.eye(3, 4, dtype=np.float32) + 0.5
         similarity.similarity_matrix(emb)

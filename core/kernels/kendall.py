@@ -13,8 +13,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from fasteval.core.errors import InputError
-from fasteval.core.kernels._threads import run_parallel
+from ..errors import InputError
+from ._threads import run_parallel
 
 __all__ = [
     "DIRECT_MAX_N",

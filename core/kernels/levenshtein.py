@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from fasteval.core.errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "PackedSequences",

@@ -45,7 +45,7 @@ from numba import float64, njit
 from numba.types import Tuple
 from scipy.linalg import lapack
 
-from fasteval.core.errors import InputError
+from ..errors import InputError
 
 __all__ = ["TIE_RTOL", "RidgeFit", "fit_ridge_loo", "fit_ridge_loo_batched", "predict"]
 

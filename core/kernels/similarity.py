@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from fasteval.core.errors import InputError
-from fasteval.core.kernels._threads import run_parallel
+from ..errors import InputError
+from ._threads import run_parallel
 
 __all__ = ["METRICS", "anchor_similarity", "paired_similarity", "similarity_matrix"]
 

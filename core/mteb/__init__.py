@@ -14,12 +14,12 @@ fasteval encoders, and result files MTEB loads.
   all-MiniLM-L6-v2 on the CPU).
 * ``MtebEncoder(model)`` is the one adapter from MTEB's encoder protocol (``encode(DataLoader,
   task_metadata=..., hf_split=..., hf_subset=...)``) to fasteval's (``encode(list[str])``);
-  ``fasteval.evaluate`` and ``fasteval sweep`` apply it to any MTEB model by themselves (``as_encoder``).
+  every entry point of fasteval applies it to any MTEB model by itself (``fasteval.core.encoders``).
 * ``task_results(result)`` turns a fasteval result into MTEB ``TaskResult`` objects (the ``mteb/`` files of a
   result folder hold the same, written without importing MTEB).
 
 The tasks are the exam registry's (``fasteval.core.exams``): each exam's record names its task, description,
-main score and scores. This module is importable as ``fasteval.mteb`` and ``fasteval.core.mteb``: one module.
+main score and scores. Its import path is ``fasteval.core.mteb``; ``fasteval.mteb`` is the same module (a lazy attribute).
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from fasteval.core.errors import InputError
-from fasteval.core.exams import Exam, registry
-from fasteval.core.results.mteb import SPLIT, SUBSET, scores_of
+from ..errors import InputError
+from ..exams import Exam, registry
+from ..results.mteb import SPLIT, SUBSET, scores_of
 
 REFERENCE = "https://arxiv.org/abs/2609.20821"
 BIBTEX = """@article{opitz2026peculiar,
@@ -91,7 +91,7 @@ def task_exams() -> dict[str, Exam]:
 
 
 def _metadata_kwargs(name: str) -> dict[str, Any]:
-    from fasteval.core import protocol as P
+    from .. import protocol as P
 
     exam = task_exams()[name]
     return dict(
@@ -126,7 +126,7 @@ def _task_class(name: str):
                 return
             from datasets import Dataset, DatasetDict
 
-            from fasteval.core.exams import protocol_groups
+            from ..exams import protocol_groups
 
             texts, groups = [], []
             for k, group in enumerate(protocol_groups((task_exams()[name].choice,))):
@@ -146,8 +146,8 @@ def _task_class(name: str):
 
         def _evaluate_subset(self, model, data_split, *, hf_split: str, hf_subset: str, encode_kwargs,
                              **kwargs: Any) -> dict[str, float]:
-            from fasteval.core.embeddings import embed_groups
-            from fasteval.core.runs.evaluate import evaluate
+            from ..embeddings import describe, embed_groups
+            from ..exams import ExamInputs
 
             encoder = MtebEncoder(model, self.metadata, hf_split, hf_subset, dict(encode_kwargs or {}))
             # The dataset's rows in their encode calls (the paper's grouping), embedded before scoring.
@@ -155,9 +155,8 @@ def _task_class(name: str):
             for text, group in zip(data_split["text"], data_split["group"]):
                 calls.setdefault(int(group), []).append(text)
             table = embed_groups(encoder, [calls[k] for k in sorted(calls)])
-            exam = task_exams()[name]
-            result = evaluate(encoder, exams=(exam.choice,), table=table, bootstrap=0)
-            return scores_of(exam, result.exams[exam.key])
+            exam = task_exams()[name]  # the sweep's own exam code, on the paper's protocol without bootstrap
+            return scores_of(exam, exam.run(ExamInputs(table, "cos", token_ids=describe(encoder).token_ids)))
 
     PhysScoreTask.__name__ = PhysScoreTask.__qualname__ = name
     return PhysScoreTask
@@ -180,17 +179,3 @@ def task_results(result) -> list:
                 _task_class(name), {SPLIT: {SUBSET: scores_of(exam, result.exams[exam.key])}},
                 evaluation_time=float(result.timings.get(exam.key, 0.0) or 0.0))
             for name, exam in task_exams().items() if exam.key in result.exams]
-
-
-def as_encoder(model: Any) -> Any:
-    """``model`` as a fasteval encoder: an MTEB model (``encode(DataLoader, task_metadata=...)``) through
-    ``MtebEncoder``, anything else as it is."""
-    import inspect
-
-    if isinstance(model, MtebEncoder):
-        return model
-    try:
-        mteb_style = "task_metadata" in inspect.signature(model.encode).parameters
-    except (AttributeError, TypeError, ValueError):
-        return model
-    return MtebEncoder(model) if mteb_style else model

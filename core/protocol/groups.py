@@ -6,7 +6,7 @@ pair, and one for the 100 bare numbers. A text that an earlier group already emb
 """
 from __future__ import annotations
 
-from fasteval.core.protocol import paper as P
+from . import paper as P
 
 
 def exam1_groups() -> list[list[str]]:

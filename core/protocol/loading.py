@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fasteval.core.protocol.grids import logspace
-from fasteval.core.protocol.rendering import NUMBER_FORMATS, PLURAL_RULES, format_value
-from fasteval.core.protocol.spec import (
+from .grids import logspace
+from .rendering import NUMBER_FORMATS, PLURAL_RULES, format_value
+from .spec import (
     Language, Protocol, ProtocolError, Quantity, Range, Variant,
 )
 
@@ -196,7 +196,7 @@ def _quantity(spec: dict, k: int, languages: dict, fail, check_units: bool = Tru
 
 
 def _check_unit(unit: str, key: str, fail) -> None:
-    from fasteval.core.quantities import registry
+    from ..quantities import registry
 
     try:
         registry().Unit(unit)

@@ -12,15 +12,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from fasteval.core.protocol.grids import logspace
-from fasteval.core.quantities import convert, plural_unit
+from .grids import logspace
+from ..quantities import convert, plural_unit
 
 PROTOCOL_VERSION = "paper-1"
 
 # --- Exam 1 (PROTOCOL.md 1.1, 1.2, 1.7): read from builtin/paper.toml, the paper's protocol file ------------
 def paper_protocol():
     """The paper's protocol file, parsed (cached)."""
-    from fasteval.core.protocol.loading import load_protocol
+    from .loading import load_protocol
 
     return load_protocol("paper")
 

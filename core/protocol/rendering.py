@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fasteval.core.protocol.spec import Language
+    from .spec import Language
 
 PLURAL_RULES = ("one", "below-two", "none", "never")
 NUMBER_FORMATS = ("g", "plain", "fixed", "scientific", "thousands", "words")
@@ -48,7 +48,7 @@ def format_value(value: float, number_format: str, language: Language) -> str:
     if name == "g":
         text = f"{value:g}"
     elif name == "plain":
-        from fasteval.core.quantities import format_number
+        from ..quantities import format_number
 
         text = format_number(value)
     elif name == "fixed":

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from fasteval.core.errors import InputError
-from fasteval.core.protocol.rendering import format_value, unit_form
+from ..errors import InputError
+from .rendering import format_value, unit_form
 
 
 
@@ -125,7 +125,7 @@ class Protocol:
     def is_paper(self) -> bool:
         """The paper's own protocol: named paper *and* the built-in paper.toml's content (an edited copy that
         keeps the name is another protocol, with its own key)."""
-        from fasteval.core.protocol.loading import paper_sha256
+        from .loading import paper_sha256
 
         return self.name == "paper" and self.content_sha256 == paper_sha256()
 

@@ -6,13 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.choices import DEFAULT_RESAMPLES
-from fasteval.core.errors import InputError, OutputError
-from fasteval.core.report.html import figures, html_page, summary_figure
-from fasteval.core.io import write_result_folder
-from fasteval.core.report.entries import LoadedResult, Warn, load_results
-from fasteval.core.report.tables import REPORT_DIR, REPORT_HTML, TABLES, Table, drift_table, sources_table
-from fasteval.core.results.model import RESULT_FILE
+from ..choices import DEFAULT_RESAMPLES
+from ..errors import InputError
+from .html import figures, html_page, summary_figure
+from ..io import write_output_folder
+from .entries import LoadedResult, Warn, load_results
+from .tables import REPORT_DIR, REPORT_HTML, TABLES, Table, drift_table, sources_table
 
 
 @dataclass
@@ -24,35 +23,9 @@ class Report:
     warnings: list[str]
 
 
-def _is_replaceable(dest: Path, marker: str) -> bool:
-    """An existing folder may be replaced only when empty or our own earlier output of this kind (it holds
-    ``marker``, and no results folder is inside it)."""
-    if not dest.exists():
-        return True
-    if not dest.is_dir():
-        return False
-    if any(dest.rglob(RESULT_FILE)):
-        return False
-    return not any(dest.iterdir()) or (dest / marker).is_file()
-
-
-def write_folder(dest: Path, files: dict[str, str | bytes], what: str = "the report",
-                 marker: str = REPORT_HTML) -> Path:
-    """Write ``files`` (relative name -> text or bytes) as the folder ``dest``: staged, then renamed into place.
-
-    Like ``results.write_result_folder``, but it refuses to replace a folder that we did not write: one that
-    is neither empty nor an earlier output of ours (holding ``marker``: report.html, comparison.csv).
-    """
-    dest = Path(dest).expanduser()
-    if not _is_replaceable(dest, marker):
-        raise OutputError(f"{dest} exists and is not an earlier output of {what}; not replacing it.",
-                          "pass an empty or new folder with --out DIR.")
-    return write_result_folder(dest, files, what=what)
-
-
 def _comparison(entries: list[LoadedResult], resamples: int, note: Warn):
     """The paired comparison of the report's models, when two or more can be compared (else None)."""
-    from fasteval.core.report.compare import compare
+    from .compare import compare
 
     try:
         return compare(entries, resamples) if resamples else None
@@ -67,7 +40,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
 
     ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
     """
-    from fasteval.core.report.plots import DEFAULT_DPI
+    from .plots import DEFAULT_DPI
 
     warnings: list[str] = []
 
@@ -99,8 +72,8 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
     pngs = figures(entries, dpi) if png else []
     if png:
-        from fasteval.core.report.compare import comparison_figure, forest_figure
-        from fasteval.core.report.plots import png_bytes
+        from .compare import comparison_figure, forest_figure
+        from .plots import png_bytes
 
         summary_figures = {"forest": forest_figure(entries),
                            "comparison": comparison_figure(comparison) if comparison is not None else None}
@@ -108,6 +81,6 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})
     files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
-    write_folder(out, files)
+    write_output_folder(out, files, what="the report", marker=REPORT_HTML)
     return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
                   warnings=warnings)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.choices import DEFAULT_RESAMPLES
-from fasteval.core.errors import InputError
-from fasteval.core.report.entries import LoadedResult, load_results
-from fasteval.core.report.tables import Table
+from .. import protocol as P
+from ..choices import DEFAULT_RESAMPLES
+from ..errors import InputError
+from .entries import LoadedResult, load_results
+from .tables import Table
 
 SIGNIFICANCE = 0.05
 COMPARISON_COLUMNS = ["model_a", "model_b", "delta_tau", "ci_low", "ci_high", "p_value", "p_holm"]
@@ -142,8 +142,8 @@ def comparable(entries: list[LoadedResult], warn: Callable[[str], None] | None =
 def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
             warn: Callable[[str], None] | None = None) -> Comparison:
     """Every pair of comparable entries; InputError with fewer than two."""
-    from fasteval.core.exams.geometry import table1_row
-    from fasteval.core.exams.statistics import percentile_interval, resample_exam1
+    from ..exams.geometry import table1_row
+    from ..exams.statistics import percentile_interval, resample_exam1
 
     if resamples < 1:
         raise InputError(f"compare needs at least one resample, got {resamples}.", "pass --bootstrap 1000 or more.")
@@ -168,7 +168,7 @@ def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
 
 def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − column)"):
     """A heatmap of Δτ (row model − column model); pairs whose Holm-adjusted p >= 0.05 are marked "n.s."."""
-    from fasteval.core.report.plots import _figure, require_matplotlib
+    from .plots import _figure, require_matplotlib
 
     require_matplotlib()
     labels = sorted(comparison.models, key=lambda m: -comparison.taus[m])
@@ -201,7 +201,7 @@ def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − 
 
 def forest_figure(entries: list[LoadedResult]):
     """τ ×100 with its 95% bootstrap interval per model, sorted (None when no result has intervals)."""
-    from fasteval.core.report.plots import _figure, require_matplotlib
+    from .plots import _figure, require_matplotlib
 
     rows = []
     for e in entries:
@@ -232,8 +232,8 @@ def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEF
                 dpi: int | None = None, warn: Callable[[str], None] | None = None) -> tuple[Comparison, Path]:
     """Compare every model under ``results_dir``; write comparison.csv / .md (and .png) to ``out``
     (default ``results_dir/comparison``), staged and renamed into place."""
-    from fasteval.core.report.plots import DEFAULT_DPI, png_bytes
-    from fasteval.core.report.build import write_folder
+    from .plots import DEFAULT_DPI, png_bytes
+    from ..io import write_output_folder
 
     results_dir = Path(results_dir).expanduser()
     comparison = compare(load_results(results_dir, warn=warn), resamples, warn)
@@ -242,5 +242,5 @@ def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEF
     if png:
         files["comparison.png"] = png_bytes(comparison_figure(comparison), dpi or DEFAULT_DPI)
     out = Path(out).expanduser() if out is not None else results_dir / "comparison"
-    write_folder(out, files, what="the comparison", marker="comparison.csv")
+    write_output_folder(out, files, what="the comparison", marker="comparison.csv")
     return comparison, out

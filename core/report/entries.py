@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fasteval.core import protocol as P
-from fasteval.core.errors import InputError, first_line
-from fasteval.core.results.model import RESULT_FILE, ModelResult
-from fasteval.core.results.read import find_result_files, load_result
+from .. import protocol as P
+from ..errors import InputError, first_line
+from ..results.model import RESULT_FILE, ModelResult
+from ..results.read import find_result_files, load_result
 
 Warn = Callable[[str], None]
 

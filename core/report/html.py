@@ -6,8 +6,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from fasteval.core.report.entries import LoadedResult
-from fasteval.core.report.tables import FIGURE_DIR, Table
+from .entries import LoadedResult
+from .tables import FIGURE_DIR, Table
 
 SUMMARY_PREFIX = "_all_"  # report-level figures (forest plot, comparison): figures/_all_<name>.png
 # What each figure shows, as its caption in the page.
@@ -37,7 +37,7 @@ def _file_stem(label: str) -> str:
 
 def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
     """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has."""
-    from fasteval.core.report import plots
+    from . import plots
 
     plots.require_matplotlib()
     out = []

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fasteval.core import protocol as P
-from fasteval.core.errors import FastevalError
-from fasteval.core.exams.geometry import Exam1Result
+from .. import protocol as P
+from ..errors import FastevalError
+from ..exams.geometry import Exam1Result
 
 CMAP, VMIN, VMAX = "viridis", 0.0, 1.0
 OVERVIEW_SIZE = (13.2, 8.0)

@@ -15,10 +15,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from fasteval.core.exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
-from fasteval.core.io import csv_text, markdown_table
-from fasteval.core.report.entries import LoadedResult, by_model, is_normalized, is_paper, protocol_name
-from fasteval.core.results.model import ModelResult
+from ..exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
+from ..io import csv_text, markdown_table
+from .entries import LoadedResult, by_model, is_normalized, is_paper, protocol_name
+from ..results.model import ModelResult
 
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"

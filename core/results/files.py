@@ -3,14 +3,14 @@ conversion exam's), and the
 MTEB-shaped JSON. One model per file (the paper's notebook mixed earlier models into later files)."""
 from __future__ import annotations
 
-from fasteval.core.exams import registry
-from fasteval.core.io import dumps, to_jsonable
-from fasteval.core.results.model import RESULT_FILE, ModelResult
+from ..exams import registry
+from ..io import dumps, to_jsonable
+from .model import RESULT_FILE, ModelResult
 
 
 def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
     """Every file of a model's result folder: results.json, each exam's CSVs, and MTEB-shaped JSON."""
-    from fasteval.core.results.mteb import mteb_files
+    from .mteb import mteb_files
 
     payload = {"key": key, **to_jsonable(result)}
     for name, exam in result.exams.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RESULT_FILE = "results.json"
+from ..io import RESULT_FILE  # noqa: F401 (re-exported: the results room's file name)
 
 
 @dataclass

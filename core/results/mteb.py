@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from fasteval.core.exams import Exam, registry
-from fasteval.core.io import dumps
-from fasteval.core.results.model import ModelResult
+from ..exams import Exam, registry
+from ..io import dumps
+from .model import ModelResult
 
 LANGUAGES = ["eng-Latn"]
 SPLIT, SUBSET = "test", "default"  # the one split and subset of every PhysScore task
@@ -61,6 +61,6 @@ def _mteb_version() -> str | None:
 
 
 def _paper_version() -> str:
-    from fasteval.core.protocol.paper import PROTOCOL_VERSION
+    from ..protocol.paper import PROTOCOL_VERSION
 
     return PROTOCOL_VERSION

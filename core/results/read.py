@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fasteval.core.exams import registry
-from fasteval.core.results.model import RESULT_FILE, ModelResult
+from ..exams import registry
+from .model import RESULT_FILE, ModelResult
 
 MAX_RESULT_BYTES = 256 * 2**20  # a protocol result with every heatmap is a few MB
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fasteval.core.errors import InputError
+from ..errors import InputError
 
 LONG_SEED = 20260602
 LONG_WORDS = (30, 60)  # words per long sentence, inclusive bounds
@@ -46,7 +46,7 @@ _TAILS = ("before the sun went down", "with great care", "for the third time thi
 def paper_texts() -> list[str]:
     """Every distinct text the paper embeds (Exam 1 cells, digits/words, conversion sides; Exam 2's numbers),
     in protocol order."""
-    from fasteval.core.exams import protocol_groups
+    from ..exams import protocol_groups
 
     return list(dict.fromkeys(t for group in protocol_groups((1, 2)) for t in group))
 
@@ -144,9 +144,9 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     (``URL[#MODEL]``) is timed over ``batch_sizes`` x ``concurrency`` (texts/s and the server's tokens/s; the
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
-    from fasteval.core.exams import parse_exams
-    from fasteval.core.runs.evaluate import evaluate
-    from fasteval.models.served import is_url
+    from ..exams import parse_exams
+    from .evaluate import evaluate
+    from ..choices import is_url
 
     step = on_step or (lambda _name: None)
     if repeats < 1:
@@ -281,8 +281,8 @@ def write_bench_json(path, result: BenchResult) -> None:
     """Write ``result`` as strict JSON to ``path`` atomically; OutputError if it cannot be written."""
     from pathlib import Path
 
-    from fasteval.core.errors import OutputError
-    from fasteval.core.io import atomic_write, dumps
+    from ..errors import OutputError
+    from ..io import atomic_write, dumps
 
     path = Path(path).expanduser()
     try:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fasteval.core.embeddings import EmbeddingTable
-from fasteval.core.errors import warn_rebuilt
-from fasteval.core.io import atomic_write
+from ..embeddings import EmbeddingTable
+from ..errors import warn_rebuilt
+from ..io import atomic_write
 
 
 class EmbeddingCache:

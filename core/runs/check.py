@@ -2,9 +2,9 @@
 whether similarity follows physical distance (the scoring is ``fasteval.core.exams.quantity_check``)."""
 from __future__ import annotations
 
-from fasteval.core.choices import SIMILARITIES, check_choice
-from fasteval.core.embeddings import Encoder, describe, embed_groups
-from fasteval.core.exams.quantity_check import CheckResult, parse_check_inputs, score_check
+from ..choices import SIMILARITIES, check_choice
+from ..embeddings import Encoder, describe, embed_groups
+from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
 
 
 def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",
@@ -17,15 +17,16 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str =
     or fewer than two candidates. Every discordant pair is counted; ``all_discordant`` lists them all (else
     the first ``DISCORDANT_LIST_LIMIT``, largest gap first).
     """
-    from fasteval.core.kernels.similarity import similarity_matrix
-    from fasteval.core.quantities import canonical_text
+    from ..encoders import as_encoder
+    from ..kernels.similarity import similarity_matrix
+    from ..quantities import canonical_text
 
     check_choice(metric, SIMILARITIES, "similarity", "--similarity")
     parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
-    view = describe(encoder, name)
+    view = describe(as_encoder(encoder), name)
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
-    table = embed_groups(encoder, [texts], rewrite=rewrite)
+    table = embed_groups(view.encoder, [texts], rewrite=rewrite)
     sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
     result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded,

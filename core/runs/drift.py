@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
-from fasteval.core.errors import FastevalError, first_line
-from fasteval.core.exams.drift import (
+from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
+from ..errors import FastevalError, first_line
+from ..exams.drift import (
     DEFAULT_THRESHOLD, DriftReport, TextGroup, conformance_groups, physscore_drift, score_drift, user_groups,
 )
 
@@ -34,8 +34,8 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
     (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
     of Δτ (0: none)."""
-    from fasteval.core.exams import ExamInputs, exam, protocol_groups
-    from fasteval.core.mteb import as_encoder
+    from ..exams import ExamInputs, exam, protocol_groups
+    from ..encoders import as_encoder
 
     step = on_step or (lambda _name: None)
     views = [describe(as_encoder(e)) for e in (reference, candidate)]
@@ -76,8 +76,8 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
 
 def _cached_table(view, cache_root: Path | None) -> tuple[EmbeddingTable, Callable[[EmbeddingTable], None]]:
     """The encoder's cached embeddings (empty when its identity is unknown) and how to save them back."""
-    from fasteval.core.runs.sweep import embedding_cache
-    from fasteval.models.registry import fasteval_home
+    from .sweep import embedding_cache
+    from ..io import fasteval_home
 
     cache, key = embedding_cache(view.info, cache_root if cache_root is not None else fasteval_home())
     return cache.load(key), (lambda table: cache.save(key, table))
@@ -118,7 +118,7 @@ def drift_text(report: DriftReport) -> str:
 
 def drift_files(report: DriftReport) -> dict[str, str]:
     """drift.json, drift_groups.csv and drift_worst.csv of a result folder."""
-    from fasteval.core.io import csv_text, dumps
+    from ..io import csv_text, dumps
 
     data = report.to_json()
     groups = [{"group": k, **v} for k, v in data["groups"].items()]

@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
 
-from fasteval.core import protocol as P
-from fasteval.core.choices import BATCHINGS, SIMILARITIES, check_choice
-from fasteval.core.embeddings import EmbeddingTable, Encoder, describe, embed_groups
-from fasteval.core.exams import ExamInputs, for_protocol, protocol_groups, selected
-from fasteval.core.exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
-from fasteval.core.protocol.loading import load_protocol
-from fasteval.core.protocol.spec import Protocol
-from fasteval.core.quantities import CANONICAL_VERSION
-from fasteval.core.results.model import ModelResult
+from .. import protocol as P
+from ..choices import BATCHINGS, SIMILARITIES, check_choice
+from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
+from ..exams import ExamInputs, for_protocol, protocol_groups, selected
+from ..exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
+from ..protocol.loading import load_protocol
+from ..protocol.spec import Protocol
+from ..quantities import CANONICAL_VERSION
+from ..results.model import ModelResult
 
 
 def settings_of(info: dict[str, Any], *, exams: Iterable[int | str] | None = None, metric: str = "cos",
@@ -61,9 +61,9 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     (default: ``settings_of`` the encoder and these options). ``on_step(name)`` is called before each step
     (for progress bars); the library itself prints nothing.
     """
-    from fasteval import __version__
-    from fasteval.core.kernels import warm_up_in_background
-    from fasteval.core.mteb import as_encoder
+    from ... import __version__
+    from ..kernels import warm_up_in_background
+    from ..encoders import as_encoder
 
     protocol = protocol if isinstance(protocol, Protocol) else load_protocol(protocol)
     exams = for_protocol(protocol, exams)
@@ -99,9 +99,8 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     for e in chosen:
         with timed(e.key):
             result.exams[e.key] = e.run(inputs)
-    usage = getattr(view.encoder, "usage", None)  # a served model: what it sent and got
-    if usage is not None and callable(getattr(usage, "as_dict", None)):
-        result.usage = usage.as_dict()
+    if view.usage is not None:  # a served model: what it sent and got
+        result.usage = view.usage.as_dict()
     return result
 
 
@@ -109,6 +108,6 @@ def _rewrite(normalize_quantities: bool) -> Callable[[str], str] | None:
     """What the encoder is given instead of each protocol text (None: the text itself)."""
     if not normalize_quantities:
         return None
-    from fasteval.core.quantities import canonical_text
+    from ..quantities import canonical_text
 
     return canonical_text

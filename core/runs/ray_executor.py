@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fasteval.core.errors import FastevalError, InputError, first_line
-from fasteval.core.runs.sweep import Job, Outcome, prepare_out, run_job
+from ..errors import FastevalError, InputError, first_line
+from .sweep import Job, Outcome, prepare_out, run_job
 
 # How long a HOST:PORT address may take to accept a TCP connection before we call it dead (Ray itself
 # retries for minutes).

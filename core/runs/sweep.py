@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fasteval.core import protocol as P
-from fasteval.core.choices import EXECUTORS, OVERWRITE, check_choice
-from fasteval.core.embeddings import describe
-from fasteval.core.errors import FastevalError, InputError
-from fasteval.core.exams.statistics import DEFAULT_RESAMPLES
-from fasteval.core.io import check_writable, clean_stale
-from fasteval.core.results.model import RESULT_FILE
-from fasteval.core.runs.cache import EmbeddingCache
+from .. import protocol as P
+from ..choices import EXECUTORS, OVERWRITE, check_choice
+from ..embeddings import describe
+from ..errors import FastevalError, InputError
+from ..exams.statistics import DEFAULT_RESAMPLES
+from ..io import check_writable, clean_stale
+from ..results.model import RESULT_FILE
+from .cache import EmbeddingCache
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class Outcome:
 
 def read_result(folder: Path) -> dict[str, Any] | None:
     """The parsed results.json of a finished folder, or None if missing or unreadable."""
-    from fasteval.core.results.read import read_json
+    from ..results.read import read_json
 
     try:
         data = read_json(folder / RESULT_FILE)
@@ -113,7 +113,7 @@ def clean_stale_staging(out: Path) -> None:
 
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
-    from fasteval.core.runs.evaluate import settings_of
+    from .evaluate import settings_of
 
     return settings_of(info, exams=job.exams, metric=job.metric, protocol=job.protocol,
                        normalize_quantities=job.normalize_quantities, bootstrap=job.bootstrap)
@@ -127,13 +127,13 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     use), not a session: a fasteval encoder starts onnxruntime at its first encode, so a skipped model costs
     no session and no export.
     """
-    from fasteval.core.results.files import result_files
-    from fasteval.core.io import write_result_folder
-    from fasteval.core.runs.evaluate import evaluate
+    from ..results.files import result_files
+    from ..io import write_result_folder
+    from .evaluate import evaluate
+
+    from ..encoders import as_encoder
 
     start = time.perf_counter()
-    from fasteval.core.mteb import as_encoder
-
     view = describe(as_encoder(loader(job.model, **job.options)))
     settings = job_settings(job, view.info)
     key = result_key(settings)
@@ -191,7 +191,7 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
     called as each model finishes, ``on_step`` (local only) before each step of a model."""
     check_choice(executor, EXECUTORS, "executor", "--executor")
     if executor == "ray":
-        from fasteval.core.runs.ray_executor import run_sweep_ray
+        from .ray_executor import run_sweep_ray
 
         return run_sweep_ray(jobs, out, loader, overwrite, cache_root, address=address, on_model=on_model)
     out = prepare_out(out, overwrite)

@@ -49,7 +49,7 @@ def test_tasks_have_full_metadata():
         task.load_data()
         rows = task.dataset["default"]["test"]
         from fasteval.core.exams import protocol_groups
-        from fasteval.mteb import task_exams
+        from fasteval.core.mteb import task_exams
 
         calls = protocol_groups((task_exams()[m.name].choice,))
         assert rows["text"] == [t for call in calls for t in call] and set(rows.column_names) == {"text", "group"}
@@ -83,6 +83,25 @@ def test_an_mteb_model_is_a_fasteval_encoder(st_model):
     via_mteb = fasteval.evaluate(wrapped, exams=(1,), bootstrap=0)
     direct = fasteval.evaluate(STReference(st_model), exams=(1,), bootstrap=0)
     assert [c.tau for c in via_mteb.exams["exam1"].cells] == [c.tau for c in direct.exams["exam1"].cells]
+
+
+def test_every_entry_point_takes_an_mteb_model_through_the_one_door(st_model):
+    """check, evaluate and drift take an MTEB model as they take any encoder (core.encoders.ENCODER_KINDS):
+    the same numbers as the model it wraps."""
+    import fasteval
+    from fasteval.core.encoders import kind_of
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    wrapped = SentenceTransformerEncoderWrapper(st_model)
+    assert kind_of(wrapped).name == "mteb" and kind_of(st_model).name == "sentence-transformers"
+    candidates = ["2 meters", "70 centimeters", "3 kilometers"]
+    via_mteb = fasteval.check(wrapped, "1 meter", candidates)
+    direct = fasteval.check(STReference(st_model), "1 meter", candidates)
+    assert via_mteb.tau == direct.tau and via_mteb.pacc == direct.pacc
+    assert [c.similarity for c in via_mteb.candidates] == pytest.approx([c.similarity for c in direct.candidates],
+                                                                        abs=1e-6)
+    report = fasteval.drift(wrapped, STReference(st_model), conformance=False, resamples=0)
+    assert report.worst_cosine > 0.99999 and report.verdict == "conforms"
 
 
 class WrongShape:
@@ -157,16 +176,19 @@ def test_the_direct_writer_writes_what_mteb_writes(tmp_path):
 
 
 def test_one_module_under_its_public_name():
-    """fasteval.mteb is fasteval.core.mteb: one module object, so one MtebEncoder class."""
+    """fasteval.mteb is a lazy attribute (PEP 562) for fasteval.core.mteb: one module object, one MtebEncoder
+    class, no import hook, and `import fasteval` alone does not load it."""
+    import fasteval
     import fasteval.core.mteb as inner
-    import fasteval.mteb as public
-    from fasteval.mteb import MtebEncoder
+    from fasteval import mteb as public
+    from fasteval.core.mteb import MtebEncoder
 
-    assert public is inner and MtebEncoder is inner.MtebEncoder
-    code = ("import fasteval.mteb, sys; m = [sys.modules[n] for n in ('fasteval.mteb', 'fasteval.core.mteb')]; "
-            "print(m[0] is m[1], sum(getattr(v, '__file__', None) == m[0].__file__ for v in list(sys.modules.values())))")
+    assert public is inner is fasteval.mteb and MtebEncoder is inner.MtebEncoder
+    code = ("import sys, fasteval; hooks = [f for f in sys.meta_path if 'fasteval' in type(f).__module__]; "
+            "before = 'fasteval.core.mteb' in sys.modules; m = fasteval.mteb; "
+            "print(before, len(hooks), m is sys.modules['fasteval.core.mteb'], 'fasteval.mteb' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True", "2"], "one module object under two names, loaded from its file once"
+    assert out.split() == ["False", "0", "True", "False"], "loaded on first use, under its one import path"
 
 
 def test_the_export_still_works_beside_mteb(tiny_encoder):

@@ -1,0 +1,242 @@
+"""The model as deployed: an embedding server reached over HTTP with OpenAI's embeddings API, as a fasteval
+encoder (``--model URL[#MODEL]``).
+
+``URL`` is a base URL as OpenAI's client takes it (``https://api.openai.com/v1``, ``http://127.0.0.1:8080/v1``);
+fasteval calls ``URL/embeddings`` (``{"input": [...], "model": ..., "encoding_format": "base64"}``; rows put back
+in order by ``index``) and ``URL/models``. ``#MODEL`` names the served model; without it the server's only model
+is used. OpenAI, Hugging Face text-embeddings-inference (TEI), vLLM, infinity, llama.cpp's server, Ollama and LM
+Studio answer this API.
+
+The client is in rooms: ``transport`` (the endpoint and its credentials, retries, backoff, Retry-After, a
+deadline per request), ``answers`` (reading an answer's rows and usage), ``batching`` (what a refused batch
+becomes), ``dialects`` (what each kind of server says of itself and how its /tokenize answers). This module
+puts them together as one encoder.
+
+**Identity.** ``info["deployment"]`` holds what identifies the deployment: the public URL, the served model id,
+what ``/models`` says of that model (less its volatile fields), and TEI's ``/info`` where there is one. It goes
+into the result and embedding-cache keys; since a server can change what it embeds without changing what it
+says, the runs also compare a few cached rows with fresh ones before they trust a cache (``core/runs/cache.py``).
+
+**Credentials**: a bearer key from an environment variable (``FASTEVAL_API_KEY``, or the one named by
+``api_key_env``), or ``user:password@`` in the URL (Basic auth; not both). A query string in the URL is kept on
+every request. Neither ever reaches a result, a key, a cache, a log or an error line: only the public URL does.
+
+**Token ids** (Exam 2's token Levenshtein): the server's ``/tokenize`` (TEI, vLLM, llama.cpp) where it has one,
+else a local ``tokenizer`` (a tokenizer.json or a model folder), else none: the row is left out (null), with a
+warning, never computed with another model's tokenizer.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.choices import API_KEY_ENV, SERVED_CONCURRENCY, SERVED_RETRIES, SERVED_TIMEOUT_S
+from ...core.choices import is_url, public_url  # noqa: F401 (re-exported)
+from ...core.errors import InputError, ModelError, first_line
+from .answers import Usage, count_usage, read_rows
+from .batching import Batcher, InputRefused  # noqa: F401 (InputRefused re-exported)
+from .dialects import DIALECTS, model_entry_identity
+from .transport import Endpoint, Refused, Transport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 32
+
+
+def split_model_url(text: str) -> tuple[str, str | None]:
+    """``URL#MODEL`` -> (URL without a trailing slash, MODEL or None); InputError (showing the public URL only)
+    when it is not an http(s) URL with a host."""
+    url, _, model = text.partition("#")
+    Endpoint.parse(url, API_KEY_ENV)  # validates
+    return url.strip().rstrip("/"), (model.strip() or None)
+
+
+class ServedEncoder:
+    """Embeddings from a server's ``/embeddings``: ``encode(list[str]) -> float32 (n, dim)``."""
+
+    def __init__(self, url: str, *, model: str | None = None, api_key_env: str = API_KEY_ENV,
+                 batch_size: int = DEFAULT_BATCH_SIZE, concurrency: int = SERVED_CONCURRENCY,
+                 timeout: float = SERVED_TIMEOUT_S, retries: int = SERVED_RETRIES,
+                 tokenizer: str | Path | None = None, progress=None, transport: Any = None):
+        """``progress(done, total)`` is called after each request of an ``encode`` call (the CLI's progress
+        bar; the library itself prints nothing). ``transport``: an ``httpx.BaseTransport`` to send through
+        (``httpx.MockTransport`` in tests); default, the network."""
+        for name, value, low in (("batch size", batch_size, 1), ("concurrency", concurrency, 1),
+                                 ("retries", retries, 0)):
+            if int(value) < low:
+                raise InputError(f"The {name} must be >= {low}, got {value}.", f"pass --{name.replace(' ', '-')} "
+                                 f"{low} or more.")
+        if not timeout > 0:
+            raise InputError(f"The request timeout must be > 0 s, got {timeout}.", "pass --request-timeout 60.")
+        base, from_url = split_model_url(url)
+        self.endpoint = Endpoint.parse(base, api_key_env)
+        self.url = self.endpoint.public
+        self.concurrency = int(concurrency)
+        self.usage = Usage()
+        self.http = Transport(self.endpoint, timeout=timeout, retries=retries, concurrency=self.concurrency,
+                              usage=self.usage, transport=transport)
+        self.batcher = Batcher(batch_size, self.usage)
+        self.progress = progress
+        self.dim: int | None = None
+        self._dim_lock = threading.Lock()
+        self._base64: bool | None = None  # None: not known yet whether the server takes encoding_format
+        self._tokenize: tuple[Any, str] | None = None  # (dialect, root) of the /tokenize that answered
+        self._local_tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
+        self._tokenizer_source = str(tokenizer) if tokenizer else None
+        log.debug("%s: credentials sent: %s", self.url, self.endpoint.auth_kind)
+        self.model, entry = self._choose_model(model or from_url)
+        self.name = self.model
+        self.deployment = {"url": self.url, "model": self.model, "server": model_entry_identity(entry),
+                           **({"info": info} if (info := self._server_info()) else {})}
+
+    @property
+    def batch_size(self) -> int:
+        """The batch size asked for (a setting; a smaller one a server forced is ``batcher.limit``)."""
+        return self.batcher.batch_size
+
+    # --- what the encoder contract reads ----------------------------------------------------------------------
+    @property
+    def info(self) -> dict[str, Any]:
+        """The settings that change an embedding: the deployment (its identity), the batch size, no prompt."""
+        return {"deployment": self.deployment, "batch_size": self.batch_size, "prompt": "",
+                **({"tokenizer": self._tokenizer_source} if self._tokenizer_source else {})}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        batches = self.batcher.batches(texts)
+        done = [0]
+        lock = threading.Lock()
+
+        def one(batch: list[str]) -> np.ndarray:
+            rows = self.batcher.embed(batch, self._send, f"{self.url}/embeddings")
+            if self.progress is not None:
+                with lock:
+                    done[0] += len(batch)
+                    self.progress(done[0], len(texts))
+            return rows
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
+            return np.concatenate(list(pool.map(one, batches)))
+
+    def token_ids(self, texts: list[str]) -> list[list[int]] | None:
+        """The model's token ids without special tokens: the server's /tokenize, else the local tokenizer, else
+        None (Exam 2 then leaves token Levenshtein out)."""
+        if self._local_tokenizer is not None:
+            return [list(e.ids) for e in self._local_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        ids = self._server_token_ids(list(texts))
+        if ids is None:
+            log.warning("%s has no tokenizer endpoint (/tokenize): Exam 2's token Levenshtein is left out (null); "
+                        "pass --tokenizer PATH (the model's tokenizer.json or folder) to have it.", self.url)
+        return ids
+
+    def close(self) -> None:
+        self.http.close()
+
+    # --- one request of /embeddings ----------------------------------------------------------------------------
+    def _send(self, batch: list[str]) -> np.ndarray:
+        payload: dict[str, Any] = {"input": batch, "model": self.model}
+        if self._base64 is not False:
+            payload["encoding_format"] = "base64"
+        try:
+            body = self.http.request("POST", "/embeddings", payload)
+        except Refused as err:
+            if "encoding_format" in payload and self._base64 is None and err.status in (400, 422):
+                self._base64 = False  # the server does not take base64 (or the batch is too big: try both)
+                return self._send(batch)
+            raise
+        shown = f"{self.url}/embeddings"
+        rows = read_rows(body, batch, shown)
+        with self._dim_lock:
+            if self.dim is None:
+                self.dim = rows.shape[1]
+            elif rows.shape[1] != self.dim:
+                raise ModelError(f"{shown} changed the dimension from {self.dim} to {rows.shape[1]}.",
+                                 "check that one model serves every request (a load balancer over two models?).")
+        count_usage(self.usage, body, rows)
+        if "encoding_format" in payload:
+            self._base64 = True
+        return rows
+
+    # --- who the server is -------------------------------------------------------------------------------------
+    def _choose_model(self, wanted: str | None) -> tuple[str, dict]:
+        """The served model's id and its /models entry: ``wanted``, else the only one; InputError listing them."""
+        try:
+            body = self.http.request("GET", "/models", first_contact=True)
+        except Refused as err:
+            raise ModelError(f"{self.url}/models refused the request ({first_line(err, 160)}).",
+                             "check the base URL (OpenAI-compatible servers usually serve under /v1).") from None
+        entries = [e for e in (body.get("data") if isinstance(body, dict) else None) or [] if isinstance(e, dict)]
+        ids = [str(e.get("id")) for e in entries if e.get("id") is not None]
+        if wanted is not None:
+            if wanted in ids or not ids:
+                return wanted, next((e for e in entries if e.get("id") == wanted), {"id": wanted})
+            raise InputError(f"{self.url} serves no model {wanted!r} (it serves {', '.join(ids)}).",
+                             f"name one of them after #, e.g. --model {self.url}#{ids[0]}.")
+        if len(ids) == 1:
+            return ids[0], entries[0]
+        if not ids:
+            raise InputError(f"{self.url}/models lists no model.", f"name the model after #: --model {self.url}#MODEL.")
+        raise InputError(f"{self.url} serves {len(ids)} models: {', '.join(ids)}.",
+                         f"name one after #, e.g. --model {self.url}#{ids[0]}.")
+
+    def _server_info(self) -> dict | None:
+        """What the server says of its deployment at a route of its own (TEI's /info), where it has one."""
+        for dialect in (d for d in DIALECTS if d.info_route):
+            for root in self.endpoint.roots():
+                try:
+                    body = self.http.request("GET", dialect.info_route, base=root, retry=False)
+                except (ModelError, Refused):
+                    continue
+                if dialect.is_info(body):
+                    return body
+        return None
+
+    def _server_token_ids(self, texts: list[str]) -> list[list[int]] | None:
+        """Token ids from the server's /tokenize, in the dialect that answers."""
+        known = self._tokenize is not None
+        tries = [self._tokenize] if known else [(d, r) for d in DIALECTS if d.tokenize_body
+                                               for r in self.endpoint.roots()]
+        for dialect, root in tries:
+            def ask(body):
+                return self.http.request("POST", "/tokenize", body, base=root, retry=known)
+
+            try:
+                if dialect.tokenize_batched:
+                    out = dialect.tokenize_ids(ask(dialect.tokenize_body(texts, self.model)))
+                else:
+                    out = [dialect.tokenize_ids(ask(dialect.tokenize_body(t, self.model))) for t in texts]
+            except (ModelError, Refused, KeyError, TypeError, ValueError):
+                if known:
+                    raise ModelError(f"{self.url}'s /tokenize stopped answering.", "rerun, or pass --tokenizer PATH.") \
+                        from None
+                continue
+            if len(out) == len(texts) and all(isinstance(ids, list) for ids in out):
+                self._tokenize = (dialect, root)
+                return out
+        return None
+
+
+def _load_tokenizer(path: str | Path):
+    """A tokenizers.Tokenizer from a tokenizer.json or a model folder holding one (no padding, no truncation)."""
+    from tokenizers import Tokenizer
+
+    path = Path(path).expanduser()
+    candidates = [path] if path.is_file() else [path / "tokenizer.json", path / "0_Transformer" / "tokenizer.json"]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise InputError(f"No tokenizer.json at {path}.", "pass --tokenizer a tokenizer.json or a model folder with one.")
+    try:
+        tokenizer = Tokenizer.from_file(str(found))
+    except Exception as err:  # noqa: BLE001 - tokenizers raises its own exception type
+        raise InputError(f"Cannot read the tokenizer {found}: {first_line(err, 120)}.",
+                         "pass the model's tokenizer.json (as a Hugging Face folder has it).") from None
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer

@@ -1,0 +1,77 @@
+"""The house as every static tool sees it: imports inside the package are relative (so an import graph of the
+checkout resolves them all), the flow between rooms is one way (the import-linter contract in .importlinter),
+and nothing hooks the import system."""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+
+from fakes import ROOT
+
+PACKAGE_DIRS = ("core", "cli", "models")
+
+
+def package_files():
+    return [ROOT / "__init__.py", *sorted(p for d in PACKAGE_DIRS for p in (ROOT / d).rglob("*.py"))]
+
+
+def lint_imports(root, env=None):
+    return subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                           "lint_imports_command()", "--config", str(ROOT / ".importlinter"), "--no-cache"],
+                          cwd=root, capture_output=True, text=True, env=env)
+
+
+def test_every_import_inside_the_package_is_relative_and_resolves_to_a_file():
+    """No `from fasteval...` inside the package (a checkout's folder is not named fasteval, so static tools
+    cannot resolve those), and every relative import names a module or package that exists."""
+    absolute, unresolved = [], []
+    for path in package_files():
+        here = path.parent
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "fasteval":
+                absolute.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "fasteval" for a in node.names):
+                absolute.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                base = here
+                for _ in range(node.level - 1):
+                    base = base.parent
+                target = base.joinpath(*(node.module or "").split(".")) if node.module else base
+                names = [target] if node.module else [base / a.name for a in node.names]
+                for t in names:
+                    if not (t.with_suffix(".py").is_file() or (t / "__init__.py").is_file()) and node.module:
+                        unresolved.append(f"{path.relative_to(ROOT)}:{node.lineno} {'.' * node.level}{node.module}")
+                if base != ROOT and not str(base).startswith(str(ROOT)):
+                    unresolved.append(f"{path.relative_to(ROOT)}:{node.lineno} beyond the package")
+    assert not absolute, absolute
+    assert not unresolved, unresolved
+
+
+def test_the_flow_between_rooms_is_one_way():
+    proc = lint_imports(ROOT)
+    assert proc.returncode == 0 and "1 kept, 0 broken" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    """The contract can fail: a copy of the package where an exam imports the runs is refused, by name."""
+    copy = tmp_path / "fasteval"
+    copy.mkdir()
+    shutil.copy(ROOT / "__init__.py", copy)
+    for d in PACKAGE_DIRS:
+        shutil.copytree(ROOT / d, copy / d, ignore=shutil.ignore_patterns("__pycache__"))
+    geometry = copy / "core" / "exams" / "geometry.py"
+    geometry.write_text(geometry.read_text() + "\n\ndef _upward():\n    from ..runs import evaluate  # noqa\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = lint_imports(tmp_path, env)
+    assert proc.returncode != 0 and "0 kept, 1 broken" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "fasteval.core.exams.geometry -> fasteval.core.runs" in proc.stdout
+
+
+def test_no_import_hook_and_fasteval_mteb_is_a_lazy_attribute():
+    code = ("import sys; n = len(sys.meta_path); import fasteval; "
+            "print(len(sys.meta_path) - n, 'fasteval.core.mteb' in sys.modules, fasteval.mteb.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False", "fasteval.core.mteb"]
