@@ -32,17 +32,17 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     from fasteval.models.registry import find_spec, is_cached
     from servers import start_infinity
 
-    fp32 = load_model(ctx.model, provider="cpu", quiet=True)
-    candidates = [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8", quiet=True)),
+    fp32 = load_model(ctx.model, provider="cpu")
+    candidates = [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8")),
                   ("sentence-transformers (torch)", lambda: SentenceTransformersEncoder(ctx.folder))]
     lines = []
     with start_infinity(ctx.folder, ctx.tmp) as url:
-        candidates.insert(0, ("served by infinity", lambda: load_model(url, quiet=True)))
+        candidates.insert(0, ("served by infinity", lambda: load_model(url)))
         for label, make in candidates:
             lines.append(_line(ctx.model, label, fp32, make(), drift))
     if is_cached(find_spec(MPNET)):
-        lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu", quiet=True),
-                           load_model(MPNET, provider="cpu", dtype="int8", quiet=True), drift))
+        lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu"),
+                           load_model(MPNET, provider="cpu", dtype="int8"), drift))
     return lines
 
 

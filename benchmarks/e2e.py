@@ -106,7 +106,7 @@ def cells_against_cpu(ctx: Ctx) -> Line:
 
     runs = {}
     for provider in ("cpu", ctx.args.provider):
-        encoder = load_model(ctx.model, provider=provider, threads=ctx.threads, quiet=True)
+        encoder = load_model(ctx.model, provider=provider, threads=ctx.threads)
         evaluate(encoder, exams=(1,), bootstrap=0)  # warm-up: session start and kernels
         start = time.perf_counter()
         runs[provider] = (evaluate(encoder, exams=(1,), bootstrap=0).exams["exam1"], time.perf_counter() - start)

@@ -64,9 +64,9 @@ def bench_encode(ctx: Ctx) -> list[Line]:
     for threads in thread_counts:
         torch.set_num_threads(threads)
         full = threads == ctx.threads
-        paper = load_model(ctx.model, provider=ctx.args.provider, threads=threads, batch_size=32, quiet=True,
+        paper = load_model(ctx.model, provider=ctx.args.provider, threads=threads, batch_size=32,
                            batching="paper")
-        packed = load_model(ctx.model, provider=ctx.args.provider, threads=threads, quiet=True, batching="packed")
+        packed = load_model(ctx.model, provider=ctx.args.provider, threads=threads, batching="packed")
         for name, texts in sets.items():
             print(f"  encode: {name}, {threads} thread(s)", file=sys.stderr)
             torch_encode = lambda: st.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: E731
@@ -81,7 +81,7 @@ def bench_encode(ctx: Ctx) -> list[Line]:
     torch.set_num_threads(ctx.threads)
     if ctx.args.provider == "cpu":
         texts = sets["paper strings"]
-        fp32 = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True, batching="paper")
+        fp32 = load_model(ctx.model, provider="cpu", threads=ctx.threads, batching="paper")
         st_onnx = SentenceTransformer(_st_onnx_folder(ctx, fp32.folder.onnx_file), backend="onnx",
                                       model_kwargs={"file_name": "onnx/model.onnx",
                                                     "provider": "CPUExecutionProvider"})
@@ -90,7 +90,7 @@ def bench_encode(ctx: Ctx) -> list[Line]:
         line(f"paper strings ({len(texts)}), batch 32, {ctx.threads} thread(s), the same ONNX graph", texts,
              lambda: fp32.encode(texts), onnx_encode, "sentence-transformers backend=\"onnx\" (onnxruntime)",
              lambda: fp32.encode(texts), onnx_encode)
-        int8 = load_model(ctx.model, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8", batching="paper")
+        int8 = load_model(ctx.model, provider="cpu", threads=ctx.threads, dtype="int8", batching="paper")
         torch_encode = lambda: st.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: E731
         line(f"paper strings ({len(texts)}), int8, batch 32, {ctx.threads} thread(s)", texts,
              lambda: int8.encode(texts), torch_encode, "sentence-transformers cpu (torch, fp32)",

@@ -126,8 +126,8 @@ def prepare(args) -> Ctx:
     from fasteval.models.loader import load_model
     from fasteval.models.registry import fasteval_home, source_folder
 
-    _, folder = source_folder(args.model, quiet=True)
-    load_model(args.model, provider="cpu", quiet=True)  # exports once if the cache has no export yet
+    _, folder = source_folder(args.model)
+    load_model(args.model, provider="cpu")  # exports once if the cache has no export yet
     tmp = Path(tempfile.mkdtemp(prefix="fasteval-bench-"))
     home = tmp / "home"
     home.mkdir()

@@ -24,8 +24,8 @@ def bench_int8(ctx: Ctx) -> list[Line]:
         if name != ctx.model and not is_cached(REGISTRY[name]):
             continue
         print(f"  int8: {name}", file=sys.stderr)
-        fp32 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True)
-        int8 = load_model(name, provider="cpu", threads=ctx.threads, quiet=True, dtype="int8")
+        fp32 = load_model(name, provider="cpu", threads=ctx.threads)
+        int8 = load_model(name, provider="cpu", threads=ctx.threads, dtype="int8")
         lines.append(against_fp32(ctx, fp32, int8, texts, "int8",
                                   f"{name}: int8 against fp32 (paper strings, paper batching, {ctx.threads} threads)"))
         lines.append(_ffn_fp32_line(ctx, name, fp32, int8, texts))

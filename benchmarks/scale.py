@@ -78,7 +78,7 @@ def bench_scale(ctx: Ctx) -> list[Line]:
 
     ranges = ["medium_0_1000"] if ctx.quick else list(DENSE_RANGES)
     n = 1000
-    enc = load_model(ctx.model, provider=ctx.args.provider, quiet=True)
+    enc = load_model(ctx.model, provider=ctx.args.provider)
     E, V = [], []
     for r in ranges:
         kind, lo, hi = DENSE_RANGES[r]

@@ -40,7 +40,7 @@ import typer, fasteval.cli.main; mark("python, typer, the CLI")
 import numpy; mark("numpy")
 from fasteval.models.loader import load_model; mark("fasteval modules")
 import onnxruntime; mark("onnxruntime import")
-enc = load_model(MODEL, provider="cpu", quiet=True); mark("model load (cached export, hashes remembered, tokenizer)")
+enc = load_model(MODEL, provider="cpu"); mark("model load (cached export, hashes remembered, tokenizer)")
 enc.session; mark("onnxruntime session (graph optimised)")
 from fasteval.core.kernels import warm_up
 warm_up(); mark("numba kernels (loaded from numba's cache)")

@@ -122,6 +122,11 @@ def _say(quiet: bool, message: str) -> None:
         typer.echo(message, err=True)
 
 
+def _quiet(quiet: bool) -> None:
+    """--quiet (or --json): the library's informational records are not shown; its warnings still are."""
+    logging.getLogger("fasteval").setLevel(logging.WARNING if quiet else logging.INFO)
+
+
 def _progress(quiet: bool):
     """Two bars on stderr (models, steps of the current model); nothing when quiet or not a terminal."""
     import contextlib
@@ -169,8 +174,9 @@ def sweep(
     bootstrap: Annotated[int, typer.Option(
         min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
                     "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
-    protocol: Annotated[str, typer.Option(
-        help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file.")] = "paper",
+    protocol: Annotated[Optional[str], typer.Option(
+        help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file "
+             "(default: the paper's).", show_default=False)] = None,
     overwrite: Annotated[Overwrite, typer.Option(
         help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
              "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
@@ -189,28 +195,31 @@ def sweep(
     Resumable: a rerun skips every model already done under the same settings and redoes the rest.
     """
     with user_errors("finished models are kept, the interrupted one is redone on rerun."):
+        _quiet(quiet)
         from . import printing
         from ..core.io import check_writable
 
-        from ..core.exams import for_protocol
-        from ..core.protocol.loading import load_protocol
+        from ..core.runs.sweep import Job, read_models_file, run_sweep
 
-        # a bad protocol file or exam selection fails here, before anything is written
-        chosen = for_protocol(load_protocol(protocol), exams)
+        # a bad protocol file or exam selection fails here (the first job resolves them), before anything is written
+        first = Job("", exams=exams, protocol=protocol)
         out = check_writable(out)
         from ..core.results.model import RESULT_FILE
         from ..core.results.read import load_result
-        from ..core.runs.sweep import Job, read_models_file, run_sweep
         from ..models.loader import load_model
         from ..models.registry import DEFAULT_MODEL, fasteval_home
 
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
-        options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
-                   "prompt_name": prompt_name, "dtype": dtype.value, "quiet": quiet, "batching": batching.value,
-                   "served": _served(api_key_env, concurrency, request_timeout, retries, tokenizer)}
-        jobs = [Job(name, options, chosen, similarity.value, normalize_quantities, bootstrap, protocol)
+
+        def options() -> dict:  # each job its own (a served model's progress callback is set per job)
+            return {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
+                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
+                    "served": _served(api_key_env, concurrency, request_timeout, retries, tokenizer)}
+
+        jobs = [Job(name, options(), first.exams, similarity.value, normalize_quantities, bootstrap, first.protocol)
                 for name in names]
+        chosen = first.exams
         with _progress(quiet) as bars:
             models_bar = bars.add_task("models", total=len(jobs)) if bars else None
             steps_bar = bars.add_task("", total=1 + len(chosen)) if bars else None
@@ -276,6 +285,7 @@ def check_command(
 
     Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
     with user_errors("nothing was written."):
+        _quiet(quiet or json_out)
         from ..core.errors import InputError
         from ..core.runs.sweep import read_models_file
 
@@ -294,7 +304,7 @@ def check_command(
         from ..models.loader import load_model
         from ..models.registry import DEFAULT_MODEL
 
-        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, quiet=quiet or json_out,
+        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value,
                              served=_served(api_key_env, concurrency, request_timeout, retries, None))
         result = check(encoder, texts[0], texts[1:], metric=similarity.value,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
@@ -352,9 +362,10 @@ def export_command(
 ) -> None:
     """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
     with user_errors():
+        _quiet(quiet)
         from ..models.loader import export_model, load_model
 
-        dest = export_model(model, out=out, dtype=dtype.value, quiet=quiet)
+        dest = export_model(model, out=out, dtype=dtype.value)
         if Path(model).expanduser().resolve() == dest:
             typer.echo(f"{dest} already holds an ONNX export; nothing to do.")
             return
@@ -362,8 +373,8 @@ def export_command(
         if dtype is not DType.fp32:
             from ..core.runs.drift import drift
 
-            reference = load_model(str(export_model(model, quiet=quiet)), quiet=quiet)
-            report = drift(reference, load_model(str(dest), quiet=quiet), conformance=False, resamples=0)
+            reference = load_model(str(export_model(model)))
+            report = drift(reference, load_model(str(dest)), conformance=False, resamples=0)
             typer.echo(report.line(f"{dtype.value} vs fp32"))
 
 
@@ -385,8 +396,7 @@ def report_command(
         from ..core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
-                           png=png, dpi=dpi, warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True),
-                           resamples=bootstrap)
+                           png=png, dpi=dpi, resamples=bootstrap)
         if "table1" in rep.tables:
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "
@@ -408,8 +418,7 @@ def compare_command(
         from . import printing
         from ..core.report.compare import run_compare
 
-        comparison, dest = run_compare(results_dir, out=out, resamples=bootstrap, png=png,
-                                       warn=lambda line: typer.echo(f"fasteval: warning: {line}", err=True))
+        comparison, dest = run_compare(results_dir, out=out, resamples=bootstrap, png=png)
         printing.print_comparison(comparison)
         typer.echo(f"Comparison of {len(comparison.models)} models written to {dest}")
 
@@ -440,6 +449,7 @@ def bench_command(
 ) -> None:
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
     with user_errors("no numbers were written."):
+        _quiet(quiet)
         from ..core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
         from ..core.runs.bench import usable_cores
         from ..models.loader import load_model
@@ -495,6 +505,7 @@ def drift_command(
     """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
     --fail-below / --fail-on-collisions, 2: bad input."""
     with user_errors("nothing was written."):
+        _quiet(quiet or json_out)
         from ..core.io import dumps
         from ..core.io import write_output_folder
         from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
@@ -506,7 +517,7 @@ def drift_command(
             raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
         served = _served(api_key_env, concurrency, request_timeout, retries, None)
         sides = [load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
-                            quiet=quiet or json_out, served=served)
+                            served=served)
                  for name, d, p in ((reference, reference_dtype, reference_prompt),
                                     (candidate, candidate_dtype, candidate_prompt))]
         report = drift(*sides, texts=texts, conformance=not no_conformance,

@@ -50,3 +50,4 @@ def warn_rebuilt(what: str, path, err: BaseException | str) -> None:
     discarded and rebuilt: caches heal, they are not reported as errors."""
     reason = err if isinstance(err, str) else f"{type(err).__name__}: {first_line(err, 120)}"
     logging.getLogger("fasteval").warning("%s %s is unreadable (%s); discarding it and rebuilding", what, path, reason)
+

@@ -51,7 +51,7 @@ def planned_provider(provider: str) -> str:
     return "cpu"
 
 
-def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
+def _session(onnx_file: Path, provider: str, threads: int | None):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -78,7 +78,7 @@ def _session(onnx_file: Path, provider: str, threads: int | None, quiet: bool):
     if provider == "cuda" and not on_gpu:
         raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
                          "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
-    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu and not quiet:
+    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu:
         log.warning("onnxruntime-gpu could not use the GPU; running on the CPU.")
     return session, ("cuda" if on_gpu else "cpu")
 
@@ -88,7 +88,7 @@ class OnnxEncoder:
 
     def __init__(self, folder: ModelFolder, *, provider: str = "auto", batch_size: int = 32,
                  threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-                 prompt_name: str = "", quiet: bool = False, batching: str = "paper",
+                 prompt_name: str = "", batching: str = "paper",
                  batch_tokens: int = PACKED_BATCH_TOKENS, name: str | None = None, identity: dict | None = None):
         """``name``: the model's name in results (default: the folder's); ``identity``: what the loader knows of
         where the model came from (``model``, ``source``, ``source_sha256``, ``onnx_sha256``, ``dtype``)."""
@@ -129,7 +129,7 @@ class OnnxEncoder:
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
         # The onnxruntime session starts at the first encode (a sweep that skips a finished model never
         # pays for one); until then ``provider`` is the one it is planned to use.
-        self._requested_provider, self.threads, self.quiet = provider, threads, quiet
+        self._requested_provider, self.threads = provider, threads
         self.provider = planned_provider(provider)
         self._session = None
         self._io_binding: bool | None = None
@@ -138,8 +138,7 @@ class OnnxEncoder:
     def session(self):
         """The onnxruntime session, started on first use."""
         if self._session is None:
-            self._session, self.provider = _session(self.folder.onnx_file, self._requested_provider, self.threads,
-                                                    self.quiet)
+            self._session, self.provider = _session(self.folder.onnx_file, self._requested_provider, self.threads)
         return self._session
 
     @property

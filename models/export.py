@@ -126,8 +126,7 @@ def _quiet_exporters():
         optimum_logger.setLevel(optimum_level)
 
 
-def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bool = False,
-           out: Path | None = None) -> Path:
+def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path | None = None) -> Path:
     """Return the exported folder for ``folder``, exporting it first unless that export exists.
 
     The export goes to ``out`` when given, else to the cache (``cache_root/onnx/<source hash>-<dtype>``). It is
@@ -139,7 +138,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
         return folder.path
     check_choice(dtype, DTYPES, "dtype", "--dtype")
     if dtype == "int8":
-        return quantize_int8(export(folder, cache_root, "fp32", quiet=quiet), folder, cache_root, quiet, out)
+        return quantize_int8(export(folder, cache_root, "fp32"), folder, cache_root, out)
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
@@ -166,8 +165,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", quiet: bo
     except ImportError:
         raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch.",
                          "install the export extra: pip install 'fasteval[export]'.") from None
-    if not quiet:
-        log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
+    log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
     if dest.exists():  # an empty --out folder: the staged export takes its place
         dest.rmdir()
     weights = folder.transformer_path
@@ -213,8 +211,7 @@ def int8_quantize_kwargs() -> dict:
     return {**INT8_QUANTIZATION, "weight_type": getattr(QuantType, INT8_QUANTIZATION["weight_type"])}
 
 
-def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, quiet: bool = False,
-                  out: Path | None = None) -> Path:
+def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, out: Path | None = None) -> Path:
     """The int8 export: onnxruntime's own dynamic quantization (``onnxruntime.quantization.quantize_dynamic``
     with INT8_QUANTIZATION) of the fp32 export, cached beside it (``<source hash>-int8``), its configs copied.
     An entry made with other settings (an older recipe) is quantized again, not reused."""
@@ -233,8 +230,7 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, quiet: bool
         shutil.rmtree(dest, ignore_errors=True)
     from onnxruntime.quantization import quantize_dynamic
 
-    if not quiet:
-        log.info("quantizing %s to int8 with onnxruntime, once; written to %s", folder.path.name, dest)
+    log.info("quantizing %s to int8 with onnxruntime, once; written to %s", folder.path.name, dest)
     with staged_folder(dest, replace=False, what="the int8 export") as staging:
         for item in fp32.iterdir():
             if item.name in ("model.onnx", "fasteval_export.json") or item.name.startswith("."):

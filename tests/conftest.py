@@ -84,4 +84,4 @@ def tiny_encoder(tiny_st_folder, fasteval_home):
     pytest.importorskip("optimum.exporters.onnx")
     from fasteval.models.loader import load_model
 
-    return load_model(str(tiny_st_folder), provider="cpu", quiet=True)
+    return load_model(str(tiny_st_folder), provider="cpu")

@@ -51,7 +51,7 @@ def minilm_folder_in(home: str | Path) -> Path:
     saved = os.environ.get("FASTEVAL_HOME")
     os.environ["FASTEVAL_HOME"] = str(home)
     try:
-        return Path(source_folder(DEFAULT_MODEL, quiet=True)[1])
+        return Path(source_folder(DEFAULT_MODEL)[1])
     finally:
         if saved is None:
             os.environ.pop("FASTEVAL_HOME", None)

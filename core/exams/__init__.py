@@ -63,6 +63,11 @@ class Exam:
     mteb_scores: Callable[[Any], dict[str, float | None]]  # its result on MTEB's 0-1 scale
     mteb_type: str = "STS"
     uses_cell_similarities: bool = False  # runs on ExamInputs.similarities() (computed once, timed apart)
+    # Its place in `fasteval report`: the report's own tables and figures that show it, by name
+    # (core/report/tables.EXAM_TABLES, core/report/plots.FIGURES). An exam that names none is shown in a table of
+    # its summary() (one row per model), so a new exam appears in the report with nothing else to write.
+    report_tables: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
 
     @property
     def paper(self) -> bool:
@@ -118,7 +123,9 @@ def for_protocol(protocol, exams: Iterable[int | str] | str | None = None) -> tu
     """The exams to run on ``protocol`` (a Protocol; None: the paper's): ``exams`` (a selection, as --exams
     takes it) or, when None, the paper's exams the protocol supports (extensions run when asked for);
     InputError naming the supported ones for an exam it does not support."""
-    supported = parse_exams(protocol.exams) if protocol is not None else paper_exams()
+    # the paper's protocol supports every registered exam; a protocol file, the exams it lists
+    supported = (tuple(e.choice for e in registry()) if protocol is None or protocol.is_paper
+                 else parse_exams(protocol.exams))
     if exams is None:
         return tuple(e for e in supported if e in paper_exams())
     chosen = parse_exams(exams)

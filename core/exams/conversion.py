@@ -134,4 +134,5 @@ EXAM = Exam(
     groups=_groups, run=_run, result_type=ConversionResult, files=files, text=text, mteb_task="PhysScoreConversion",
     mteb_description="Unit conversions (a fasteval extension): recall@1 of the equivalent quantity ('100 "
     "centimeters' for '1 meter') among 40 conversions, for 11 unit pairs; also the lexical trap rate.",
-    main_score="recall_at_1", mteb_scores=lambda result: dict(result.summary()))
+    main_score="recall_at_1", mteb_scores=lambda result: dict(result.summary()), report_tables=("conversion",),
+    figures=("conversion_scores",))

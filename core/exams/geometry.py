@@ -359,4 +359,5 @@ EXAM = Exam(
     mteb_description="Measurement geometry (the paper's Exam 1): for 4 quantities x 5 number ranges, Kendall tau "
     "of the similarity to the smallest value against physical distance ('0 meters', '0.5 meters', ...). Main "
     "score: the mean tau of the 20 cells.", main_score="kendall_tau", mteb_scores=mteb_scores,
-    uses_cell_similarities=True)
+    uses_cell_similarities=True, report_tables=("table1", "intervals", "table2"),
+    figures=("embedding_overview", "digits_words", "conversions"))

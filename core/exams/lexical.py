@@ -144,4 +144,4 @@ EXAM = Exam(
     result_type=Exam2Result, files=files, text=text, mteb_task="PhysScoreLexicalNumeric",
     mteb_description="Lexical vs numeric similarity (the paper's Exam 2): Kendall tau-b of the similarity of 100 "
     "bare numbers against their numeric distance (also character and token Levenshtein).", main_score="kendall_tau",
-    mteb_scores=mteb_scores)
+    mteb_scores=mteb_scores, report_tables=("lexical",))

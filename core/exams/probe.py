@@ -181,4 +181,4 @@ EXAM = Exam(
     result_type=Exam3Result, files=files, text=text, mteb_task="PhysScoreProbe",
     mteb_description="The recalibration probe (the paper's Exam 3): a ridge probe on |e1 - e2| recovers the physical "
     "order on held-out items; main score: the probe's Kendall tau.", main_score="kendall_tau",
-    mteb_scores=mteb_scores, mteb_type="Regression", uses_cell_similarities=True)
+    mteb_scores=mteb_scores, mteb_type="Regression", uses_cell_similarities=True, report_tables=("probe",))

@@ -41,6 +41,22 @@ def _paper_sha256() -> str:
     return hashlib.sha256((BUILTIN_DIR / "paper.toml").read_bytes()).hexdigest()
 
 
+def builtin_protocol(name: str) -> Protocol:
+    """A built-in protocol by name, whatever files the working directory holds (what fasteval loads by itself:
+    the paper's protocol as the default)."""
+    if name not in builtin_names():
+        raise ProtocolError(f"No built-in protocol named {name!r}.", f"use one of {', '.join(builtin_names())}.")
+    return _load_cached(str(BUILTIN_DIR / f"{name}.toml"))
+
+
+def resolve_protocol(protocol: str | Path | Protocol | None) -> Protocol:
+    """The one way a run gets its protocol: a loaded Protocol as it is; None, the paper's (built in); a name or
+    a file as the user gave it (``load_protocol``)."""
+    if isinstance(protocol, Protocol):
+        return protocol
+    return builtin_protocol("paper") if protocol is None else load_protocol(protocol)
+
+
 def load_protocol(name_or_path: str | Path) -> Protocol:
     """A built-in protocol by name (``fasteval protocols``) or a protocol file; ProtocolError when unusable.
     A name that is both a built-in and a file here is refused: which one is meant is the user's to say."""

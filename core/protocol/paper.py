@@ -20,9 +20,9 @@ PROTOCOL_VERSION = "paper-1"
 # --- Exam 1 (PROTOCOL.md 1.1, 1.2, 1.7): read from builtin/paper.toml, the paper's protocol file ------------
 def paper_protocol():
     """The paper's protocol file, parsed (cached)."""
-    from .loading import load_protocol
+    from .loading import builtin_protocol
 
-    return load_protocol("paper")
+    return builtin_protocol("paper")
 
 
 _PAPER = paper_protocol()

@@ -10,8 +10,8 @@ from ..choices import DEFAULT_RESAMPLES
 from ..errors import InputError
 from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
-from .entries import LoadedResult, Warn, load_results
-from .tables import REPORT_DIR, REPORT_HTML, TABLES, Table, drift_table, sources_table
+from .entries import LoadedResult, load_results
+from .tables import REPORT_DIR, REPORT_HTML, Table, drift_table, report_tables, sources_table
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Report:
     warnings: list[str]
 
 
-def _comparison(entries: list[LoadedResult], resamples: int, note: Warn):
+def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
     """The paired comparison of the report's models, when two or more can be compared (else None)."""
     from .compare import compare
 
@@ -34,29 +34,23 @@ def _comparison(entries: list[LoadedResult], resamples: int, note: Warn):
 
 
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
-                 png: bool = True, dpi: int | None = None, warn: Warn | None = None,
-                 resamples: int = DEFAULT_RESAMPLES) -> Report:
+                 png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES) -> Report:
     """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
 
-    ``warn`` receives one line per skipped file or unknown model (they are also in ``Report.warnings``).
+    A skipped file or unknown model is logged as a warning and listed in ``Report.warnings`` (and the page).
     """
     from .plots import DEFAULT_DPI
 
     warnings: list[str] = []
-
-    def note(message: str) -> None:
-        warnings.append(message)
-        if warn:
-            warn(message)
 
     results_dir = Path(results_dir).expanduser()
     dpi = DEFAULT_DPI if dpi is None else int(dpi)
     if not 10 <= dpi <= 1200:
         raise InputError(f"dpi {dpi} is out of range.", "pass --dpi between 10 and 1200 (default 120).")
     out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
-    entries = load_results(results_dir, models=models, warn=note)
-    tables = [t for t in (build(entries) for build in TABLES) if t is not None]
-    comparison = _comparison(entries, resamples, note)
+    entries = load_results(results_dir, models=models, notes=warnings)
+    tables = report_tables(entries)
+    comparison = _comparison(entries, resamples, warnings)
     if comparison is not None:
         tables.append(comparison.table())
     drift = drift_table(results_dir)

@@ -9,7 +9,8 @@ cells' anchor similarities are the first rows of the stored heatmaps.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -24,6 +25,8 @@ from .tables import Table
 
 SIGNIFICANCE = 0.05
 COMPARISON_COLUMNS = ["model_a", "model_b", "delta_tau", "ci_low", "ci_high", "p_value", "p_holm"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,7 +111,7 @@ def cell_values(exam1) -> list[np.ndarray | None]:
     return out
 
 
-def comparable(entries: list[LoadedResult], warn: Callable[[str], None] | None = None
+def comparable(entries: list[LoadedResult], notes: list[str] | None = None
                ) -> tuple[list[tuple[LoadedResult, list[np.ndarray]]], list[str], str]:
     """The entries that can be compared: with Exam 1 and its similarity rows, in the largest group of one
     protocol and similarity. The others are returned as lines saying why they were skipped."""
@@ -133,21 +136,22 @@ def comparable(entries: list[LoadedResult], warn: Callable[[str], None] | None =
         if key != best:
             skipped += [f"{e.label}: protocol {key[0]}, similarity {key[1]} (compared: {best[0]}, {best[1]})"
                         for e, _ in members]
-    if warn:
-        for line in skipped:
-            warn(f"compare skipped {line}")
+    for line in skipped:
+        log.info("compare skipped %s", line)
+        if notes is not None:
+            notes.append(f"compare skipped {line}")
     return groups[best], skipped, f"protocol {best[0]}, similarity {best[1]}"
 
 
 def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
-            warn: Callable[[str], None] | None = None) -> Comparison:
+            notes: list[str] | None = None) -> Comparison:
     """Every pair of comparable entries; InputError with fewer than two."""
     from ..exams.geometry import table1_row
     from ..exams.statistics import percentile_interval, resample_exam1
 
     if resamples < 1:
         raise InputError(f"compare needs at least one resample, got {resamples}.", "pass --bootstrap 1000 or more.")
-    members, skipped, group = comparable(entries, warn)
+    members, skipped, group = comparable(entries, notes)
     if len(members) < 2:
         raise InputError(f"compare needs two or more models with Exam 1, found {len(members)}"
                          + (f" ({len(skipped)} skipped)" if skipped else "") + ".",
@@ -229,14 +233,14 @@ def forest_figure(entries: list[LoadedResult]):
 
 
 def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEFAULT_RESAMPLES, png: bool = True,
-                dpi: int | None = None, warn: Callable[[str], None] | None = None) -> tuple[Comparison, Path]:
+                dpi: int | None = None) -> tuple[Comparison, Path]:
     """Compare every model under ``results_dir``; write comparison.csv / .md (and .png) to ``out``
     (default ``results_dir/comparison``), staged and renamed into place."""
     from .plots import DEFAULT_DPI, png_bytes
     from ..io import write_output_folder
 
     results_dir = Path(results_dir).expanduser()
-    comparison = compare(load_results(results_dir, warn=warn), resamples, warn)
+    comparison = compare(load_results(results_dir), resamples)
     table = comparison.table()
     files: dict[str, str | bytes] = {"comparison.csv": table.csv(), "comparison.md": table.markdown()}
     if png:

@@ -3,6 +3,8 @@ one label it has in the tables ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2 [normalize
 grouped under its main run."""
 from __future__ import annotations
 
+import logging
+
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ from ..errors import InputError, first_line
 from ..results.model import RESULT_FILE, ModelResult
 from ..results.read import find_result_files, load_result
 
-Warn = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 
@@ -29,11 +31,17 @@ class LoadedResult:
 
 
 def load_results(results_dir: Path, models: Iterable[str] | None = None,
-                 warn: Warn | None = None) -> list[LoadedResult]:
+                 notes: list[str] | None = None) -> list[LoadedResult]:
     """Every readable result under ``results_dir`` (optionally only ``models``: model ids or names).
 
-    Unreadable files are reported through ``warn`` and skipped. Raises InputError when nothing is left.
+    Unreadable files and unknown models are logged as warnings and skipped (and appended to ``notes``, for a
+    report that lists them). Raises InputError when nothing is left.
     """
+    def warn(message: str) -> None:
+        log.warning("%s", message)
+        if notes is not None:
+            notes.append(message)
+
     results_dir = Path(results_dir).expanduser()
     if not results_dir.is_dir():
         raise InputError(f"Results folder {results_dir} does not exist or is not a folder.",
@@ -47,15 +55,13 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         try:
             loaded.append((path, load_result(path)))
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
-            if warn:
-                reason = first_line(err)
-                warn(f"skipped {path}: unreadable result ({type(err).__name__}: {reason})")
+            warn(f"skipped {path}: unreadable result ({type(err).__name__}: {first_line(err)})")
     if models is not None:
         wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
         keys = {m: {m, P.model_id(m)} for m in wanted}
         chosen = [(p, r) for p, r in loaded if any({r.model, r.model_id} & k for k in keys.values())]
         for m, k in keys.items():
-            if warn and not any({r.model, r.model_id} & k for _, r in loaded):
+            if not any({r.model, r.model_id} & k for _, r in loaded):
                 warn(f"no result for model {m!r} under {results_dir}")
         loaded = chosen
     if not loaded:

@@ -37,6 +37,7 @@ def _file_stem(label: str) -> str:
 
 def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
     """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has."""
+    from ..exams import registry
     from . import plots
 
     plots.require_matplotlib()
@@ -50,10 +51,10 @@ def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
                 exams["exam1"] = exam1.for_variant(variant) if variant is not None else exam1
             title = e.label if variant is None else f"{e.label} ({variant})"
             stem = _file_stem(e.label) + ("" if variant is None else f"_{_file_stem(variant)}")
-            for name, (exam, draw) in plots.FIGURES.items():
+            for exam, name in ((x.key, name) for x in registry() for name in x.figures):
                 if exam not in exams or (variant is not None and exam != "exam1"):
                     continue
-                fig = draw(exams[exam], title)
+                fig = plots.FIGURES[name](exams[exam], title)
                 if fig is not None:
                     out.append(Figure(f"{FIGURE_DIR}/{stem}_{name}.png", plots.png_bytes(fig, dpi), e.label,
                                       f"{title}: {CAPTIONS.get(name, name)}"))

@@ -211,6 +211,6 @@ def conversion_scores_figure(conversion, title: str):
     return fig
 
 
-# figure name -> (the exam it draws, the drawing function)
-FIGURES = {"embedding_overview": ("exam1", overview_figure), "digits_words": ("exam1", digits_words_figure),
-           "conversions": ("exam1", conversion_figure), "conversion_scores": ("conversion", conversion_scores_figure)}
+# figure name (as exam records name their figures: core/exams Exam.figures) -> the drawing function of its result
+FIGURES = {"embedding_overview": overview_figure, "digits_words": digits_words_figure,
+           "conversions": conversion_figure, "conversion_scores": conversion_scores_figure}

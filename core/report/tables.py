@@ -404,5 +404,33 @@ def drift_table(root: Path) -> Table | None:
                  note="From `fasteval drift --out DIR` reports under the results folder.")
 
 
-TABLES = (table1, intervals_table, table2, lexical_table, probe_table, conversion_table, normalization_table,
-          protocol_variants_table)
+def summary_table(exam, entries: list[LoadedResult]) -> Table | None:
+    """An exam's table when the report has none of its own: its summary(), one row per model."""
+    scored = [(e.label, e.result.exams[exam.key].summary()) for e in entries if exam.key in e.result.exams]
+    if not scored:
+        return None
+    keys = list(dict.fromkeys(k for _, s in scored for k, v in s.items()
+                              if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))))
+    rows = [{"model": label, **{k: s.get(k) for k in keys}} for label, s in scored]
+    return Table(exam.key, exam.title.format(model="all models", metric="as run"), ["model", *keys],
+                 ["Model", *keys], rows, digits=4, note=f"{exam.mteb_description} (its summary, as results.json "
+                                                        "holds it)")
+
+
+# The report's own tables of one exam, by the names exam records give (core/exams: Exam.report_tables) ...
+EXAM_TABLES = {"table1": table1, "intervals": intervals_table, "table2": table2, "lexical": lexical_table,
+               "probe": probe_table, "conversion": conversion_table}
+# ... and the tables across exams, after them.
+CROSS_TABLES = (normalization_table, protocol_variants_table)
+
+
+def report_tables(entries: list[LoadedResult]) -> list[Table]:
+    """Every table of the report: each registered exam's, in registry order, then the tables across exams."""
+    from ..exams import registry
+
+    tables = []
+    for exam in registry():
+        built = [EXAM_TABLES[name](entries) for name in exam.report_tables] if exam.report_tables \
+            else [summary_table(exam, entries)]
+        tables += [t for t in built if t is not None]
+    return tables + [t for t in (build(entries) for build in CROSS_TABLES) if t is not None]

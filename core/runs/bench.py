@@ -139,7 +139,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
               served: dict | None = None) -> BenchResult:
     """Throughput for every (text set, threads, batch size), then the exams' compute (evaluate twice).
 
-    ``loader(model, provider=, batch_size=, threads=, quiet=True)`` gives a fresh encoder for each setting,
+    ``loader(model, provider=, batch_size=, threads=)`` gives a fresh encoder for each setting,
     so a setting never inherits another's session. ``exams=()`` skips the exam timing. A served ``model``
     (``URL[#MODEL]``) is timed over ``batch_sizes`` x ``concurrency`` (texts/s and the server's tokens/s; the
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
@@ -161,7 +161,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
         result.served = served_throughput(loader, model, batch_sizes, concurrency, sets, repeats, step, served)
     for t in threads if local else ():
         for b in batch_sizes:
-            encoder = loader(local, provider=provider, batch_size=b, threads=t, quiet=True, batching="paper")
+            encoder = loader(local, provider=provider, batch_size=b, threads=t, batching="paper")
             result.provider = getattr(encoder, "provider", provider) if local == model else result.provider
             for name, texts in sets.items():
                 step(f"encode {name} threads={t} batch={b}")
@@ -172,7 +172,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
             del encoder
     if exams and not is_url(model):
         result.exams = parse_exams(exams)
-        encoder = loader(model, provider=provider, quiet=True)
+        encoder = loader(model, provider=provider)
         result.provider = getattr(encoder, "provider", provider)
         step("exams (cold)")
         result.exam_cold = dict(evaluate(encoder, exams=result.exams).timings)
@@ -189,7 +189,7 @@ def served_throughput(loader: Callable[..., Any], url: str, batch_sizes: Sequenc
     rows = []
     for b in batch_sizes:
         for c in concurrency:
-            encoder = loader(url, batch_size=b, quiet=True, served={**(served or {}), "concurrency": c})
+            encoder = loader(url, batch_size=b, served={**(served or {}), "concurrency": c})
             for name, texts in sets.items():
                 step(f"served {name} batch={b} concurrency={c}")
                 encoder.encode(texts[: max(b, 8)])  # a warm connection pool

@@ -16,20 +16,20 @@ from ..choices import BATCHINGS, SIMILARITIES, check_choice
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..exams import ExamInputs, for_protocol, protocol_groups, selected
 from ..exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
-from ..protocol.loading import load_protocol
+from ..protocol.loading import resolve_protocol
 from ..protocol.spec import Protocol
 from ..quantities import CANONICAL_VERSION
 from ..results.model import ModelResult
 
 
 def settings_of(info: dict[str, Any], *, exams: Iterable[int | str] | None = None, metric: str = "cos",
-                protocol: str | Protocol = "paper", normalize_quantities: bool = False,
+                protocol: str | Protocol | None = None, normalize_quantities: bool = False,
                 bootstrap: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
     """Everything that changes a number of one evaluation: the encoder's settings (``info``: hashes, provider,
     dtype, prompt, ...) and the scoring settings (similarity, exams, protocol, --normalize-quantities,
     bootstrap). The one place a job's settings are built; the result key is a hash of part of them."""
     check_choice(metric, SIMILARITIES, "similarity", "--similarity")
-    protocol = protocol if isinstance(protocol, Protocol) else load_protocol(protocol)
+    protocol = resolve_protocol(protocol)
     exams = for_protocol(protocol, exams)
     settings = {**info, "similarity": metric, "exams": list(exams), "protocol": protocol.key}
     if normalize_quantities:
@@ -44,7 +44,7 @@ def settings_of(info: dict[str, Any], *, exams: Iterable[int | str] | None = Non
 def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metric: str = "cos",
              name: str | None = None, settings: dict[str, Any] | None = None, table: EmbeddingTable | None = None,
              on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
-             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol = "paper",
+             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol | None = None,
              batching: str | None = None) -> ModelResult:
     """Run the chosen exams (default: the paper's exams the protocol supports; 1, 2, 3) on ``encoder``.
 
@@ -65,7 +65,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     from ..kernels import warm_up_in_background
     from ..encoders import as_encoder
 
-    protocol = protocol if isinstance(protocol, Protocol) else load_protocol(protocol)
+    protocol = resolve_protocol(protocol)
     exams = for_protocol(protocol, exams)
     view = describe(as_encoder(encoder), name)
     if settings is None:

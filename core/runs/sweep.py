@@ -72,14 +72,24 @@ def result_key(settings: dict[str, Any]) -> str:
 
 @dataclass
 class Job:
-    """One model with its options (passed to the loader) and the scoring settings."""
+    """One model with its options (passed to the loader) and the scoring settings. The protocol is loaded and
+    the exams resolved here, once (a bad protocol file or exam fails as the job is made, before anything runs);
+    every step after reads them from the job."""
     model: str
     options: dict[str, Any] = field(default_factory=dict)
     exams: tuple[int | str, ...] | None = None  # None: the paper's exams the protocol supports
     metric: str = "cos"
     normalize_quantities: bool = False  # rewrite every text to its canonical form before the encoder
     bootstrap: int = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
-    protocol: str = "paper"  # a built-in protocol's name or a protocol file
+    protocol: Any = None  # a Protocol once made; given as a built-in's name, a protocol file, or None (the paper's)
+
+    def __post_init__(self) -> None:
+        from ..exams import for_protocol
+        from ..protocol.loading import resolve_protocol
+
+        self.protocol = resolve_protocol(self.protocol)
+        self.exams = for_protocol(self.protocol, self.exams)
+        self.options = dict(self.options)  # the job's own (a caller's dict is never shared between jobs)
 
 
 @dataclass

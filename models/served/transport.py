@@ -185,8 +185,10 @@ def _raise_for(status: int, headers, body: bytes, shown: str, endpoint: Endpoint
                          "credential must not travel to another host).",
                          "pass the URL it redirects to as --model.")
     if status in (401, 403):
-        raise ModelError(f"{shown} refused the credentials (HTTP {status}; sent: {endpoint.auth_kind}).",
-                         f"set {endpoint.key_env} to a valid API key, or put user:password@ in the URL.")
+        sent = endpoint.auth_kind != "none"
+        raise ModelError(f"{shown} refused the request (HTTP {status}; credentials sent: {endpoint.auth_kind}).",
+                         f"set {endpoint.key_env} to a valid API key" + (f" (the {endpoint.auth_kind} was refused)."
+                                                                         if sent else "."))
     if status == 404:
         raise ModelError(f"{shown} answered 404 (not found).",
                          "check the base URL (OpenAI-compatible servers usually serve under /v1) and the model "

@@ -132,7 +132,7 @@ def test_compare_is_paired_and_consistent(sweep_dir):
     from fasteval.core.report.entries import load_results
 
     skipped = []
-    comparison = compare(load_results(sweep_dir), resamples=2000, warn=skipped.append)
+    comparison = compare(load_results(sweep_dir), resamples=2000, notes=skipped)
     assert sorted(comparison.models) == ["fair", "good", "poor"]
     assert any("similarity l2" in line for line in skipped), skipped
     by_pair = {(p.model_a, p.model_b): p for p in comparison.pairs}

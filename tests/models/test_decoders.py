@@ -30,7 +30,7 @@ def qwen_folder(tmp_path_factory):
 def qwen_encoder(qwen_folder, fasteval_home):
     from fasteval.models.loader import load_model
 
-    return load_model(str(qwen_folder), provider="cpu", quiet=True)
+    return load_model(str(qwen_folder), provider="cpu")
 
 
 def st_encode(folder, texts, **kwargs):
@@ -44,7 +44,7 @@ def onnx_encoder(export_folder, prompt=None):
     from fasteval.models.encoder import OnnxEncoder
     from fasteval.models.export import load_export
 
-    return OnnxEncoder(load_export(export_folder), provider="cpu", prompt=prompt, quiet=True)
+    return OnnxEncoder(load_export(export_folder), provider="cpu", prompt=prompt)
 
 
 def test_export_declares_position_ids_and_encoder_feeds_them(qwen_encoder):

@@ -37,7 +37,7 @@ def real_model():
     saved = os.environ.get("FASTEVAL_HOME")
     os.environ["FASTEVAL_HOME"] = home
     try:
-        encoder = load_model("all-MiniLM-L6-v2", provider="cpu", quiet=True)
+        encoder = load_model("all-MiniLM-L6-v2", provider="cpu")
     finally:
         if saved is None:
             del os.environ["FASTEVAL_HOME"]
@@ -176,7 +176,7 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
 
     encoder, _ = real_model
     assert encoder.batching == "paper" and "batching" not in encoder.info
-    packed_encoder = load_model(encoder.info["source"], provider="cpu", quiet=True, batching="packed")
+    packed_encoder = load_model(encoder.info["source"], provider="cpu", batching="packed")
     packed, paper = evaluate(packed_encoder, bootstrap=0), evaluate(encoder, bootstrap=0)
     assert [(c.tau, c.pacc) for c in packed.exams["exam1"].cells] == [(c.tau, c.pacc) for c in paper.exams["exam1"].cells]
     assert [r.tau for r in packed.exams["exam2"].rows] == [r.tau for r in paper.exams["exam2"].rows]

@@ -147,7 +147,7 @@ def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
     (bad / "config.json").write_text(json.dumps(config))
     home = tmp_path / "home"
     with pytest.raises(ModelError, match="could not export"):
-        export(load_folder(bad), home, quiet=True)
+        export(load_folder(bad), home)
     assert not any((home / "onnx").iterdir()), "a failed export leaves no folder in the cache"
 
 
@@ -155,7 +155,7 @@ def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
     from fasteval.models.loader import load_model
 
     texts = [f"{v:g} meters" for v in np.linspace(0, 1000, 57)] + ["one hundred kilometers and five meters"]
-    packed = load_model(str(tiny_st_folder), provider="cpu", quiet=True, batching="packed")
+    packed = load_model(str(tiny_st_folder), provider="cpu", batching="packed")
     packed.batch_tokens = 60
     order, batches = packed._batches(texts)
     lengths = np.array([len(e.ids) for e in packed.tokenizer.encode_batch(texts)])
@@ -166,7 +166,7 @@ def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
         assert len(rows) * lengths[rows].max() <= 60 or len(rows) == 1
         covered += rows.tolist()
     assert sorted(covered) == list(range(len(texts)))
-    paper = load_model(str(tiny_st_folder), provider="cpu", quiet=True, batching="paper")
+    paper = load_model(str(tiny_st_folder), provider="cpu", batching="paper")
     np.testing.assert_allclose(packed.encode(texts), paper.encode(texts), atol=1e-6)
     assert packed.info["batching"] == "packed" and "batching" not in paper.info
 
@@ -179,7 +179,7 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     from fasteval.core.runs.drift import drift as drift_of
     from fasteval.models.loader import load_model
 
-    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     assert int8.info["dtype"] == "int8" and tiny_encoder.info["dtype"] == "fp32"
     assert int8.folder.path.name.endswith("-int8") and int8.folder.path.parent == tiny_encoder.folder.path.parent
     ops = {node.op_type for node in onnx.load(str(int8.folder.onnx_file)).graph.node}
@@ -189,7 +189,7 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     assert result_key(job_settings(Job("m"), int8.info)) != result_key(job_settings(Job("m"), tiny_encoder.info))
     monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("quantized twice")))
-    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "cached beside the fp32 export"
     drift = drift_of(tiny_encoder, int8, conformance=False, resamples=0)
     assert drift.texts > 1000 and drift.worst_cosine < drift.mean_cosine < 1 and drift.worst_cosine > 0.5
@@ -206,7 +206,7 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     from fasteval.models import export as export_module
     from fasteval.models.loader import load_model
 
-    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     record_file = int8.folder.path / "fasteval_export.json"
     record = json.loads(record_file.read_text())
     assert record["quantization"] == export_module.INT8_QUANTIZATION
@@ -219,6 +219,6 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     assert any(s.size > 1 for s in scales), "one scale per output channel"
     del record["quantization"]  # an entry of the recipe before this one
     record_file.write_text(json.dumps(record))
-    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     assert json.loads(record_file.read_text())["quantization"] == export_module.INT8_QUANTIZATION
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"

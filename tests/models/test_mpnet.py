@@ -34,7 +34,7 @@ def mpnet():
     saved = os.environ.get("FASTEVAL_HOME")
     os.environ["FASTEVAL_HOME"] = HOME
     try:
-        encoder = load_model(NAME, provider="cpu", quiet=True)
+        encoder = load_model(NAME, provider="cpu")
     finally:
         if saved is None:
             del os.environ["FASTEVAL_HOME"]

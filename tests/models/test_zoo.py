@@ -109,12 +109,12 @@ def test_hub_fetches_a_hugging_face_id_once(hub):
     from fasteval.models.registry import source_folder
 
     repo, calls, models = hub
-    name, path = source_folder("acme/tiny-bert", quiet=True)
+    name, path = source_folder("acme/tiny-bert")
     assert (name, path) == ("tiny-bert", models / "acme__tiny-bert")
     assert (path / "model.safetensors").exists() and (path / "1_Pooling" / "config.json").exists()
     assert not any((path / p).exists() for p in ("onnx", "openvino", "tf_model.h5", "pytorch_model.bin"))
     assert load_folder(path).pooling.modes == ("mean",)
-    assert source_folder("acme/tiny-bert", quiet=True) == (name, path) and len(calls) == 1, "cached after once"
+    assert source_folder("acme/tiny-bert") == (name, path) and len(calls) == 1, "cached after once"
     assert [p.name for p in models.iterdir()] == ["acme__tiny-bert"], "no staging left behind"
 
 
@@ -126,7 +126,7 @@ def test_hub_fetches_bin_weights_only_when_there_are_no_safetensors(hub):
     (repo / "2_Dense").mkdir()
     (repo / "2_Dense" / "pytorch_model.bin").write_bytes(b"dense")
     assert not is_cached(REGISTRY["e5-large-v2"])
-    name, path = source_folder("intfloat/e5-large-v2", quiet=True)  # a registry model with no PyPI source
+    name, path = source_folder("intfloat/e5-large-v2")  # a registry model with no PyPI source
     assert (name, path) == ("e5-large-v2", models / "e5-large-v2") and is_cached(REGISTRY["e5-large-v2"])
     assert [c["allow"] for c in calls] == [None, ["pytorch_model*.bin"]]
     assert (path / "pytorch_model.bin").exists() and (path / "2_Dense" / "pytorch_model.bin").exists()
@@ -158,7 +158,7 @@ def test_hub_failures_are_one_line(failure, expected, hub, monkeypatch):
             raise errors[failure]
         monkeypatch.setattr(huggingface_hub, "snapshot_download", fail)
     with pytest.raises(FastevalError) as info:
-        source_folder("google/embeddinggemma-300m", quiet=True)
+        source_folder("google/embeddinggemma-300m")
     message = str(info.value)
     assert expected in message and "Fix:" in message and "\n" not in message
     assert isinstance(info.value, ModelError if failure == "missing" else SourceError)
@@ -194,7 +194,7 @@ def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt
     ours = load_model(str(onnx), provider="cpu", prompt_name="query")
     assert np.abs(ours.encode(TEXTS) - st.encode(TEXTS, prompt_name="query", normalize_embeddings=True)).max() < 1e-5
     assert (ours.info["prompt"], ours.info["prompt_name"], ours.info["include_prompt"]) == ("query: ", "query", False)
-    text = load_model(str(onnx), provider="cpu", prompt="passage: ", quiet=True)
+    text = load_model(str(onnx), provider="cpu", prompt="passage: ")
     assert text.info["prompt"] == "passage: " and text.info["prompt_name"] == ""
     assert np.abs(text.encode(TEXTS) - st.encode(TEXTS, prompt="passage: ", normalize_embeddings=True)).max() < 1e-5
     # The paper passed no prompt: the folder's default_prompt_name is not applied, with a note saying so.
@@ -227,9 +227,9 @@ def test_prompt_errors(prompt_folders):
 
     _, onnx = prompt_folders
     with pytest.raises(ModelError, match="no prompt named 'search'.*'query', 'passage'"):
-        load_model(str(onnx), prompt_name="search", quiet=True)
+        load_model(str(onnx), prompt_name="search")
     with pytest.raises(ModelError, match="Both a prompt and a prompt name"):
-        load_model(str(onnx), prompt="x", prompt_name="query", quiet=True)
+        load_model(str(onnx), prompt="x", prompt_name="query")
 
 
 @pytest.mark.parametrize("mode", ["cls", "max", "lasttoken"])
@@ -240,7 +240,7 @@ def test_other_poolings_with_prompt_excluded(mode, prompt_folders, tmp_path):
     src, onnx = prompt_folders
     edit = {"1_Pooling/config.json": {"pooling_mode": mode}}
     src, onnx = variant(src, tmp_path / "src", edit), variant(onnx, tmp_path / "onnx", edit)
-    ours = load_model(str(onnx), provider="cpu", prompt_name="passage", quiet=True)
+    ours = load_model(str(onnx), provider="cpu", prompt_name="passage")
     ref = st_model(src).encode(TEXTS, prompt_name="passage", normalize_embeddings=True)
     assert np.abs(ours.encode(TEXTS) - ref).max() < 1e-5
 
@@ -255,7 +255,7 @@ def test_max_seq_length_from_sentence_bert_config_first(tiny_st_folder, tiny_enc
     assert load_folder(src).max_seq_length == 6 and load_folder(onnx).max_seq_length == 6
     (src / "sentence_bert_config.json").write_text("{}")
     assert load_folder(src).max_seq_length == 40, "then tokenizer_config.json"
-    ours = OnnxEncoder(load_folder(onnx), provider="cpu", quiet=True).encode(TEXTS)
+    ours = OnnxEncoder(load_folder(onnx), provider="cpu").encode(TEXTS)
     st = st_model(src)
     st.max_seq_length = 6
     assert np.abs(ours - st.encode(TEXTS, normalize_embeddings=True)).max() < 1e-5
@@ -295,7 +295,7 @@ def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path
         assert (out / rel).exists(), rel
     assert json.loads((out / "fasteval_export.json").read_text())["dtype"] == "fp32"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")], "no staging left behind"
-    encoder = load_model(str(out), provider="cpu", quiet=True)
+    encoder = load_model(str(out), provider="cpu")
     assert encoder.info["pooling"] == "cls" and len(encoder.info["dense"]) == 1
     assert encoder.info["dense"][0]["activation"].endswith("Tanh")
     ours = encoder.encode(TEXTS)
@@ -318,9 +318,9 @@ def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, m
             raise error
         monkeypatch.setattr(export_module, "_copy_st_files", broken_copy)
         with pytest.raises(raised):
-            export_module.export(folder, tmp_path / "home", quiet=True)
+            export_module.export(folder, tmp_path / "home")
         with pytest.raises(raised):
-            export_module.export(folder, tmp_path / "home", quiet=True, out=tmp_path / "out")
+            export_module.export(folder, tmp_path / "home", out=tmp_path / "out")
         assert list((tmp_path / "home" / "onnx").iterdir()) == []
         assert [p.name for p in tmp_path.iterdir()] == ["home"], "neither --out nor a staging folder"
 
@@ -333,7 +333,7 @@ def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
     if cuda_usable():
         pytest.skip("this machine has a CUDA GPU: fp16 exports here")
     with pytest.raises(ModelError, match="fp16 export needs a CUDA GPU"):
-        export(load_folder(tiny_st_folder), tmp_path / "home", dtype="fp16", quiet=True)
+        export(load_folder(tiny_st_folder), tmp_path / "home", dtype="fp16")
     assert not (tmp_path / "home").exists()
     proc = run_cli(["export", str(tiny_st_folder), "--dtype", "fp16"], env={"FASTEVAL_HOME": str(tmp_path / "home")})
     one_line_error(proc, "fp16", "CUDA GPU", "Fix:")
@@ -359,7 +359,7 @@ def test_nan_model_output_is_one_line(tiny_st_folder, fasteval_home, tmp_path):
     key = next(k for k in weights if k.endswith("embeddings.LayerNorm.weight"))
     weights[key] = torch.full_like(weights[key], float("nan"))
     save_file(weights, str(src / "model.safetensors"))
-    encoder = load_model(str(src), provider="cpu", quiet=True)  # exports into the session cache
+    encoder = load_model(str(src), provider="cpu")  # exports into the session cache
     with pytest.raises(ModelError, match="NaN"):
         encoder.encode(["1 meter"])
     out = tmp_path / "results"

@@ -77,9 +77,8 @@ def report(results, tmp_path_factory):
     from fasteval.core.report.build import build_report
 
     root, _ = results
-    warnings: list[str] = []
-    rep = build_report(root, out=tmp_path_factory.mktemp("rep") / "report", dpi=DPI, warn=warnings.append)
-    return rep, warnings
+    rep = build_report(root, out=tmp_path_factory.mktemp("rep") / "report", dpi=DPI)
+    return rep, rep.warnings
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -260,14 +259,15 @@ def test_missing_exams_leave_rows_out(report):
     assert "fake_partial" in {r["model"] for r in rep.tables["lexical"].rows}
 
 
-def test_models_filter_and_replacing(results, tmp_path):
+def test_models_filter_and_replacing(results, tmp_path, caplog):
     from fasteval.core.report.build import build_report
 
     root, _ = results
-    warnings: list[str] = []
     out = tmp_path / "rep"
-    rep = build_report(root, out=out, models="fake-smooth,nope", png=False, warn=warnings.append)
-    assert [e.label for e in rep.entries] == ["fake_smooth"] and any("'nope'" in w for w in warnings)
+    with caplog.at_level("WARNING", logger="fasteval"):
+        rep = build_report(root, out=out, models="fake-smooth,nope", png=False)
+    assert [e.label for e in rep.entries] == ["fake_smooth"] and any("'nope'" in w for w in rep.warnings)
+    assert any("'nope'" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records), "logged, too"
     assert not (out / "figures").exists() and oct(out.stat().st_mode & 0o777) == "0o755"
     rep = build_report(root, out=out, models=["fake_partial"], png=False)  # an earlier report is replaced
     assert [e.label for e in rep.entries] == ["fake_partial"] and "table1" not in rep.tables

