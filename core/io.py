@@ -25,6 +25,7 @@ import numpy as np
 from .errors import OutputError
 
 RESULT_FILE = "results.json"  # one result folder's main file (core/results reads and writes it)
+MAX_RESULT_BYTES = 256 * 2**20  # a JSON file fasteval reads back (a protocol result with every heatmap: a few MB)
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None."""
@@ -292,3 +293,16 @@ def fasteval_home() -> Path:
         return Path(os.environ["FASTEVAL_HOME"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "fasteval"
+
+
+def read_json(path: Path) -> object:
+    """A JSON file fasteval wrote (results.json, drift.json), parsed; read only when it is a regular file of at
+    most MAX_RESULT_BYTES (a FIFO would hang the reader, a link to /dev/zero fill the memory); ValueError
+    otherwise, OSError when unreadable."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("not a regular file")
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise ValueError(f"{size} bytes, more than a result holds ({MAX_RESULT_BYTES})")
+    return json.loads(path.read_text(encoding="utf-8"))

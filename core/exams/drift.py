@@ -17,54 +17,18 @@ embedding tables of the same texts.)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..protocol.conformance import TextGroup  # noqa: F401 (re-exported: the texts drift scores)
 
-CONFORMANCE_FILE = Path(__file__).resolve().parents[1] / "protocol" / "conformance.toml"
 DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10
 WORST_LISTED = 10
 MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in memory
-
-
-@dataclass
-class TextGroup:
-    name: str
-    probes: str
-    texts: list[str]
-
-
-def conformance_groups(path: Path = CONFORMANCE_FILE) -> list[TextGroup]:
-    """The conformance set: each group's name, what it probes, and its texts (long ones built from repeats)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-
-    doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    groups = []
-    for g in doc.get("groups", []):
-        texts = list(g.get("texts", [])) + [str(item["text"]) * int(item["times"]) for item in g.get("long", [])]
-        groups.append(TextGroup(str(g["name"]), str(g.get("probes", "")), texts))
-    return groups
-
-
-def user_groups(path: Path) -> list[TextGroup]:
-    """A user's texts (``--texts FILE``): one text a line ('#' comments, blank lines skipped), one group."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"Cannot read the texts file {path}: {getattr(err, 'strerror', None) or err}.",
-                         "pass a UTF-8 text file with one text a line.") from None
-    texts = [ln for ln in (raw.split("#", 1)[0].rstrip("\n") for raw in lines) if ln.strip()]
-    if not texts:
-        raise InputError(f"The texts file {path} has no text.", "write one text a line ('#' starts a comment).")
-    return [TextGroup(f"file:{Path(path).name}", "your own texts", texts)]
 
 
 @dataclass

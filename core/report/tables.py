@@ -7,6 +7,8 @@ the probe row is ``Exam3Result.summary``. The report folder is staged and rename
 """
 from __future__ import annotations
 
+import logging
+
 import html
 import math
 from collections.abc import Iterable
@@ -16,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
+from ..errors import first_line
 from ..io import csv_text, markdown_table
 from .entries import LoadedResult, by_model, is_normalized, is_paper, protocol_name
 from ..results.model import ModelResult
 
+log = logging.getLogger(__name__)
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"
 FIGURE_DIR = "figures"
@@ -377,14 +381,15 @@ def sources_table(entries: list[LoadedResult], root: Path) -> Table:
 def drift_table(root: Path) -> Table | None:
     """Every `fasteval drift --out` report under ``root``: per group of texts, the mean and worst cosine between the
     two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
-    import json
+    from ..io import read_json
 
     rows = []
     for path in sorted(Path(root).rglob("drift.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            groups = data["groups"]
-        except (OSError, ValueError, KeyError, TypeError):
+            data = read_json(path)
+            groups = dict(data["groups"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("skipped %s: unreadable drift report (%s)", path, first_line(err))
             continue
         pair = f"{data.get('candidate')} vs {data.get('reference')}"
         delta = data.get("delta_tau")

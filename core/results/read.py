@@ -4,13 +4,11 @@ Every number a report or a comparison shows comes from the same dataclasses that
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..exams import registry
+from ..io import MAX_RESULT_BYTES, read_json  # noqa: F401 (re-exported: the one reader of fasteval's JSON files)
 from .model import RESULT_FILE, ModelResult
-
-MAX_RESULT_BYTES = 256 * 2**20  # a protocol result with every heatmap is a few MB
 
 
 def find_result_files(results_dir: Path) -> list[Path]:
@@ -21,18 +19,6 @@ def find_result_files(results_dir: Path) -> list[Path]:
         if not any(part.startswith(".") for part in path.relative_to(results_dir).parts):
             found.append(path)
     return found
-
-
-def read_json(path: Path) -> object:
-    """A results.json parsed, read only when it is a regular file of at most MAX_RESULT_BYTES (a FIFO would hang
-    the reader, a link to /dev/zero fill the memory); ValueError otherwise, OSError when unreadable."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError("not a regular file")
-    size = path.stat().st_size
-    if size > MAX_RESULT_BYTES:
-        raise ValueError(f"{size} bytes, more than a result holds ({MAX_RESULT_BYTES})")
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def load_result(path: Path) -> ModelResult:

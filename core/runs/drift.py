@@ -15,9 +15,8 @@ from pathlib import Path
 
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..errors import FastevalError, first_line
-from ..exams.drift import (
-    DEFAULT_THRESHOLD, DriftReport, TextGroup, conformance_groups, physscore_drift, score_drift, user_groups,
-)
+from ..exams.drift import DEFAULT_THRESHOLD, DriftReport, physscore_drift, score_drift
+from ..protocol.conformance import TextGroup, conformance_groups, user_groups
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,8 @@ import pytest
 from fakes import one_line_error, run_cli
 from servers import SERVED_NAME, free_port, minilm_folder_in, start_infinity
 
+pytestmark = pytest.mark.slow  # a real server (infinity, its own virtual environment) and the real default model
+
 PAPER_ROW = "36.97  68.48  52.73"
 
 

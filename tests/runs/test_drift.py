@@ -9,7 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
-from fasteval.core.exams.drift import COLLISION_APART, COLLISION_SAME, TextGroup, conformance_groups, score_drift
+from fasteval.core.exams.drift import COLLISION_APART, COLLISION_SAME, score_drift
+from fasteval.core.protocol.conformance import TextGroup, conformance_groups
 
 from fakes import one_line_error, run_cli
 
