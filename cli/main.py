@@ -100,18 +100,19 @@ def _served(api_key_env: str, concurrency: int, request_timeout: float, retries:
             "tokenizer": tokenizer}
 
 
-def _fail(err: FastevalError) -> None:
+def _fail(err: FastevalError, exit_code: int | None = None) -> None:
     typer.echo(f"fasteval: error: {err}", err=True)
-    raise typer.Exit(err.exit_code)
+    raise typer.Exit(exit_code if exit_code is not None else err.exit_code)
 
 
 @contextmanager
-def user_errors(on_interrupt: str = "nothing half-written was kept."):
-    """A FastevalError becomes one line and its exit code; Ctrl-C exits 130 with ``on_interrupt``."""
+def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code: int | None = None):
+    """A FastevalError becomes one line and its exit code (``exit_code`` for every error, where a command's
+    codes say more: drift's 1 is "drifts"); Ctrl-C exits 130 with ``on_interrupt``."""
     try:
         yield
     except FastevalError as err:
-        _fail(err)
+        _fail(err, exit_code)
     except KeyboardInterrupt:
         typer.echo(f"fasteval: interrupted; {on_interrupt}", err=True)
         raise typer.Exit(130) from None
@@ -504,10 +505,10 @@ def drift_command(
 ) -> None:
     """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
     --fail-below / --fail-on-collisions, 2: bad input."""
-    with user_errors("nothing was written."):
+    with user_errors("nothing was written.", exit_code=2):  # 1 is "drifts": every error is 2
         _quiet(quiet or json_out)
-        from ..core.io import dumps
-        from ..core.io import write_output_folder
+        from ..core.choices import public_model
+        from ..core.io import check_output_folder, dumps, write_output_folder
         from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
         from ..models.loader import load_model
 
@@ -515,6 +516,12 @@ def drift_command(
             from ..core.errors import InputError
 
             raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+        if out is not None:  # checked before a text is embedded
+            check_output_folder(Path(out), "the drift report", "drift.json")
+        if texts is not None:
+            from ..core.protocol.conformance import user_groups
+
+            user_groups(texts)  # an unreadable or empty texts file fails before a model is loaded
         served = _served(api_key_env, concurrency, request_timeout, retries, None)
         sides = [load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
                             served=served)
@@ -522,7 +529,8 @@ def drift_command(
                                     (candidate, candidate_dtype, candidate_prompt))]
         report = drift(*sides, texts=texts, conformance=not no_conformance,
                        threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
-                       fail_on_collisions=fail_on_collisions, resamples=bootstrap, labels=(reference, candidate),
+                       fail_on_collisions=fail_on_collisions, resamples=bootstrap,
+                       labels=(public_model(reference), public_model(candidate)),
                        on_step=lambda name: _say(quiet or json_out, f"fasteval: drift: {name}"))
         if out is not None:
             write_output_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")

@@ -83,12 +83,18 @@ def short_unit(unit: str) -> str:
     return f"{registry().Unit(unit):~P}"
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal would act on (backspace, bell, escape, ...) written as its
+    escape (\\x08), so an input is shown as it is and never rewrites the screen."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def print_check(result) -> None:
     """The check as a table (by similarity), the distance ranking, tau, PACC and the discordant pairs."""
     def num(value):
         return "n/a" if value is None or isnan(value) else f"{value:.3f}"
 
-    width = max(len(c.text) for c in result.candidates) + 2
+    width = max(len(terminal_safe(c.text)) for c in result.candidates) + 2
     echo(f"fasteval check: {result.model}, {result.similarity} similarity to {result.anchor!r}"
          + (f" (quantities normalized: embedded as {result.anchor_encoded_as!r})" if result.normalized else ""))
     echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}  {'log10 ratio':>11}  rank: sim  dist")
@@ -96,18 +102,18 @@ def print_check(result) -> None:
     for r, c in enumerate(result.by_similarity(), 1):
         distance = f"{c.distance:g} {short_unit(c.unit)}"
         encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
-        echo(f"  {c.text:<{width}} {c.similarity:>10.3f}  {distance:>14}  {num(c.log_ratio):>11}  "
+        echo(f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}  {num(c.log_ratio):>11}  "
              f"{r:>9} {dist_rank[id(c)]:>5}{encoded}")
     verdict = "the physical order" if not result.discordant_count else "not the physical order"
     echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
     for line in result.discordant_lines():
-        echo(f"  discordant: {line}")
+        echo(f"  discordant: {terminal_safe(line)}")
     unlisted = result.discordant_count - len(result.discordant_pairs)
     if unlisted > 0:
         echo(f"  ... and {unlisted} more discordant pairs ({result.discordant_count} in all; the largest gaps are "
              "listed first; --all-discordant lists every one)")
     for note in result.notes:
-        echo(f"  note: {note}")
+        echo(f"  note: {terminal_safe(note)}")
 
 
 def print_comparison(comparison) -> None:

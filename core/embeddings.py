@@ -103,8 +103,19 @@ def _hf_token_ids(tokenizer: Any) -> Callable[[list[str]], list[list[int]]] | No
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm, x / max(||x||_2, 1e-12), in x's own dtype (a zero row stays zero)."""
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), NORM_EPS)
+    """Rows scaled to unit L2 norm, x / max(||x||_2, 1e-12), in x's own dtype (a zero row stays zero).
+
+    The norm is taken in x's dtype, as sentence-transformers does; a row whose norm overflows it (float32 values
+    around 1e19 and beyond) is scaled in float64 instead, so a large finite vector stays a unit vector and never
+    becomes a zero row."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out = x / np.maximum(norms, NORM_EPS)
+    overflowed = ~np.isfinite(norms[:, 0]) & np.isfinite(x).all(axis=1) if x.ndim == 2 else None
+    if overflowed is not None and overflowed.any():
+        wide = x[overflowed].astype(np.float64)
+        out[overflowed] = (wide / np.linalg.norm(wide, axis=1, keepdims=True)).astype(x.dtype)
+    return out
 
 
 class EmbeddingTable:

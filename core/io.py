@@ -272,11 +272,20 @@ def write_output_folder(dest: Path, files: dict[str, str | bytes], what: str, ma
     """``write_result_folder`` for a folder the user names (``--out`` of report, compare, drift): it refuses to
     replace a folder that we did not write, one that is neither empty nor an earlier output of this kind
     (holding ``marker``: report.html, comparison.csv, drift.json) or that holds a result."""
+    dest = check_output_folder(dest, what, marker)
+    return write_result_folder(dest, files, what=what)
+
+
+def check_output_folder(dest: Path, what: str, marker: str) -> Path:
+    """``dest`` once it is known that ``write_output_folder`` may write it (checked before any work is done):
+    OutputError for a folder we did not write, or a place that cannot be written."""
     dest = Path(dest).expanduser()
     if not _is_replaceable(dest, marker):
         raise OutputError(f"{dest} exists and is not an earlier output of {what}; not replacing it.",
                           "pass an empty or new folder with --out DIR.")
-    return write_result_folder(dest, files, what=what)
+    parent = dest.parent if dest.parent != Path("") else Path(".")
+    check_writable(parent, f"the folder of {what}", "pass --out DIR in a folder you can write.")
+    return dest
 
 
 def _is_replaceable(dest: Path, marker: str) -> bool:

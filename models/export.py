@@ -87,6 +87,14 @@ def _safe_torch_load(path: Path):
                          "already exported folder (model.onnx + tokenizer.json).") from None
 
 
+def _discard(entry: Path) -> None:
+    """Remove a cache entry of ours, whatever it has become (a folder, a file, a link)."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
 def export_info(path: Path) -> dict:
     """The ``fasteval_export.json`` of an exported folder ({} when there is none)."""
     info = Path(path) / "fasteval_export.json"
@@ -149,10 +157,10 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
             raise ModelError(f"{dest / 'model.onnx'} does not match the sha256 its export recorded.",
                              "delete that folder and export again.")
         warn_rebuilt("ONNX export", dest, "model.onnx does not match its recorded sha256")
-        shutil.rmtree(dest, ignore_errors=True)
-    elif out is None and dest.exists():  # an unfinished or damaged cache entry (its record unreadable)
-        warn_rebuilt("ONNX export", dest, "no readable fasteval_export.json")
-        shutil.rmtree(dest, ignore_errors=True)
+        _discard(dest)
+    elif out is None and (dest.exists() or dest.is_symlink()):  # an unfinished or damaged cache entry
+        warn_rebuilt("ONNX export", dest, "no readable fasteval_export.json" if dest.is_dir() else "not a folder")
+        _discard(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
@@ -227,7 +235,7 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, out: Path |
             raise ModelError(f"{dest} exists and is not an empty folder.", "pass a new --out folder, or delete that one.")
         if out is None and not intact:
             warn_rebuilt("int8 export", dest, "no intact record")
-        shutil.rmtree(dest, ignore_errors=True)
+        _discard(dest)
     from onnxruntime.quantization import quantize_dynamic
 
     log.info("quantizing %s to int8 with onnxruntime, once; written to %s", folder.path.name, dest)

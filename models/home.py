@@ -1,19 +1,29 @@
 """Where fasteval keeps its cache (model folders, ONNX exports, embeddings, remembered hashes)."""
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 from ..core.io import fasteval_home  # noqa: F401 (the cache root is core/io's: the runs read it too)
 
+log = logging.getLogger(__name__)
 
-def writable_home() -> Path:
-    """``fasteval_home()``, created if needed, once it is known to be a writable folder; OutputError naming
-    FASTEVAL_HOME otherwise (a read-only or invalid cache root is the user's to fix, not an internal error).
-    What killed exports, downloads and writes left there (a dead owner's staging) is cleaned on the way."""
+
+def usable_home() -> Path:
+    """``fasteval_home()``, created if needed. A writable one is cleaned of what killed exports, downloads and
+    writes left there (a dead owner's staging). A read-only one that exists is used as it is: what it already
+    holds (a download, an export, embeddings) gives results, and only what it lacks fails, where it would be
+    written. OutputError naming FASTEVAL_HOME when it is neither (not a folder, cannot be created)."""
     from ..core.io import check_writable, clean_stale
 
-    home = check_writable(fasteval_home(), "fasteval's cache folder",
-                          "set FASTEVAL_HOME to a writable folder (models, exports and embeddings are cached there).")
+    home = fasteval_home()
+    fix = "set FASTEVAL_HOME to a writable folder (models, exports and embeddings are cached there)."
+    if home.is_dir() and not os.access(home, os.W_OK | os.X_OK):
+        log.info("%s is read-only: using what it holds, caching nothing new", home)
+        return home
+    home = check_writable(home, "fasteval's cache folder", fix)
     for room in ("models", "onnx", "embeddings", ""):
         clean_stale(home / room)
     return home
+

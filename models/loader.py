@@ -8,7 +8,7 @@ from ..core.errors import ModelError
 from .encoder import OnnxEncoder
 from .export import export, export_info, load_export
 from .folder import content_hash, ModelFolder, file_hash, load_folder
-from .home import writable_home
+from .home import usable_home
 from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
                              "leave them at their defaults for a served model (its precision and prompts are "
                              "the deployment's).")
         return ServedEncoder(name, batch_size=batch_size, **(served or {}))
-    writable_home()
+    usable_home()
     display, src = source_folder(name)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)

@@ -24,11 +24,13 @@ import numpy as np
 from ..errors import InputError
 from ..protocol.conformance import TextGroup  # noqa: F401 (re-exported: the texts drift scores)
 
-DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted
+DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted ...
+COSINE_TOLERANCE = 1e-6  # ... by more than this: two identical models give cosines of 0.9999999999999991
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10
 WORST_LISTED = 10
-MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in memory
+MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in time
+PAIR_BLOCK = 1024  # rows of the similarity matrices computed at once (1024 x 20,000 float64: 164 MB a side)
 
 
 @dataclass
@@ -60,9 +62,12 @@ class DriftReport:
 
     @property
     def verdict(self) -> str:
+        """"conforms" only when every text's cosine is a number at or above the threshold (less the stated
+        tolerance), no group failed and (when asked) nothing collided; a NaN never conforms."""
         failed = any(g.failed for g in self.groups.values())
         collided = self.fail_on_collisions and bool(self.collisions)
-        return "drifts" if self.worst_cosine < self.threshold or failed or collided else "conforms"
+        below = drifted_at(self.threshold)(self.worst_cosine)
+        return "drifts" if below or failed or collided else "conforms"
 
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
@@ -86,6 +91,12 @@ class DriftReport:
             "neighbourhood_agreement": self.neighbourhood_agreement, **self.physscore})
 
 
+def drifted_at(threshold: float):
+    """Whether a cosine has drifted under ``threshold``: below it by more than COSINE_TOLERANCE, or not a
+    number."""
+    return lambda cosine: not (cosine >= threshold - COSINE_TOLERANCE)
+
+
 def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: dict[str, np.ndarray],
                 cand: dict[str, np.ndarray], failed: dict[str, str] | None = None,
                 threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False) -> DriftReport:
@@ -102,10 +113,8 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
     from ..embeddings import normalize_rows
 
     a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
-    if a.shape[1] != b.shape[1]:
-        cos = np.full(len(texts), np.nan)  # another dimension: no per-text cosine, the geometry still compares
-    else:
-        cos = np.einsum("ij,ij->i", a, b)
+    check_dimensions(reference, candidate, a.shape[1], b.shape[1])
+    cos = np.einsum("ij,ij->i", a, b)
     cosine = dict(zip(texts, cos.tolist()))
     out_groups = {}
     for g in groups:
@@ -115,7 +124,8 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         values = np.array([cosine[t] for t in dict.fromkeys(g.texts)])
         k = int(np.nanargmin(values)) if np.isfinite(values).any() else 0
         out_groups[g.name] = GroupDrift(g.name, g.probes, len(values), float(np.nanmean(values)),
-                                        float(np.nanmin(values)), float(np.mean(values < threshold)),
+                                        float(np.nanmin(values)),
+                                        float(np.mean([drifted_at(threshold)(v) for v in values])),
                                         list(dict.fromkeys(g.texts))[k])
     group_of = {}
     for g in groups:
@@ -124,27 +134,46 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
     order = np.argsort(cos, kind="stable")
     worst = [{"group": group_of[texts[i]], "text": _short(texts[i]), "cosine": float(cos[i])}
              for i in order[:WORST_LISTED]]
-    sa, sb = a @ a.T, b @ b.T
-    collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": float(sa[i, j]),
-                   "candidate_cosine": float(sb[i, j]), "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
-                  for i, j in zip(*np.nonzero(np.triu((sa < COLLISION_APART) & (sb >= COLLISION_SAME), k=1)))]
-    return DriftReport(reference, candidate, threshold, len(texts), float(np.nanmean(cos)), float(np.nanmin(cos)),
-                       out_groups, worst, collisions, neighbourhood_agreement(sa, sb),
-                       fail_on_collisions=fail_on_collisions)
+    pairs, agreement = pairwise(a, b)
+    collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": ra,
+                   "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
+                  for i, j, ra, cb in pairs]
+    return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
+                       out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions)
 
 
-def neighbourhood_agreement(sa: np.ndarray, sb: np.ndarray, k: int = NEIGHBOURS) -> float:
-    """The mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i) the k nearest other texts by similarity."""
-    n = len(sa)
+def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_dim: int | None) -> None:
+    """InputError when the two embed in different dimensions: they are different models (no cosine compares
+    them), not a drift to score."""
+    if ref_dim is not None and cand_dim is not None and ref_dim != cand_dim:
+        raise InputError(f"{candidate} embeds in {cand_dim} dimensions, the reference {reference} in {ref_dim}: "
+                         "they are different models.",
+                         "compare a deployment with the model it serves (the same dimension).")
+
+
+def pairwise(a: np.ndarray, b: np.ndarray, k: int = NEIGHBOURS, block: int = PAIR_BLOCK
+             ) -> tuple[list[tuple[int, int, float, float]], float]:
+    """The collisions (i < j, apart under ``a``, one under ``b``: (i, j, cosine in a, cosine in b)) and the
+    neighbourhood agreement (the mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i) the k nearest other texts) of
+    two sets of unit rows. The similarities are computed ``block`` rows at a time as general matrix products:
+    never an n x n matrix (20,000 texts would be 3.2 GB a side), and never the symmetric product a @ a.T, which
+    OpenBLAS's threaded syrk crashes on at 16,000 rows."""
+    n = len(a)
     k = min(k, n - 1)
-    if k < 1:
-        return float("nan")
-    a, b = sa.copy(), sb.copy()
-    np.fill_diagonal(a, -np.inf)
-    np.fill_diagonal(b, -np.inf)
-    na = np.argpartition(-a, k - 1, axis=1)[:, :k]
-    nb = np.argpartition(-b, k - 1, axis=1)[:, :k]
-    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(na.tolist(), nb.tolist())]))
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    pairs, agree = [], 0.0
+    for start in range(0, n, block):
+        rows = np.arange(start, min(start + block, n))
+        sa, sb = np.dot(a[rows], at), np.dot(b[rows], bt)
+        hit = (sa < COLLISION_APART) & (sb >= COLLISION_SAME) & (np.arange(n)[None, :] > rows[:, None])
+        pairs += [(int(rows[r]), int(j), float(sa[r, j]), float(sb[r, j])) for r, j in zip(*np.nonzero(hit))]
+        if k >= 1:
+            sa[np.arange(len(rows)), rows] = -np.inf
+            sb[np.arange(len(rows)), rows] = -np.inf
+            na = np.argpartition(-sa, k - 1, axis=1)[:, :k]
+            nb = np.argpartition(-sb, k - 1, axis=1)[:, :k]
+            agree += sum(len(set(x) & set(y)) / k for x, y in zip(na.tolist(), nb.tolist()))
+    return pairs, (agree / n if k >= 1 else float("nan"))
 
 
 def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from .spec import (
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 MAX_RANGE_VALUES = 2000  # a cell's similarity matrix is n x n: 2,000 values are 32 MB in float64
+# A whole protocol: its texts, and its cells' similarity pairs (every cell's n x n matrix is kept in results.json:
+# 2,000,000 pairs are about 40 MB of JSON; the paper's protocol has 1,319 texts and 10,260 pairs).
+MAX_PROTOCOL_TEXTS = 20_000
+MAX_PROTOCOL_PAIRS = 2_000_000
 KNOWN_KEYS = {
     "": {"protocol", "languages", "quantities", "ranges", "digits_words", "variants"},
     "protocol": {"name", "version", "description", "measures", "exams"},
@@ -154,6 +158,12 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
             except ValueError as err:
                 raise fail(f"variants.{v.label}.format", f"{fmt or r.number_format!r} cannot render range "
                            f"{r.name} ({err})", "choose another format or range") from None
+    n_cells = [len(r.values) for q in quantities for r in ranges if r.applies_to(q.name)]
+    texts, pairs = sum(n_cells) * len(variants), sum(n * n for n in n_cells) * len(variants)
+    if texts > MAX_PROTOCOL_TEXTS or pairs > MAX_PROTOCOL_PAIRS:
+        raise fail("ranges", f"{texts} texts and {pairs} similarity pairs over its cells, more than a protocol "
+                   f"takes ({MAX_PROTOCOL_TEXTS} texts, {MAX_PROTOCOL_PAIRS} pairs)",
+                   "use fewer or shorter ranges, quantities or variants")
     dw = doc.get("digits_words") or {}
     _check_keys(dw, "digits_words", fail)
     digits = tuple(dw.get("digits", ()))
@@ -237,15 +247,18 @@ def _range(spec: dict, k: int, fail, languages: dict, quantity_names: set[str]) 
     try:
         if gen == "values":
             values = np.asarray(spec["values"], dtype=np.float64)
-        elif gen == "step":
-            s = spec["step"]
-            values = np.arange(s["start"], s["stop"], s["step"])
-        elif gen == "linspace":
+        else:
             s = spec[gen]
-            values = np.linspace(s["start"], s["stop"], int(s["num"]))
-        else:  # built exactly: numpy's logspace differs in the last bit between instruction sets
-            s = spec[gen]
-            values = logspace(s["start"], s["stop"], int(s["num"]))
+            count = _count(gen, s)  # before anything is allocated (a step of 1e-12 would ask for TiBs)
+            if count > MAX_RANGE_VALUES:
+                raise fail(f"{key}.{gen}", f"{count} values, more than a range takes ({MAX_RANGE_VALUES})",
+                           f"split it into ranges of at most {MAX_RANGE_VALUES} values")
+            if gen == "step":
+                values = np.arange(s["start"], s["stop"], s["step"])
+            elif gen == "linspace":
+                values = np.linspace(s["start"], s["stop"], count)
+            else:  # built exactly: numpy's logspace differs in the last bit between instruction sets
+                values = logspace(s["start"], s["stop"], count)
     except (KeyError, TypeError, ValueError) as err:
         raise fail(f"{key}.{gen}", f"cannot generate values ({type(err).__name__}: {err})",
                    "give start, stop and step (or num) as numbers") from None
@@ -277,6 +290,19 @@ def _range(spec: dict, k: int, fail, languages: dict, quantity_names: set[str]) 
                    f"list some of {', '.join(sorted(quantity_names))}")
     return Range(str(name), tuple(float(v) for v in values), number_format,
                  None if by_language else plural, dict(by_language), tuple(asked))
+
+
+def _count(gen: str, s: dict) -> int:
+    """How many values a step / linspace / logspace generator makes (ValueError when it cannot say)."""
+    if gen == "step":
+        start, stop, step = (float(s[k]) for k in ("start", "stop", "step"))
+        if not all(np.isfinite([start, stop, step])) or step == 0:
+            raise ValueError("start, stop and step must be finite numbers, step not 0")
+        return max(0, int(np.ceil((stop - start) / step)))
+    num = s["num"]
+    if isinstance(num, bool) or not isinstance(num, (int, float)) or num != int(num):
+        raise ValueError(f"num = {num!r} is not a whole number")
+    return int(num)
 
 
 def _check_format(number_format: str, key: str, fail) -> None:

@@ -3,20 +3,34 @@
 ``FASTEVAL_HOME/embeddings/<key>.npz`` holds every text a model embedded under one set of embedding settings.
 Exams embed their texts in the protocol's fixed group order, so a text is always first embedded in the same
 encode call, and a cached run gives the numbers of a fresh one. The cache is derived data: an entry is used
-only when it holds its own key, float32 rows of one dimension, finite, one per distinct text; one that is not
-(truncated, corrupt, another key's file copied in, another shape) is reported in one warning line, deleted and
-rebuilt.
+only when it holds its own key, float32 rows of one dimension, finite and non-zero, one per distinct text; one
+that is not (truncated, corrupt, another key's file copied in, another shape) is reported in one warning line,
+deleted and rebuilt. A path there that is not a file of ours (a folder) is left alone, and nothing is cached.
+
+The key says what the encoder claims to be; ``verify`` checks what it does: a few cached texts are embedded
+afresh and must come back as cached (same dimension, cosine at least ``CANARY_MIN_COSINE``). A server that
+changed its vectors without changing what ``/models`` says, or an entry cut to another dimension with its key
+kept, is caught there, and the entry is discarded.
+
+Texts are stored as one UTF-8 byte string and their end offsets (a long text costs its own length, not the
+length of the longest one times the number of texts).
 """
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 
 import numpy as np
 
-from ..embeddings import EmbeddingTable
+from ..embeddings import EmbeddingTable, normalize_rows
 from ..errors import warn_rebuilt
 from ..io import atomic_write
+
+log = logging.getLogger(__name__)
+
+CANARIES = 3  # cached texts embedded afresh before a cache is trusted
+CANARY_MIN_COSINE = 1 - 1e-5  # the same model embeds a text alone as in its batch far closer than this
 
 
 class EmbeddingCache:
@@ -26,19 +40,30 @@ class EmbeddingCache:
     def path(self, key: str) -> Path | None:
         return None if self.root is None else self.root / "embeddings" / f"{key}.npz"
 
+    def _usable_path(self, key: str) -> Path | None:
+        path = self.path(key)
+        if path is not None and (path.is_dir() or (path.exists() and not path.is_file())):
+            log.warning("%s is not a file of fasteval's (a folder?); it is left alone and these embeddings are not "
+                        "cached (remove it to cache them)", path)
+            return None
+        return path
+
     def load(self, key: str) -> EmbeddingTable:
         """The cached table for ``key`` (empty when there is none, or when the entry was unreadable)."""
-        path = self.path(key)
+        path = self._usable_path(key)
         if path is None or not path.exists():
             return EmbeddingTable()
         try:
             with np.load(path, allow_pickle=False) as data:
                 stored = str(data["key"]) if "key" in data else None
-                texts, vectors = [str(t) for t in data["texts"]], np.asarray(data["vectors"])
+                texts = _texts_of(data)
+                vectors = np.asarray(data["vectors"])
             if stored != key:
                 raise ValueError(f"it holds the embeddings of key {stored}" if stored else "it names no key")
             if vectors.dtype != np.float32 or vectors.ndim != 2 or len(set(texts)) != len(texts):
                 raise ValueError(f"{vectors.dtype} rows of shape {vectors.shape} for {len(texts)} texts")
+            if len(texts) and not (np.abs(vectors).max(axis=1) > 0).all():
+                raise ValueError("it holds a zero vector")
             table = EmbeddingTable()
             table.add(texts, vectors, who="the cache entry")
             return table
@@ -48,13 +73,66 @@ class EmbeddingCache:
             return EmbeddingTable()
 
     def save(self, key: str, table: EmbeddingTable) -> None:
-        path = self.path(key)
+        path = self._usable_path(key)
         if path is None or len(table) == 0:
             return
         texts, vectors = zip(*table.items())
+        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
         buf = io.BytesIO()
-        np.savez(buf, key=np.array(key), texts=np.array(texts), vectors=np.stack(vectors).astype(np.float32))
+        np.savez(buf, key=np.array(key), text_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+                 text_ends=np.cumsum([len(e) for e in encoded], dtype=np.int64),
+                 vectors=np.stack(vectors).astype(np.float32))
         try:
             atomic_write(path, buf.getvalue())
-        except OSError:
-            pass  # the cache only saves time; a read-only home still gives results
+        except OSError as err:
+            log.info("embeddings not cached (%s: %s); results are unaffected", path.parent, err.strerror or err)
+
+    def discard(self, key: str) -> None:
+        path = self._usable_path(key)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
+def _texts_of(data) -> list[str]:
+    """The texts of an entry: UTF-8 bytes and end offsets, or (entries written before) a unicode array."""
+    if "text_bytes" in data:
+        blob, ends = data["text_bytes"].tobytes(), data["text_ends"]
+        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+        return [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())]
+    return [str(t) for t in data["texts"]]
+
+
+def canary_texts(table: EmbeddingTable) -> list[str]:
+    """The cached texts embedded afresh to check a cache: the first, the middle and the last one."""
+    texts = [t for t, _ in table.items()]
+    picks = sorted({0, len(texts) // 2, len(texts) - 1})[:CANARIES] if texts else []
+    return [texts[i] for i in picks]
+
+
+def mismatch(table: EmbeddingTable, encoder, rewrite=None) -> str | None:
+    """Why ``table`` is not what ``encoder`` embeds now (None when its canaries come back as cached)."""
+    texts = canary_texts(table)
+    if not texts:
+        return None
+    fresh = np.asarray(encoder.encode([rewrite(t) if rewrite else t for t in texts]), dtype=np.float32)
+    if fresh.ndim != 2 or fresh.shape[0] != len(texts) or fresh.shape[1] != table.dim:
+        return f"it embeds in {fresh.shape[-1] if fresh.ndim == 2 else '?'} dimensions, the cache holds {table.dim}"
+    cached = normalize_rows(table[texts].astype(np.float64))
+    cosines = np.einsum("ij,ij->i", cached, normalize_rows(fresh.astype(np.float64)))
+    k = int(np.argmin(cosines))
+    if not np.isfinite(cosines).all() or cosines[k] < CANARY_MIN_COSINE:
+        return f"{texts[k][:60]!r} comes back at cosine {cosines[k]:.6f} to its cached embedding"
+    return None
+
+
+def verified(cache: EmbeddingCache, key: str, encoder, who: str, rewrite=None) -> EmbeddingTable:
+    """``cache.load(key)`` once ``encoder`` embeds its canaries as cached; else the entry is discarded (one
+    warning line) and an empty table returned, so every text is embedded afresh."""
+    table = cache.load(key)
+    reason = mismatch(table, encoder, rewrite) if len(table) else None
+    if reason is None:
+        return table
+    log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and embedding "
+                "afresh", who, reason)
+    cache.discard(key)
+    return EmbeddingTable()

@@ -3,9 +3,11 @@ encoders and score how far the candidate drifts (``fasteval.core.exams.drift``).
 two encoders: ``fasteval drift`` (folders, registry names, URLs), the export's fp16 report and the int8
 benchmark all go through it.
 
-Both sides embed through the embedding cache (when their identity is known: content hashes, or a served
-model's deployment), so a rerun after a server upgrade embeds only the candidate again. A group one side
-cannot embed (a server that refuses the empty string) is reported as failed, not a crash.
+The candidate is always embedded afresh (a gate scores the deployment as it is now, never a cache of it); the
+reference comes from the embedding cache when its identity is known (content hashes, or a served model's
+deployment) and a few of its cached texts come back as cached (``cache.verified``). A group one side cannot
+embed (a server that refuses the empty string) is reported as failed, not a crash. Two encoders of different
+dimensions are refused: they are different models, and no cosine compares them.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..errors import FastevalError, first_line
-from ..exams.drift import DEFAULT_THRESHOLD, DriftReport, physscore_drift, score_drift
+from ..errors import InputError
+from ..exams.drift import MAX_TEXTS, DEFAULT_THRESHOLD, DriftReport, check_dimensions, physscore_drift, score_drift
 from ..protocol.conformance import TextGroup, conformance_groups, user_groups
 
 log = logging.getLogger(__name__)
@@ -44,15 +47,20 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
                         list(dict.fromkeys(t for c in calls for t in c)))]
     groups += conformance_groups() if conformance else []
     groups += user_groups(Path(texts)) if texts else []
+    total = len({t for g in groups for t in g.texts})
+    if total > MAX_TEXTS:  # refused before the first request (a paid API is not sent 21,000 texts for nothing)
+        raise InputError(f"{total} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
     tables, failed = [], {}
     for side, view in zip(("reference", "candidate"), views):
         step(f"embed the {side}")
-        table, saved = _cached_table(view, cache_root)
+        table, saved = _cached_table(view, cache_root, fresh=side == "candidate")
         before = len(table)
         try:
             embed_groups(view.encoder, calls, table)
         except FastevalError as err:
             failed[PROTOCOL_GROUP] = f"{side}: {first_line(err, 200)}"
+        if tables:  # another dimension is another model: refused before its other texts are sent
+            check_dimensions(names[0], names[1], tables[0].dim, table.dim)
         for g in groups[1:]:
             try:
                 embed_groups(view.encoder, [g.texts], table)
@@ -73,13 +81,17 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     return report
 
 
-def _cached_table(view, cache_root: Path | None) -> tuple[EmbeddingTable, Callable[[EmbeddingTable], None]]:
-    """The encoder's cached embeddings (empty when its identity is unknown) and how to save them back."""
-    from .sweep import embedding_cache
+def _cached_table(view, cache_root: Path | None, fresh: bool) -> tuple[EmbeddingTable,
+                                                                         Callable[[EmbeddingTable], None]]:
+    """The encoder's cached embeddings (empty when its identity is unknown, or ``fresh``: the candidate) once
+    verified against it, and how to save them back."""
     from ..io import fasteval_home
+    from .cache import verified
+    from .sweep import embedding_cache
 
     cache, key = embedding_cache(view.info, cache_root if cache_root is not None else fasteval_home())
-    return cache.load(key), (lambda table: cache.save(key, table))
+    table = EmbeddingTable() if fresh else verified(cache, key, view.encoder, view.name)
+    return table, (lambda t: cache.save(key, t))
 
 
 def drift_text(report: DriftReport) -> str:

@@ -78,7 +78,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     groups = protocol_groups(exams, protocol)
     if batching == "packed":  # one call; the encoder sorts and cuts it (fasteval's by a token budget)
         groups = [list(dict.fromkeys(t for group in groups for t in group))]
-    rewrite = _rewrite(normalize_quantities)
+    rewrite = canonical_rewrite(normalize_quantities)
 
     @contextmanager
     def timed(name: str):
@@ -104,7 +104,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     return result
 
 
-def _rewrite(normalize_quantities: bool) -> Callable[[str], str] | None:
+def canonical_rewrite(normalize_quantities: bool) -> Callable[[str], str] | None:
     """What the encoder is given instead of each protocol text (None: the text itself)."""
     if not normalize_quantities:
         return None

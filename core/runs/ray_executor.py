@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..choices import public_model
 from ..errors import FastevalError, InputError, first_line
 from .sweep import Job, Outcome, prepare_out, run_job
 
@@ -31,7 +32,7 @@ def _run_job_remote(job: Job, out: Path, loader: Callable[..., Any], overwrite: 
     try:
         outcome = run_job(job, out, loader, overwrite, cache_root)
     except FastevalError as err:
-        return Outcome(job.model, "failed", None, str(err))
+        return Outcome(public_model(job.model), "failed", None, str(err))
     outcome.result = None
     return outcome
 
@@ -147,4 +148,4 @@ def _gather(ray, ref, job: Job) -> Outcome:
     except ray.exceptions.RayTaskError:
         raise
     except ray.exceptions.RayError as err:
-        return Outcome(job.model, "failed", None, f"Ray could not run the task: {first_line(err)}")
+        return Outcome(public_model(job.model), "failed", None, f"Ray could not run the task: {first_line(err)}")

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import protocol as P
-from ..choices import EXECUTORS, OVERWRITE, check_choice
+from ..choices import EXECUTORS, OVERWRITE, check_choice, public_model
 from ..embeddings import describe
 from ..errors import FastevalError, InputError
 from ..exams.statistics import DEFAULT_RESAMPLES
 from ..io import check_writable, clean_stale
 from ..results.model import RESULT_FILE
-from .cache import EmbeddingCache
+from .cache import EmbeddingCache, mismatch, verified
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,18 @@ def clean_stale_staging(out: Path) -> None:
         clean_stale(folder)
 
 
+def _deployment_changed(settings: dict[str, Any], cache: EmbeddingCache, ekey: str, view, rewrite) -> str | None:
+    """Why a served model's finished result may no longer be its deployment's (None: it is). A server can change
+    its vectors without changing what /models says, so a result is trusted only when a few of the texts it was
+    computed from come back as cached; a local model is its content hashes, and needs no such check."""
+    if not settings.get("deployment"):
+        return None
+    table = cache.load(ekey)
+    if not len(table):
+        return "there are no cached embeddings to check it against"
+    return mismatch(table, view.encoder, rewrite)
+
+
 def job_settings(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Everything that changes a number of ``job``: the encoder's settings plus the scoring settings."""
     from .evaluate import settings_of
@@ -139,7 +151,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     """
     from ..results.files import result_files
     from ..io import write_result_folder
-    from .evaluate import evaluate
+    from .evaluate import canonical_rewrite, evaluate
 
     from ..encoders import as_encoder
 
@@ -148,15 +160,20 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     settings = job_settings(job, view.info)
     key = result_key(settings)
     folder = out / P.model_id(view.name) / key
+    cache, ekey = embedding_cache(settings, cache_root)
+    rewrite = canonical_rewrite(job.normalize_quantities)
     if overwrite != "always" and folder.exists():
         existing = read_result(folder)
-        if existing is not None and existing.get("key") == key:
+        changed = _deployment_changed(settings, cache, ekey, view, rewrite) if existing is not None else None
+        if existing is not None and existing.get("key") == key and changed is None:
             return Outcome(view.name, "skipped", folder, "already done under the same settings")
         if overwrite == "never":
             return Outcome(view.name, "skipped", folder, "a result folder exists (--overwrite never)")
-        log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
-    cache, ekey = embedding_cache(settings, cache_root)
-    table = cache.load(ekey)
+        if changed is None:
+            log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
+        else:
+            log.warning("%s: the deployment says what it said, but %s; redoing its result", view.name, changed)
+    table = verified(cache, ekey, view.encoder, view.name, rewrite)
     cached = len(table)
     try:
         result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,
@@ -212,7 +229,7 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
         except FastevalError as err:
             if not keep_going or len(jobs) == 1:
                 raise
-            outcome = Outcome(job.model, "failed", None, str(err))
+            outcome = Outcome(public_model(job.model), "failed", None, str(err))
         outcomes.append(outcome)
         if on_model:
             on_model(outcome)

@@ -184,15 +184,16 @@ def test_without_a_tokenizer_token_levenshtein_is_null_with_a_note(infinity, tmp
     assert {r["reference"] for r in rows if r["tau"] is None} == {"token_lev"}
 
 
-def test_a_rerun_sends_no_embedding_request_and_faults_heal_to_the_same_numbers(infinity, proxy, tmp_path):
+def test_a_rerun_sends_only_its_canaries_and_faults_heal_to_the_same_numbers(infinity, proxy, tmp_path):
     env = {"FASTEVAL_HOME": str(tmp_path / "home")}
     clean = proxy()
     assert sweep(clean.url, tmp_path / "a", "--exams", "1", env=env).returncode == 0
     sent = clean.posts
     again = sweep(clean.url, tmp_path / "a", "--exams", "1", env=env)
-    assert again.returncode == 0 and clean.posts == sent, "a finished result is skipped"
+    assert again.returncode == 0 and "skipped" in again.stderr
+    assert clean.posts == sent + 1, "a finished result is skipped after one request: its canaries match the cache"
     fresh = sweep(clean.url, tmp_path / "b", "--exams", "1", env=env)
-    assert fresh.returncode == 0 and clean.posts == sent, "every embedding comes from the cache"
+    assert fresh.returncode == 0 and clean.posts == sent + 2, "every embedding comes from the (verified) cache"
     faulty = proxy(["429", "500", "drop", "slow", None, "500"], slow_s=3.0)
     healed = sweep(faulty.url, tmp_path / "c", "--exams", "1", "--request-timeout", "1.5",
                    env={"FASTEVAL_HOME": str(tmp_path / "home2")})

@@ -187,7 +187,7 @@ def test_a_kill_between_the_two_renames_of_overwrite_always_recovers_the_newest(
 def test_staging_left_in_the_cache_by_a_killed_export_is_cleaned(tmp_path, monkeypatch):
     import socket
 
-    from fasteval.models.home import writable_home
+    from fasteval.models.home import usable_home
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     stale = tmp_path / "home" / "onnx" / f".tiny.staging-{socket.gethostname()}-{_dead_pid()}-x"
@@ -195,7 +195,7 @@ def test_staging_left_in_the_cache_by_a_killed_export_is_cleaned(tmp_path, monke
     (stale / "model.onnx").write_bytes(b"\0" * 1000)
     temp = tmp_path / "home" / f".hashes.json.tmp-{socket.gethostname()}-{_dead_pid()}-y"
     temp.write_text("{")
-    writable_home()
+    usable_home()
     assert not stale.exists() and not temp.exists()
 
 

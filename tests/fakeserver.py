@@ -1,0 +1,106 @@
+"""A small OpenAI-compatible embedding server on 127.0.0.1 for the gate's fault tests: it answers /v1/models and
+/v1/embeddings with FakeEncoder vectors, and each fault the fault-injection round found is one setting of it
+(another dimension, changed vectors under the same /models, a zero or huge vector, a batch limit, a context
+limit, malformed rows). It counts what it is sent; it stops with the test (``close``)."""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+from fakes import FakeEncoder
+
+
+@dataclass
+class Faults:
+    dim: int = 16
+    noise: float = 0.3  # FakeEncoder noise: another value is another model with the same /models
+    scale: float = 1.0  # every vector times this (servers that do not normalise)
+    zero_text: str | None = None  # this text is answered with a zero vector
+    max_batch: int | None = None  # more texts in one request: 413
+    max_chars: int | None = None  # a longer text: 400 "maximum context length"
+    index_null: bool = False  # rows answered with "index": null
+    redirect: str | None = None  # every request answered 308 to this URL
+
+
+@dataclass
+class FakeServer:
+    model: str = "fake-model"
+    faults: Faults = field(default_factory=Faults)
+    posts: int = 0
+    texts: int = 0
+    seen: list = field(default_factory=list)  # (path with query, headers) of every request
+
+    def __post_init__(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server._answer(self, None)
+
+            def do_POST(self):
+                server._answer(self, json.loads(self.rfile.read(int(self.headers.get("content-length") or 0))))
+
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        f = self.faults
+        rows = FakeEncoder(noise=f.noise, dim=f.dim).encode(texts).astype(np.float64) * f.scale
+        for i, t in enumerate(texts):
+            if t == f.zero_text:
+                rows[i] = 0.0
+        return rows
+
+    def _send(self, h, status: int, body: dict, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode()
+        h.send_response(status)
+        for k, v in {"content-type": "application/json", **(headers or {})}.items():
+            h.send_header(k, v)
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _answer(self, h, body) -> None:
+        f = self.faults
+        with self._lock:
+            self.seen.append((h.path, dict(h.headers)))
+        if f.redirect:
+            return self._send(h, 308, {}, {"location": f.redirect})
+        path = h.path.split("?")[0]
+        if path.endswith("/models"):
+            return self._send(h, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        if not path.endswith("/embeddings") or body is None:
+            return self._send(h, 404, {"error": "not found"})
+        texts = body["input"]
+        with self._lock:
+            self.posts += 1
+        if f.max_batch and len(texts) > f.max_batch:
+            return self._send(h, 413, {"error": "too many inputs"})
+        if f.max_chars and any(len(t) > f.max_chars for t in texts):
+            return self._send(h, 400, {"error": {"message": "This model's maximum context length is 256 tokens. "
+                                                            "However, you requested 602 tokens."}})
+        with self._lock:
+            self.texts += len(texts)
+        rows = self.vectors(texts)
+        b64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": None if f.index_null else i,
+                 "embedding": base64.b64encode(r.astype("<f4").tobytes()).decode() if b64 else r.tolist()}
+                for i, r in enumerate(rows)]
+        self._send(h, 200, {"data": data, "model": self.model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})

@@ -1,0 +1,349 @@
+"""The gate cannot be fooled (issue 27): each fault of the fault-injection round, reproduced from outside with a
+small OpenAI-compatible server on 127.0.0.1 (tests/fakeserver.py) or the files a user has, and held: a wrong
+verdict, wrong numbers, a leak or a crash is now a right verdict, the right numbers or one line with exit 2."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fakes import FASTEVAL, CountingEncoder, one_line_error, run_cli
+from fakeserver import FakeServer, Faults
+
+
+@pytest.fixture
+def servers():
+    made = []
+
+    def make(**faults) -> FakeServer:
+        server = FakeServer(faults=Faults(**faults))
+        made.append(server)
+        return server
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def drift(ref, cand, *args, home):
+    return run_cli(["drift", ref, cand, "--bootstrap", "0", *args], env={"FASTEVAL_HOME": str(home)})
+
+
+def sweep(model, out, *args, home):
+    return run_cli(["sweep", "--model", model, "--out", out, "--exams", "1", "--bootstrap", "0", *args],
+                   env={"FASTEVAL_HOME": str(home)})
+
+
+def table1_tau(proc) -> str:
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("FakeEncoder") or "fake-model" in ln
+                and ln.split()[-1].replace(".", "").isdigit())
+    return line.split()[1]
+
+
+def result_of(out: Path) -> dict:
+    (path,) = list(out.rglob("results.json"))
+    return json.loads(path.read_text())
+
+
+# --- 1. a changed deployment is never scored from the cache ----------------------------------------------------
+def test_a_gate_embeds_the_candidate_afresh_every_time(servers, tmp_path):
+    ref, cand = servers(), servers()
+    first = drift(ref.url, cand.url, "--fail-below", "0.99", home=tmp_path)
+    assert first.returncode == 0 and "conforms" in first.stdout, first.stderr
+    cand.faults.noise = 0.9  # the deployment changed its vectors; /models says what it said
+    posts = cand.posts
+    second = drift(ref.url, cand.url, "--fail-below", "0.99", home=tmp_path)
+    assert second.returncode == 1 and ": drifts" in second.stdout, second.stdout
+    assert cand.posts > posts + 10, "the candidate was embedded again, not read from the cache"
+
+
+def test_a_served_sweep_notices_a_changed_deployment(servers, tmp_path, caplog):
+    server = servers()
+    out = tmp_path / "out"
+    assert sweep(server.url, out, home=tmp_path).returncode == 0
+    before = result_of(out)
+    again = sweep(server.url, out, home=tmp_path)
+    assert again.returncode == 0 and "skipped" in again.stderr, "unchanged: skipped after a canary request"
+    server.faults.noise = 0.9
+    texts = server.texts
+    changed = sweep(server.url, out, home=tmp_path)
+    assert changed.returncode == 0 and "not what it embeds now" in changed.stderr, changed.stderr
+    after = result_of(out)
+    assert server.texts - texts > 400, "every text embedded again"
+    assert after["key"] == before["key"]
+    assert after["exams"]["exam1"]["cells"] != before["exams"]["exam1"]["cells"], "the deployment's own numbers"
+
+
+# --- 2. another dimension never conforms ------------------------------------------------------------------------
+def test_a_candidate_of_another_dimension_is_refused_in_one_line(servers, tmp_path):
+    ref, cand = servers(), servers(dim=24)
+    proc = drift(ref.url, cand.url, "--fail-below", "0.99", home=tmp_path)
+    assert proc.returncode == 2
+    one_line_error(proc, "24 dimensions", "16", "different models")
+    assert "RuntimeWarning" not in proc.stderr
+
+
+def test_a_nan_never_conforms():
+    from fasteval.core.exams.drift import DriftReport
+
+    report = DriftReport("a", "b", 0.99, 1, float("nan"), float("nan"), {}, [], [], float("nan"))
+    assert report.verdict == "drifts"
+
+
+# --- 3. a zero vector is an error naming its text, never cached -------------------------------------------------
+def test_a_zero_vector_names_its_text_and_is_never_cached(servers, tmp_path):
+    server = servers(zero_text="5 meters")
+    out = tmp_path / "out"
+    proc = sweep(server.url, out, home=tmp_path)
+    assert proc.returncode != 0 and "a zero vector for '5 meters'" in proc.stderr, proc.stderr
+    assert not list(out.rglob("results.json"))
+    server.faults.zero_text = None
+    healed = sweep(server.url, out, home=tmp_path)
+    assert healed.returncode == 0, healed.stderr
+    cached = [p for p in (tmp_path / "embeddings").glob("*.npz")]
+    from fasteval.core.runs.cache import EmbeddingCache
+
+    table = EmbeddingCache(tmp_path).load(cached[0].stem)
+    assert np.linalg.norm(table[["5 meters"]][0]) > 0.5
+
+
+# --- 4. large finite vectors stay unit vectors ----------------------------------------------------------------
+def test_large_finite_vectors_give_the_numbers_of_small_ones(servers, tmp_path):
+    small, large = servers(), servers(scale=5e18)
+    a = sweep(small.url, tmp_path / "a", home=tmp_path / "ha")
+    b = sweep(large.url, tmp_path / "b", home=tmp_path / "hb")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    ta = [c["tau"] for c in result_of(tmp_path / "a")["exams"]["exam1"]["cells"]]
+    tb = [c["tau"] for c in result_of(tmp_path / "b")["exams"]["exam1"]["cells"]]
+    assert ta == tb and all(t is not None for t in tb)
+
+
+# --- 5. a cached entry of another dimension under the right key is rebuilt --------------------------------------
+def test_a_cache_entry_cut_to_another_dimension_with_its_key_kept_is_rebuilt(tmp_path, caplog):
+    from fasteval.core.embeddings import EmbeddingTable
+    from fasteval.core.runs.cache import EmbeddingCache
+    from fasteval.core.runs.sweep import Job, embedding_key, job_settings, run_sweep
+
+    def loader(name, **options):
+        return CountingEncoder(name)
+
+    run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "a", loader, cache_root=tmp_path)
+    key = embedding_key(job_settings(Job("m", exams=(1,), bootstrap=0), CountingEncoder("m").info))
+    cache = EmbeddingCache(tmp_path)
+    full = cache.load(key)
+    cut = EmbeddingTable()
+    texts = [t for t, _ in full.items()]
+    cut.add(texts, np.stack([v for _, v in full.items()])[:, :10])
+    cache.save(key, cut)  # the same key, ten dimensions
+    with caplog.at_level("WARNING", logger="fasteval"):
+        again = run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "b", loader, cache_root=tmp_path)[0]
+    assert "10" in caplog.text and "not what it embeds now" in caplog.text
+    first = json.loads(next((tmp_path / "a").rglob("results.json")).read_text())["exams"]["exam1"]["cells"]
+    second = json.loads((again.path / "results.json").read_text())["exams"]["exam1"]["cells"]
+    assert [c["tau"] for c in first] == [c["tau"] for c in second]
+
+
+# --- 6. identical models conform at --fail-below 1 --------------------------------------------------------------
+def test_identical_models_conform_at_fail_below_one(servers, tmp_path):
+    ref, cand = servers(), servers()
+    proc = drift(ref.url, cand.url, "--fail-below", "1", home=tmp_path)
+    assert proc.returncode == 0 and "conforms" in proc.stdout, proc.stdout + proc.stderr
+
+
+# --- 7. a batch size a server forced is not a setting; an over-long text is named -------------------------------
+def test_a_forced_smaller_batch_keeps_the_key_and_a_rerun_sends_nothing_again(servers, tmp_path):
+    server = servers(max_batch=7)
+    out = tmp_path / "out"
+    assert sweep(server.url, out, home=tmp_path).returncode == 0
+    posts = server.posts
+    again = sweep(server.url, out, home=tmp_path)
+    assert again.returncode == 0 and "skipped" in again.stderr
+    assert server.posts - posts == 1, "one request of canaries, nothing re-sent"
+    assert len(list(out.rglob("results.json"))) == 1, "one key"
+
+
+def test_an_over_long_text_is_reported_and_the_batch_size_kept(servers, tmp_path):
+    ref, cand = servers(), servers(max_chars=200)
+    proc = drift(ref.url, cand.url, "--json", home=tmp_path)
+    report = json.loads(proc.stdout)
+    assert report["groups"]["length"]["failed"] and "refuses the input" in report["groups"]["length"]["failed"]
+    assert all(not g["failed"] for name, g in report["groups"].items() if name != "length")
+    assert "sending at most 1" not in proc.stderr
+
+
+# --- 8. credentials in the URL never reach the terminal or a file ----------------------------------------------
+def test_credentials_in_the_url_are_never_printed_or_written(servers, tmp_path):
+    server = servers()
+    secret = server.url.replace("http://", "http://user:pa55word@") + "?api_key=k3y-123"
+    out = tmp_path / "out"
+    dead = "http://user:pa55word@127.0.0.1:9/v1?api_key=k3y-123"
+    proc = run_cli(["sweep", "--model", secret, "--model", dead, "--out", out, "--exams", "1", "--bootstrap", "0"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    d = run_cli(["drift", secret, secret, "--bootstrap", "0", "--json", "--out", tmp_path / "drift"],
+                env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert d.returncode == 0, d.stderr
+    shown = proc.stdout + proc.stderr + d.stdout + d.stderr
+    assert "pa55word" not in shown and "k3y-123" not in shown
+    for path in [*out.rglob("*"), *(tmp_path / "drift").rglob("*"), *(tmp_path / "home").rglob("*")]:
+        if path.is_file():
+            assert b"pa55word" not in path.read_bytes() and b"k3y-123" not in path.read_bytes(), path
+    assert all("api_key=k3y-123" in path for path, _ in server.seen), "the query is kept on every request"
+    assert all(h.get("Authorization", "").startswith("Basic ") for _, h in server.seen)
+
+
+# --- 9. large drifts in blocks ----------------------------------------------------------------------------------
+def test_collisions_and_neighbours_in_blocks_equal_the_whole_matrices():
+    from fasteval.core.exams import drift as D
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(700, 8))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b = a.copy()
+    b[::7] = b[0]  # collisions: every 7th text becomes one
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    pairs, agreement = D.pairwise(a, b, block=64)
+    sa, sb = a @ a.T, b @ b.T
+    want = {(i, j) for i, j in zip(*np.nonzero(np.triu((sa < D.COLLISION_APART) & (sb >= D.COLLISION_SAME), 1)))}
+    assert {(i, j) for i, j, _, _ in pairs} == want and len(want) == 100 * 99 // 2
+    np.fill_diagonal(sa, -np.inf)
+    np.fill_diagonal(sb, -np.inf)
+    na, nb = np.argsort(-sa, axis=1)[:, :10], np.argsort(-sb, axis=1)[:, :10]
+    brute = np.mean([len(set(x) & set(y)) / 10 for x, y in zip(na.tolist(), nb.tolist())])
+    assert agreement == pytest.approx(brute, abs=0.02)  # argpartition and argsort may part ties differently
+
+
+# --- 10. a long text costs its own length in the cache ---------------------------------------------------------
+def test_one_long_text_does_not_blow_up_the_cache(tmp_path):
+    from fasteval.core.embeddings import EmbeddingTable
+    from fasteval.core.runs.cache import EmbeddingCache
+
+    table = EmbeddingTable()
+    texts = ["x" * 50_000] + [f"{i} meters" for i in range(2000)]
+    table.add(texts, np.ones((len(texts), 4), np.float32))
+    cache = EmbeddingCache(tmp_path)
+    cache.save("k", table)
+    assert cache.path("k").stat().st_size < 300_000
+    back = cache.load("k")
+    assert [t for t, _ in back.items()] == texts
+
+
+# --- 12. malformed answers are errors, and drift's errors exit 2 ------------------------------------------------
+def test_a_malformed_answer_makes_drift_exit_2_not_1(servers, tmp_path):
+    ref, cand = servers(), servers(index_null=True)
+    proc = drift(ref.url, cand.url, "--fail-below", "0.99", "--no-conformance", home=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# --- 13. a protocol's size has limits, checked before anything is allocated -------------------------------------
+@pytest.mark.parametrize("ranges, fragment", [
+    ("".join(f'[[ranges]]\nname = "r{k}"\nlinspace = {{ start = 0, stop = 1, num = 2000 }}\n' for k in range(10)),
+     "similarity pairs"),
+    ('[[ranges]]\nname = "tiny"\nstep = { start = 0, stop = 1, step = 1e-12 }\n', "more than a range takes"),
+])
+def test_a_protocol_too_large_is_refused_at_once(tmp_path, ranges, fragment):
+    import time
+
+    from fasteval.core.protocol.loading import load_protocol
+    from fasteval.core.protocol.spec import ProtocolError
+
+    f = tmp_path / "big.toml"
+    f.write_text('[protocol]\nname = "big"\nversion = "1"\n[[quantities]]\nname = "meter"\nunit = "meter"\n'
+                 'forms.en = ["meter", "meters"]\n' + ranges)
+    start = time.perf_counter()
+    with pytest.raises(ProtocolError, match=fragment):
+        load_protocol(f)
+    assert time.perf_counter() - start < 5
+
+
+# --- 14. cache paths that are not ours ---------------------------------------------------------------------------
+def test_a_folder_at_a_cache_entrys_path_is_left_alone_and_the_run_goes_on(tmp_path, caplog):
+    from fasteval.core.runs.sweep import Job, embedding_key, job_settings, run_sweep
+
+    def loader(name, **options):
+        return CountingEncoder(name)
+
+    key = embedding_key(job_settings(Job("m", exams=(1,), bootstrap=0), CountingEncoder("m").info))
+    folder = tmp_path / "embeddings" / f"{key}.npz"
+    (folder / "mine").mkdir(parents=True)
+    with caplog.at_level("WARNING", logger="fasteval"):
+        outcome = run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "out", loader, cache_root=tmp_path)[0]
+    assert outcome.status == "done" and (folder / "mine").is_dir()
+    assert "left alone" in caplog.text and "discarding" not in caplog.text
+
+
+def test_a_file_at_a_cached_exports_path_is_rebuilt(tiny_st_folder, tmp_path, monkeypatch):
+    from fasteval.models import export as export_module
+    from fasteval.models.folder import content_hash, load_folder
+
+    home = tmp_path / "home"
+    dest = export_module.export_dir(home, content_hash(tiny_st_folder), "fp32")
+    dest.parent.mkdir(parents=True)
+    dest.write_text("not an export")
+    out = export_module.export(load_folder(tiny_st_folder), home)
+    assert out == dest and (dest / "model.onnx").is_file()
+
+
+# --- 15. a read-only FASTEVAL_HOME that holds what is needed gives results --------------------------------------
+def test_a_read_only_home_with_the_export_and_embeddings_gives_results(tiny_st_folder, tmp_path):
+    home, out = tmp_path / "home", tmp_path / "out"
+    env = {**os.environ, "FASTEVAL_HOME": str(home), "FASTEVAL_DEBUG": ""}
+    args = ["sweep", "--model", str(tiny_st_folder), "--exams", "1", "--bootstrap", "0", "--provider", "cpu"]
+    first = subprocess.run(FASTEVAL + args + ["--out", str(out / "a")], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here to make the home read-only")
+    script = (f"mount --bind {home} {home} && mount -o remount,ro,bind {home} && "
+              + " ".join([sys.executable, "-c", "'from fasteval.cli.main import main; main()'", *args,
+                          "--out", str(out / "b")]))
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "Cannot write" not in proc.stderr, proc.stderr
+    a, b = (json.loads(next((out / x).rglob("results.json")).read_text()) for x in ("a", "b"))
+    assert a["key"] == b["key"] and a["exams"]["exam1"]["cells"] == b["exams"]["exam1"]["cells"]
+
+
+# --- 17. drift validates everything before the first request ----------------------------------------------------
+def test_drift_refuses_too_many_texts_before_sending_one(servers, tmp_path):
+    ref, cand = servers(), servers()
+    many = tmp_path / "many.txt"
+    many.write_text("\n".join(f"text number {i}" for i in range(20_001)))
+    proc = drift(ref.url, cand.url, "--texts", many, home=tmp_path)
+    one_line_error(proc, "more than drift compares")
+    assert ref.posts == 0 and cand.posts == 0
+    taken = tmp_path / "taken"
+    (taken / "mine.txt").parent.mkdir()
+    (taken / "mine.txt").write_text("keep")
+    proc = drift(ref.url, cand.url, "--out", taken, home=tmp_path)
+    one_line_error(proc, "not an earlier output")
+    assert ref.posts == 0 and cand.posts == 0
+
+
+# --- 18. a file named `paper` in the working directory ---------------------------------------------------------
+def test_a_file_named_paper_here_changes_nothing_fasteval_loads_by_itself(servers, tmp_path):
+    (tmp_path / "paper").write_text("my notes")
+    server = servers()
+    env = {"FASTEVAL_HOME": str(tmp_path / "home")}
+    d = run_cli(["drift", server.url, server.url, "--bootstrap", "0", "--no-conformance"], env=env, cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    s = run_cli(["sweep", "--model", server.url, "--exams", "1", "--bootstrap", "0", "--out", tmp_path / "o"],
+                env=env, cwd=tmp_path)
+    assert s.returncode == 0, s.stderr
+    c = run_cli(["check", "--model", server.url, "2 km", "2000 m", "2 m"], env=env, cwd=tmp_path)
+    assert c.returncode == 0, c.stderr
+    asked = run_cli(["sweep", "--model", server.url, "--protocol", "paper", "--out", tmp_path / "p"], env=env,
+                    cwd=tmp_path)
+    one_line_error(asked, "both a built-in protocol and the file")
+
+
+# --- 19. check shows control characters escaped -----------------------------------------------------------------
+def test_check_escapes_control_characters(servers, tmp_path):
+    server = servers()
+    proc = run_cli(["check", "--model", server.url, "1 m", "2 m\x08\x07", "3 m"],
+                   env={"FASTEVAL_HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "\x08" not in proc.stdout and "\x07" not in proc.stdout and "\\x08\\x07" in proc.stdout
