@@ -200,15 +200,12 @@ def sweep(
         from . import printing
         from ..core.io import check_writable
 
-        from ..core.runs.sweep import Job, read_models_file, run_sweep
+        from ..core.runs.sweep import Job, read_models_file
 
         # a bad protocol file or exam selection fails here (the first job resolves them), before anything is written
         first = Job("", exams=exams, protocol=protocol)
         out = check_writable(out)
-        from ..core.results.model import RESULT_FILE
-        from ..core.results.read import load_result
-        from ..models.loader import load_model
-        from ..models.registry import DEFAULT_MODEL, fasteval_home
+        from ..models.registry import DEFAULT_MODEL
 
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
@@ -220,41 +217,53 @@ def sweep(
 
         jobs = [Job(name, options(), first.exams, similarity.value, normalize_quantities, bootstrap, first.protocol)
                 for name in names]
-        chosen = first.exams
-        with _progress(quiet) as bars:
-            models_bar = bars.add_task("models", total=len(jobs)) if bars else None
-            steps_bar = bars.add_task("", total=1 + len(chosen)) if bars else None
-
-            def on_step(name: str) -> None:
-                if bars:
-                    bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
-
-            def on_request(done: int, total: int) -> None:  # a served model's texts embedded so far
-                if bars:
-                    bars.update(steps_bar, description=f"  embed {done}/{total} texts")
-
-            if executor is Executor.local:  # a callback does not travel to Ray workers
-                for job in jobs:
-                    job.options["served"]["progress"] = on_request
-
-            def on_model(o) -> None:
-                if bars:
-                    bars.update(models_bar, advance=1)
-                    bars.reset(steps_bar, total=1 + len(chosen))
-                if o.status == "done":
-                    printing.print_result(o.result if o.result is not None else load_result(o.path / RESULT_FILE))
-                    typer.echo(f"\nResults written to {o.path}")
-                elif o.status == "skipped":
-                    _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
-                else:
-                    typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
-
-            outcomes = run_sweep(jobs, out, load_model, overwrite.value, fasteval_home(), on_model=on_model,
-                                 on_step=on_step, executor=executor.value, address=address)
+        outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
         if len(outcomes) > 1:
             printing.print_summary(outcomes)
         if any(o.status == "failed" for o in outcomes):
             raise typer.Exit(1)
+
+
+def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str | None, quiet: bool) -> list:
+    """Run a sweep's jobs with the progress bars and each model's printout as it finishes; the outcomes."""
+    from . import printing
+    from ..core.results.model import RESULT_FILE
+    from ..core.results.read import load_result
+    from ..core.runs.sweep import run_sweep
+    from ..models.loader import load_model
+    from ..models.registry import fasteval_home
+
+    steps = 1 + len(jobs[0].exams)
+    with _progress(quiet) as bars:
+        models_bar = bars.add_task("models", total=len(jobs)) if bars else None
+        steps_bar = bars.add_task("", total=steps) if bars else None
+
+        def on_step(name: str) -> None:
+            if bars:
+                bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+
+        def on_request(done: int, total: int) -> None:  # a served model's texts embedded so far
+            if bars:
+                bars.update(steps_bar, description=f"  embed {done}/{total} texts")
+
+        if executor == "local":  # a callback does not travel to Ray workers
+            for job in jobs:
+                job.options["served"]["progress"] = on_request
+
+        def on_model(o) -> None:
+            if bars:
+                bars.update(models_bar, advance=1)
+                bars.reset(steps_bar, total=steps)
+            if o.status == "done":
+                printing.print_result(o.result if o.result is not None else load_result(o.path / RESULT_FILE))
+                typer.echo(f"\nResults written to {o.path}")
+            elif o.status == "skipped":
+                _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
+            else:
+                typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
+
+        return run_sweep(jobs, out, load_model, overwrite, fasteval_home(), on_model=on_model, on_step=on_step,
+                         executor=executor, address=address)
 
 
 @app.command("check", cls=_QuantityArguments)

@@ -108,6 +108,29 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
         raise fail("(file)", f"not valid TOML ({err})", "fix the syntax (see the protocol files in "
                    "core/protocol/builtin/ for examples).") from None
     _check_keys(doc, "", fail)
+    head, exams = _head(doc, data, digest, fail)
+    languages = _languages(doc, fail)
+    quantities = tuple(_quantity(q, k, languages, fail, check_units)
+                       for k, q in enumerate(_list(doc, "quantities", fail)))
+    ranges = tuple(_range(r, k, fail, languages, {q.name for q in quantities})
+                   for k, r in enumerate(_list(doc, "ranges", fail)))
+    for what, items in (("quantities", quantities), ("ranges", ranges)):
+        names = [i.name for i in items]
+        if len(set(names)) != len(names):
+            raise fail(what, "names repeat", "give every entry its own name")
+    variants = _variants(doc, languages, quantities, ranges, fail)
+    _check_size(quantities, ranges, variants, fail)
+    dw, digits, words, words_for = _digits_words(doc, fail)
+    return Protocol(name=str(head["name"]), version=str(head["version"]),
+                    description=str(head.get("description", "")), measures=str(head.get("measures", "")),
+                    exams=exams, languages=languages, quantities=quantities, ranges=ranges, variants=variants,
+                    digits=digits, words=words, words_for=words_for,
+                    digits_words_plural=str(dw.get("plural", "never")), source=source,
+                    content_sha256=digest or hashlib.sha256(data).hexdigest())
+
+
+def _head(doc: dict, data: bytes, digest: str | None, fail) -> tuple[dict, tuple]:
+    """``[protocol]`` and the exams it supports (a protocol file: Exam 1 only)."""
     head = doc.get("protocol")
     if not isinstance(head, dict) or not head.get("name") or not head.get("version"):
         raise fail("protocol", "missing name or version", 'add [protocol] with name = "..." and version = "..."')
@@ -119,6 +142,10 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
     if not the_paper and exams != (1,):
         raise fail("protocol.exams", f"{list(exams)!r}: only exam 1 runs on a protocol file (exams 2, 3 and "
                    "conversion have the paper's own rules)", "set exams = [1]")
+    return head, exams
+
+
+def _languages(doc: dict, fail) -> dict[str, Language]:
     languages = {}
     for code, spec in (doc.get("languages") or {"en": {}}).items():
         _check_keys(spec, "languages", fail, f"languages.{code}")
@@ -131,14 +158,11 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
             raise fail(f"languages.{code}", "unknown plural rule or decimal mark",
                        f"use plural = one of {', '.join(PLURAL_RULES)} and decimal = \".\" or \",\"")
         languages[code] = lang
-    quantities = tuple(_quantity(q, k, languages, fail, check_units)
-                       for k, q in enumerate(_list(doc, "quantities", fail)))
-    ranges = tuple(_range(r, k, fail, languages, {q.name for q in quantities})
-                   for k, r in enumerate(_list(doc, "ranges", fail)))
-    for what, items in (("quantities", quantities), ("ranges", ranges)):
-        names = [i.name for i in items]
-        if len(set(names)) != len(names):
-            raise fail(what, "names repeat", "give every entry its own name")
+    return languages
+
+
+def _variants(doc: dict, languages: dict, quantities: tuple, ranges: tuple, fail) -> tuple[Variant, ...]:
+    """The ``[[variants]]`` (one unlabelled variant when there are none), each able to render every range."""
     variants = tuple(_variant(v, k, languages, quantities, fail) for k, v in enumerate(doc.get("variants") or []))
     if not variants:
         variants = (Variant(None, language=next(iter(languages))),)
@@ -158,12 +182,21 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
             except ValueError as err:
                 raise fail(f"variants.{v.label}.format", f"{fmt or r.number_format!r} cannot render range "
                            f"{r.name} ({err})", "choose another format or range") from None
+    return variants
+
+
+def _check_size(quantities: tuple, ranges: tuple, variants: tuple, fail) -> None:
+    """The whole protocol within MAX_PROTOCOL_TEXTS and MAX_PROTOCOL_PAIRS."""
     n_cells = [len(r.values) for q in quantities for r in ranges if r.applies_to(q.name)]
     texts, pairs = sum(n_cells) * len(variants), sum(n * n for n in n_cells) * len(variants)
     if texts > MAX_PROTOCOL_TEXTS or pairs > MAX_PROTOCOL_PAIRS:
         raise fail("ranges", f"{texts} texts and {pairs} similarity pairs over its cells, more than a protocol "
                    f"takes ({MAX_PROTOCOL_TEXTS} texts, {MAX_PROTOCOL_PAIRS} pairs)",
                    "use fewer or shorter ranges, quantities or variants")
+
+
+def _digits_words(doc: dict, fail) -> tuple[dict, tuple, dict, dict]:
+    """``[digits_words]``: the digits, their words by language (and by quantity), checked against each other."""
     dw = doc.get("digits_words") or {}
     _check_keys(dw, "digits_words", fail)
     digits = tuple(dw.get("digits", ()))
@@ -176,12 +209,8 @@ def parse_protocol(data: bytes, source: str, digest: str | None = None, check_un
         if len(w) != len(digits):
             raise fail(f"digits_words.words.{code}", f"{len(w)} words for {len(digits)} digits",
                        "give one word per digit, in the digits' order")
-    return Protocol(name=str(head["name"]), version=str(head["version"]),
-                    description=str(head.get("description", "")), measures=str(head.get("measures", "")),
-                    exams=exams, languages=languages, quantities=quantities, ranges=ranges, variants=variants,
-                    digits=digits, words=words, words_for=words_for,
-                    digits_words_plural=str(dw.get("plural", "never")), source=source,
-                    content_sha256=digest or hashlib.sha256(data).hexdigest())
+    return dw, digits, words, words_for
+
 
 
 def _check_keys(table: dict, kind: str, fail, where: str | None = None) -> None:
