@@ -21,6 +21,7 @@ _LAZY = {
     "drift": (".core.runs.drift", "drift"),
     "load_model": (".models.loader", "load_model"),
     "mteb": (".core.mteb", None),  # the MTEB integration (the mteb extra); its import path is fasteval.core.mteb
+    "PhysScoreEvaluator": (".core.runs.training", "PhysScoreEvaluator"),  # sentence-transformers (the train extra)
 }
 
 __all__ = [*_LAZY, "__version__"]

@@ -7,7 +7,8 @@ from typing import Any
 from harness import Line
 
 
-SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift")
+SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
+            "evaluator")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 

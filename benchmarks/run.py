@@ -21,9 +21,10 @@ Sections:
 - int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet;
 - served: fasteval's HTTP client against MTEB's OpenAI-compatible wrapper on a real infinity server;
 - drift: `fasteval drift` of the default model's folder against infinity, its int8 export and sentence-transformers,
-  and all-mpnet-base-v2 fp32 against int8 (when cached).
+  and all-mpnet-base-v2 fp32 against int8 (when cached);
+- evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
 
-One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py),
+One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, evaluator_bench.py),
 the
 shared harness (harness.py) and the Markdown writer (results_md.py).
 """
@@ -41,6 +42,7 @@ from pathlib import Path
 from check_bench import bench_check
 from drift_bench import bench_drift
 from e2e import bench_e2e
+from evaluator_bench import bench_evaluator
 from encode import bench_encode
 from harness import HERE, Line, load1, prepare
 from int8 import bench_int8
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
     ctx = prepare(args)
     runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
                "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8,
-               "served": bench_served, "drift": bench_drift}
+               "served": bench_served, "drift": bench_drift, "evaluator": bench_evaluator}
     lines: list[Line] = []
     try:
         for section in chosen:

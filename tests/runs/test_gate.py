@@ -230,6 +230,9 @@ def test_one_long_text_does_not_blow_up_the_cache(tmp_path):
     assert cache.path("k").stat().st_size < 300_000
     back = cache.load("k")
     assert [t for t, _ in back.items()] == texts
+    old = tmp_path / "embeddings" / "old.npz"  # an entry written before: texts as a fixed-width unicode array
+    np.savez(old, key=np.array("old"), texts=np.array(["1 meter", "2 meters"]), vectors=np.ones((2, 4), np.float32))
+    assert [t for t, _ in cache.load("old").items()] == ["1 meter", "2 meters"], "still read, not re-embedded"
 
 
 # --- 12. malformed answers are errors, and drift's errors exit 2 ------------------------------------------------

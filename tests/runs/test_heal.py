@@ -62,8 +62,9 @@ def test_a_damaged_embedding_cache_is_rebuilt(tmp_path, capsys, damage):
     assert len(warnings_in(err, "embedding cache")) == 1 and "rebuilding" in err, err
     assert again[0].status == "done" and exams_of(again[0]) == exams_of(first[0])
     assert "0 from the cache" in again[0].message
-    with np.load(entry) as rebuilt:  # written again, whole
-        assert len(rebuilt["texts"]) == len(rebuilt["vectors"]) > 0
+    with np.load(entry) as rebuilt:  # written again, whole: texts as UTF-8 bytes and their end offsets
+        assert len(rebuilt["text_ends"]) == len(rebuilt["vectors"]) > 0
+        assert rebuilt["text_ends"][-1] == len(rebuilt["text_bytes"])
 
 
 def test_a_truncated_onnx_export_is_rebuilt(tiny_st_folder, tmp_path, capsys, monkeypatch):
