@@ -29,7 +29,6 @@ def _choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
     return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
 
 
-Similarity = _choice_enum("Similarity", choices.SIMILARITIES)
 Provider = _choice_enum("Provider", choices.PROVIDERS)
 DType = _choice_enum("DType", choices.DTYPES)
 Overwrite = _choice_enum("Overwrite", choices.OVERWRITE)
@@ -80,6 +79,20 @@ def _log_to_stderr() -> None:
 def _every_command() -> None:
     _log_to_stderr()
 
+
+def _similarity(value: str) -> str:
+    """--similarity: cos, dot or l2, with the names other tools use (cosine, euclidean) accepted."""
+    from ..core.errors import InputError
+
+    try:
+        return choices.similarity(value)
+    except InputError as err:
+        raise typer.BadParameter(err.problem + " " + (err.fix or "")) from None
+
+
+SimilarityOption = Annotated[str, typer.Option(
+    metavar="<" + "|".join(choices.SIMILARITIES) + ">", callback=_similarity,
+    help="Similarity function; the paper uses cos (cosine and euclidean are accepted as well).")]
 
 # A served model's client options (``--model URL``), declared once for every command that takes a model.
 ApiKeyEnv = Annotated[str, typer.Option(
@@ -141,17 +154,16 @@ def _progress(quiet: bool):
                     console=Console(stderr=True), transient=True)
 
 
-@app.command()
+@app.command(short_help="Run the paper's exams on models; tables, JSON, CSV, MTEB files.")
 def sweep(
-    model: Annotated[Optional[list[str]], typer.Option(
+    model: Annotated[Optional[list[str]], typer.Option(metavar="NAME|PATH|URL",
         help="Registry name (see `fasteval models`), a model folder, or a served model's base URL[#MODEL] "
              "(http://127.0.0.1:8080/v1#my-model); repeat for several models.")] = None,
     models_file: Annotated[Optional[Path], typer.Option(
         help="Text file with one model name or folder a line ('#' comments).")] = None,
     out: Annotated[Path, typer.Option(help="Folder for the results: OUT/<model_id>/<settings key>/.")]
         = Path("fasteval-results"),
-    similarity: Annotated[Similarity, typer.Option(help="Similarity function; the paper uses cos.")]
-        = Similarity.cos,
+    similarity: SimilarityOption = "cos",
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per inference batch (paper: 32).")] = 32,
     batching: Annotated[Batching, typer.Option(
@@ -215,7 +227,7 @@ def sweep(
                     "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
                     "served": _served(api_key_env, concurrency, request_timeout, retries, tokenizer)}
 
-        jobs = [Job(name, options(), first.exams, similarity.value, normalize_quantities, bootstrap, first.protocol)
+        jobs = [Job(name, options(), first.exams, similarity, normalize_quantities, bootstrap, first.protocol)
                 for name in names]
         outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
         if len(outcomes) > 1:
@@ -233,14 +245,31 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
     from ..models.loader import load_model
     from ..models.registry import fasteval_home
 
+    import time
+
+    from ..core.choices import public_model
+
     steps = 1 + len(jobs[0].exams)
     with _progress(quiet) as bars:
         models_bar = bars.add_task("models", total=len(jobs)) if bars else None
         steps_bar = bars.add_task("", total=steps) if bars else None
+        # Without a terminal (a pipe, a log): one line per stage with its time, as it ends.
+        stage = {"name": None, "start": 0.0, "model": 0}
+        lines = not bars and not quiet
+
+        def stage_done() -> None:
+            if lines and stage["name"] is not None:
+                typer.echo(f"fasteval:   {stage['name']} {time.perf_counter() - stage['start']:.2f} s", err=True)
+            stage["name"] = None
 
         def on_step(name: str) -> None:
             if bars:
                 bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+            elif lines:
+                if stage["name"] is None and name == "embed" and stage["model"] < len(jobs):
+                    typer.echo(f"fasteval: {public_model(jobs[stage['model']].model)}", err=True)
+                stage_done()
+                stage.update(name=name, start=time.perf_counter())
 
         def on_request(done: int, total: int) -> None:  # a served model's texts embedded so far
             if bars:
@@ -251,6 +280,8 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                 job.options["served"]["progress"] = on_request
 
         def on_model(o) -> None:
+            stage_done()
+            stage["model"] += 1
             if bars:
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)
@@ -259,6 +290,8 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                 typer.echo(f"\nResults written to {o.path}")
             elif o.status == "skipped":
                 _say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
+                if len(jobs) == 1 and (o.path / RESULT_FILE).is_file():  # one model: its row (several: the summary)
+                    printing.print_table1_row(load_result(o.path / RESULT_FILE))
             else:
                 typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
 
@@ -266,7 +299,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                          executor=executor, address=address)
 
 
-@app.command("check", cls=_QuantityArguments)
+@app.command("check", cls=_QuantityArguments, short_help="Does a model order your own quantities by distance?")
 def check_command(
     quantities: Annotated[Optional[list[str]], typer.Argument(
         help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
@@ -276,12 +309,13 @@ def check_command(
     file: Annotated[Optional[Path], typer.Option(
         "--file", help="One quantity a line, the first being the anchor ('#' comments).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
-    similarity: Annotated[Similarity, typer.Option(help="Similarity function; the paper uses cos.")]
-        = Similarity.cos,
+    similarity: SimilarityOption = "cos",
     normalize_quantities: Annotated[bool, typer.Option(
         "--normalize-quantities", help="Give the model each quantity in canonical form (one unit per "
                                        "dimension, plain digits): '2 kilometers' -> '2000 meters'.")] = False,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
+        = None,
     all_discordant: Annotated[bool, typer.Option(
         "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
                                  "are counted).")] = False,
@@ -314,9 +348,9 @@ def check_command(
         from ..models.loader import load_model
         from ..models.registry import DEFAULT_MODEL
 
-        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value,
+        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
                              served=_served(api_key_env, concurrency, request_timeout, retries, None))
-        result = check(encoder, texts[0], texts[1:], metric=similarity.value,
+        result = check(encoder, texts[0], texts[1:], metric=similarity,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
             from ..core.io import dumps
@@ -326,7 +360,7 @@ def check_command(
             printing.print_check(result)
 
 
-@app.command("protocols")
+@app.command("protocols", short_help="The built-in protocols and what each measures.")
 def protocols_command() -> None:
     """List the built-in protocols and what each one measures (run one with `fasteval sweep --protocol NAME`)."""
     with user_errors():
@@ -343,7 +377,7 @@ def protocols_command() -> None:
                    "--protocol FILE.")
 
 
-@app.command()
+@app.command(short_help="The paper's 24 models: pooling, dimension, source, cached?")
 def models() -> None:
     """List the paper's 24 models: pooling, dimension, offline source, cached here, and notes."""
     from ..models.registry import REGISTRY, is_cached
@@ -360,7 +394,7 @@ def models() -> None:
                "download (the model folder's own config is what is applied).")
 
 
-@app.command("export")
+@app.command("export", short_help="Export a model to ONNX (once; cached).")
 def export_command(
     model: Annotated[str, typer.Argument(help="Model folder, registry name or Hugging Face id.")],
     out: Annotated[Optional[Path], typer.Option(help="Folder to write the export to (default: the cache).")]
@@ -388,7 +422,7 @@ def export_command(
             typer.echo(report.line(f"{dtype.value} vs fp32"))
 
 
-@app.command("report")
+@app.command("report", short_help="The paper's tables and figures, and one HTML page.")
 def report_command(
     results_dir: Annotated[Path, typer.Argument(
         help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
@@ -413,7 +447,7 @@ def report_command(
                    f"({len(rep.files)} files; open {rep.out / 'report.html'})")
 
 
-@app.command("compare")
+@app.command("compare", short_help="A paired bootstrap of delta tau for every pair of models.")
 def compare_command(
     results_dir: Annotated[Path, typer.Argument(
         help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
@@ -433,7 +467,7 @@ def compare_command(
         typer.echo(f"Comparison of {len(comparison.models)} models written to {dest}")
 
 
-@app.command("bench")
+@app.command("bench", short_help="Encode throughput and each exam's time on this machine.")
 def bench_command(
     model: Annotated[Optional[str], typer.Option(
         help="Registry name, model folder, or a served model's URL[#MODEL] (default: the default model).")] = None,
@@ -481,7 +515,7 @@ def bench_command(
             _say(quiet, f"fasteval: bench: JSON written to {json_path}")
 
 
-@app.command("drift")
+@app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
 def drift_command(
     reference: Annotated[str, typer.Argument(help="The reference: registry name, model folder or URL[#MODEL].")],
     candidate: Annotated[str, typer.Argument(help="The deployment to check: registry name, folder or URL[#MODEL].")],

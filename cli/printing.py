@@ -33,16 +33,25 @@ def print_result(result) -> None:
     blocks = [(e.title.format(model=result.model, metric=metric), e.text(result.exams[e.key]))
               for e in registry() if e.key in result.exams]
     echo("\n\n".join(f"{title}\n{body}" for title, body in blocks))
-    if "exam1" in result.exams:
-        s = result.exams["exam1"].summary()
-        fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
-        echo("\nTable 1 row (x100)      tau    PACC    AVG")
-        echo(f"{result.model_id:<22} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  "
-             f"{fmt(s['avg_display'])}")
-        echo(caveats_text(s))
-        if s.get("by_variant"):
-            echo(f"\nBy variant of the {result.protocol} protocol (x100)")
-            echo(variants_text(s))
+    print_table1_row(result)
+
+
+def print_table1_row(result) -> None:
+    """The Table 1 row (x100) with its intervals and variants (nothing without Exam 1)."""
+    from ..core.protocol import display_name
+
+    if "exam1" not in result.exams:
+        return
+    s = result.exams["exam1"].summary()
+    fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
+    name = display_name(result.model)
+    width = max(22, len(name))
+    echo(f"\n{'Table 1 row (x100)':<{width}}  tau    PACC    AVG")
+    echo(f"{name:<{width}} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  {fmt(s['avg_display'])}")
+    echo(caveats_text(s))
+    if s.get("by_variant"):
+        echo(f"\nBy variant of the {result.protocol} protocol (x100)")
+        echo(variants_text(s))
 
 
 def caveats_text(s: dict) -> str:
@@ -97,13 +106,16 @@ def print_check(result) -> None:
     width = max(len(terminal_safe(c.text)) for c in result.candidates) + 2
     echo(f"fasteval check: {result.model}, {result.similarity} similarity to {result.anchor!r}"
          + (f" (quantities normalized: embedded as {result.anchor_encoded_as!r})" if result.normalized else ""))
-    echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}  {'log10 ratio':>11}  rank: sim  dist")
-    dist_rank = {id(c): r for r, c in enumerate(result.by_distance(), 1)}
-    for r, c in enumerate(result.by_similarity(), 1):
+    ratios = any(c.log_ratio is not None for c in result.candidates)  # none for temperatures (see the note)
+    ratio_head = f"  {'log10 ratio':>11}" if ratios else ""
+    echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}{ratio_head}  rank: sim  dist")
+    sim_rank, dist_rank = result.ranks()
+    for c in result.by_similarity():
         distance = f"{c.distance:g} {short_unit(c.unit)}"
         encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
-        echo(f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}  {num(c.log_ratio):>11}  "
-             f"{r:>9} {dist_rank[id(c)]:>5}{encoded}")
+        ratio = f"  {num(c.log_ratio):>11}" if ratios else ""
+        echo(f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}{ratio}  "
+             f"{sim_rank[c.text]:>9} {dist_rank[c.text]:>5}{encoded}")
     verdict = "the physical order" if not result.discordant_count else "not the physical order"
     echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
     for line in result.discordant_lines():

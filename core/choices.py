@@ -11,8 +11,11 @@ from collections.abc import Iterable
 
 from .errors import InputError
 
-# Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance.
+# Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance; and the names
+# other tools give them, accepted as they are.
 SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
+SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",
+                      "inner_product": "dot", "euclidean": "l2", "euclid": "l2"}
 # What a sweep does with a result folder that exists.
 OVERWRITE: tuple[str, ...] = ("only-missing", "never", "always")
 # onnxruntime execution providers; auto = the GPU when onnxruntime can use one, else the CPU.
@@ -44,12 +47,30 @@ SERVED_RETRIES = 6
 
 
 def check_choice(value: str, choices: Iterable[str], what: str, flag: str | None = None) -> str:
-    """``value`` if it is one of ``choices``, else an InputError naming the choices (and the flag to use)."""
+    """``value`` if it is one of ``choices``, else an InputError naming the choices (and the flag to use), with the
+    closest one when there is a close one."""
     choices = tuple(choices)
     if value not in choices:
         where = f" with {flag}" if flag else ""
-        raise InputError(f"Unknown {what} {value!r}.", f"pass one of {', '.join(map(str, choices))}{where}.")
+        raise InputError(f"Unknown {what} {value!r}{did_you_mean(value, choices)}.",
+                         f"pass one of {', '.join(map(str, choices))}{where}.")
     return value
+
+
+def similarity(value: str) -> str:
+    """A similarity's name, its common aliases accepted ("cosine" is cos, "euclidean" l2)."""
+    name = str(value).strip().lower()
+    return check_choice(SIMILARITY_ALIASES.get(name, name), SIMILARITIES, "similarity", "--similarity")
+
+
+def did_you_mean(value: str, known: Iterable[str]) -> str:
+    """' (did you mean "x"?)' for the closest of ``known`` (case aside), else ''."""
+    import difflib
+
+    known = [str(k) for k in known]
+    lowered = {k.lower(): k for k in known}
+    match = difflib.get_close_matches(str(value).lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[match[0]]!r}?)" if match else ""
 
 
 def is_url(name: object) -> bool:

@@ -9,7 +9,7 @@ from .encoder import OnnxEncoder
 from .export import export, export_info, load_export
 from .folder import content_hash, ModelFolder, file_hash, load_folder
 from .home import usable_home
-from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder
+from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder, spec_for_served
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,18 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     from .served import ServedEncoder, is_url
 
     if is_url(name):
-        if dtype != "fp32" or prompt or prompt_name or batching != BATCHINGS[0]:
-            raise ModelError(f"--dtype, --prompt, --prompt-name and --batching are the server's business for "
+        if dtype != "fp32" or prompt_name or batching != BATCHINGS[0]:
+            raise ModelError(f"--dtype, --prompt-name and --batching are the server's business for "
                              f"{public_model(name)}.",
-                             "leave them at their defaults for a served model (its precision and prompts are "
-                             "the deployment's).")
-        return ServedEncoder(name, batch_size=batch_size, **(served or {}))
+                             "leave them at their defaults for a served model (its precision is the deployment's; "
+                             "give a prompt as text with --prompt).")
+        encoder = ServedEncoder(name, batch_size=batch_size, prompt=prompt or "", **(served or {}))
+        spec = spec_for_served(encoder.model)
+        if spec is not None and spec.prompts and not prompt:
+            log.info("note: %s is %s in the registry, whose card recommends prompts (%s); the server is sent the "
+                     "texts as they are (the paper passed none): pass --prompt TEXT to send one", encoder.model,
+                     spec.name, spec.prompts)
+        return encoder
     usable_home()
     display, src = source_folder(name)
     folder = load_folder(src)

@@ -129,6 +129,20 @@ def find_spec(name: str) -> ModelSpec | None:
     return None
 
 
+def spec_for_served(served_id: str) -> ModelSpec | None:
+    """The registry's entry for a served model's id, as servers name models ("nomic-embed-text",
+    "nomic-embed-text-v1.5.f32.gguf", "nomic-ai/nomic-embed-text-v1.5"), or None."""
+    import re
+
+    key = re.sub(r"(\.(gguf|bin|onnx))$", "", served_id.strip().rsplit("/", 1)[-1].lower())
+    key = re.sub(r"[.-](f32|f16|bf16|q\d\w*)$", "", key)
+    exact = find_spec(key)
+    if exact is not None:
+        return exact
+    return next((s for s in REGISTRY.values() if s.name.lower().startswith(key + "-")
+                 or key.startswith(s.name.lower())), None) if len(key) >= 6 else None
+
+
 def cache_folder(hf_id: str) -> Path:
     """Where a model fetched by fasteval lives: models/<short name> for the registry, models/<org>__<name> else."""
     spec = find_spec(hf_id)
@@ -160,7 +174,9 @@ def source_folder(name: str) -> tuple[str, Path]:
         raise ModelError(f"Model path {path.resolve()} does not exist.",
                          "pass an existing model folder, or a name listed by `fasteval models`.")
     if spec is None:
-        raise ModelError(f"Unknown model {name!r}.",
+        from ..core.choices import did_you_mean
+
+        raise ModelError(f"Unknown model {name!r}{did_you_mean(name, REGISTRY)}.",
                          "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")
     dest = cache_folder(spec.hf_id)
     if spec.source is not None:

@@ -114,7 +114,8 @@ def parse_exams(exams: Iterable[int | str] | str) -> tuple[int | str, ...]:
     by_name = {str(e.choice): e.choice for e in registry()}
     chosen = {by_name.get(str(part).strip().lower()) for part in parts}
     if not parts or None in chosen:
-        raise InputError(f"Unknown exam selection {parts!r}.",
+        unknown = [str(p) for p in parts if by_name.get(str(p).strip().lower()) is None]
+        raise InputError(f"Unknown exam {', '.join(unknown) or '(none given)'}.",
                          f"choose from {', '.join(by_name)}, e.g. --exams 1,2,3.")
     return tuple(e.choice for e in registry() if e.choice in chosen)
 

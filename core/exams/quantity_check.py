@@ -57,19 +57,24 @@ class CheckResult:
         return sorted(self.candidates, key=lambda c: c.distance)
 
     def discordant_lines(self) -> list[str]:
-        """ "2 meters is more similar than 2000 meters, but 1998 m farther" for every listed discordant pair."""
-        from ..quantities import registry
-
+        """ "2 meters is more similar than 2000 meters, but 1.998 km farther" for every listed discordant pair:
+        every gap in one unit, the anchor's (its difference unit for a temperature), as the distances are."""
         by_text = {c.text: c for c in self.candidates}
         lines = []
         for closer, farther in self.discordant_pairs:
             gap = by_text[farther].distance - by_text[closer].distance
-            # The gap in the (delta) unit the farther text is written in ("1998 m" for "2 meters").
-            unit = delta_unit(parse_quantity(farther).unit)
-            gap_q = registry().Quantity(gap, by_text[farther].unit).to(unit)
             lines.append(f"{farther} is more similar than {closer}, but "
-                         f"{format_gap(gap_q.magnitude, str(gap_q.units), self.significant)} farther")
+                         f"{format_gap(gap, by_text[farther].unit, self.significant)} farther")
         return lines
+
+    def ranks(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(similarity rank, distance rank) of each candidate text, 1 the most similar / the closest; equal values
+        share the lower rank (1, 1, 3)."""
+        def shared(key) -> dict[str, int]:
+            values = [key(c) for c in self.candidates]
+            return {c.text: 1 + sum(v < key(c) for v in values) for c in self.candidates}
+
+        return shared(lambda c: -c.similarity), shared(lambda c: c.distance)
 
     def to_json(self) -> dict:
         from ..io import to_jsonable
@@ -115,10 +120,12 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
     sims = np.asarray(similarities, dtype=np.float64)
     distance = np.array(distances(anchor, candidates), dtype=np.float64)
     unit = delta_unit(anchor.unit)
+    on_a_scale = unit != anchor.unit  # °C, °F: readings on a scale with an offset zero have no ratio
     rows = []
     for k, q in enumerate(candidates):
         in_anchor_unit = q.to(anchor.unit)
-        ratio = (math.log10(in_anchor_unit / anchor.value) if in_anchor_unit > 0 and anchor.value > 0 else None)
+        ratio = (math.log10(in_anchor_unit / anchor.value)
+                 if in_anchor_unit > 0 and anchor.value > 0 and not on_a_scale else None)
         rows.append(CheckedCandidate(q.text, float(sims[k]), float(distance[k]), unit, ratio,
                                      (encoded_as or [q.text for q in candidates])[k]))
     # pair (i, j) is discordant when i is strictly closer and j strictly more similar
@@ -127,6 +134,9 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
     order = np.lexsort((closer, -(distance[farther] - distance[closer])))  # largest gap first, then input order
     listed = order if all_discordant else order[:DISCORDANT_LIST_LIMIT]
     notes = sorted({n for q in [anchor, *candidates] for n in q.notes})
+    if on_a_scale:
+        notes.append(f"no log10 ratio: {anchor.unit} readings sit on a scale whose zero is not 'no temperature', so "
+                     "their ratio means nothing (distances are temperature differences)")
     return CheckResult(model=model, anchor=anchor.text, candidates=rows, tau=kendall_tau_b(sims, -distance),
                        pacc=pairwise_accuracy(distance, sims, "skip"),
                        discordant_pairs=[(candidates[closer[k]].text, candidates[farther[k]].text) for k in listed],

@@ -177,6 +177,12 @@ def probe_split(n: int, split: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[:n_test]), np.sort(perm[n_test:])
 
 
+def display_name(name: str) -> str:
+    """A model's name as a person reads it: the part after the last '/' ("all-MiniLM-L6-v2")."""
+    return name.rstrip("/").rsplit("/", 1)[-1]
+
+
 def model_id(name: str) -> str:
-    """The paper's file-name id: the part after the last '/', every '-' replaced by '_' (PROTOCOL.md 0.2)."""
-    return name.rstrip("/").rsplit("/", 1)[-1].replace("-", "_")
+    """The paper's file-name id: the display name with every '-' replaced by '_' (PROTOCOL.md 0.2); folder and
+    file names only, never what a person reads."""
+    return display_name(name).replace("-", "_")

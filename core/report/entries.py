@@ -96,8 +96,19 @@ _RUN_WORDS: dict[str, Callable[[Any], str | None]] = {
     "prompt": lambda v: f"prompt {v!r}" if v else None,
     "dtype": lambda v: None if v in (None, "fp32") else str(v),
     "batching": lambda v: None if v in (None, "paper") else f"{v} batching",
-    "deployment": lambda v: f"served at {v.get('url')}" if isinstance(v, dict) else None,
+    "deployment": lambda v: _served_words(v) if isinstance(v, dict) else None,
 }
+
+
+def _served_words(deployment: dict) -> str:
+    """"served: infinity @127.0.0.1:7997": the server's own name for itself where /models gives one, and where."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(deployment.get("url", "")))
+    where = parts.netloc or parts.path
+    server = (deployment.get("server") or {}).get("owned_by")
+    return f"served: {server} @{where}" if server and server not in ("system", "organization-owner") \
+        else f"served @{where}"
 # Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
 _NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "protocol",
               "source_sha256", "onnx_sha256"}
@@ -106,21 +117,24 @@ _NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "ba
 def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
     """How run ``r`` differs from the defaults, and in the other settings from the other runs of its model."""
     words = [w for key, say in _RUN_WORDS.items() if (w := say(r.settings.get(key)))]
-    for key in sorted({k for g in group for k in g.settings} - set(_RUN_WORDS) - _NOT_A_RUN):
-        values = {json.dumps(g.settings.get(key), sort_keys=True, default=str) for g in group}
-        if len(values) > 1:
+    if "deployment" in r.settings:  # a served run: the server's settings are not the local encoder's
+        return words
+    for key in sorted(set(r.settings) - set(_RUN_WORDS) - _NOT_A_RUN):
+        having = [g for g in group if key in g.settings]  # a served run has no pooling, provider, ...
+        values = {json.dumps(g.settings.get(key), sort_keys=True, default=str) for g in having}
+        if len(having) > 1 and len(values) > 1:
             words.append(f"{key} {r.settings.get(key)}")
     return words
 
 
 def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
-    """Label = model_id and, in brackets, what sets the run apart ("[normalized]", "[l2]", "[prompt 'query: ']",
+    """Label = the model's own name (all-MiniLM-L6-v2) and, in brackets, what sets the run apart ("[normalized]", "[l2]", "[prompt 'query: ']",
     "[multilingual]"); where several results still share one, the folder path relative to the root."""
     groups: dict[str, list[ModelResult]] = {}
     for _, r in loaded:
         groups.setdefault(r.model_id, []).append(r)
     runs = [", ".join(_run_words(r, groups[r.model_id])) for _, r in loaded]
-    labels = [r.model_id + (f" [{run}]" if run else "") for (_, r), run in zip(loaded, runs)]
+    labels = [P.display_name(r.model or r.model_id) + (f" [{run}]" if run else "") for (_, r), run in zip(loaded, runs)]
     out = []
     for (path, r), run, label in zip(loaded, runs, labels):
         if labels.count(label) > 1:

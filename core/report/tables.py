@@ -28,7 +28,8 @@ REPORT_DIR = "report"
 REPORT_HTML = "report.html"
 FIGURE_DIR = "figures"
 RANDOM_EXPECTED = "random (expected)"
-RANDOM_BASELINE = {"model": "random-baseline", "tau": 0.0, "pacc": 50.0, "avg": 25.0}  # PROTOCOL.md 1.5
+# The random row the paper's table prints (PROTOCOL.md 1.5): named as such where it is mentioned, never a row.
+PAPER_PRINTED_RANDOM = "the paper's printed random row is τ 0.00, PACC 50.00, AVG 25.00"
 # Lexical table blocks and columns (PROTOCOL.md 2.3): (header, exam-2 reference) x (header, exam-2 group).
 LEXICAL_BLOCKS = (("Character", "char_lev"), ("Tokenizer", "token_lev"), ("Numeric", "num_dist"))
 LEXICAL_COLUMNS = (("Overall", "all"), ("FF", "float-float"), ("FI", "float-int"), ("II", "int-int"))
@@ -174,11 +175,21 @@ def table1(entries: list[LoadedResult]) -> Table | None:
     blocks.sort(key=lambda b: (-_sort_value(b[0]["avg"]), b[0]["model"]))
     rows = [r for head, runs in blocks for r in (head, *runs)]
     rows.append(row("all", [c for main, _ in scored for c in main.result.exams["exam1"].cells]))
-    rows.append(dict(RANDOM_BASELINE))
+    rows.append(random_row([c.values for c in scored[0][0].result.exams["exam1"].cells]))
     note = ("Rows marked └ are other runs of the model above (other settings), not other models: they are not "
-            "ranked and not in `all`." if any(runs for _, runs in blocks) else "")
+            "ranked and not in `all`. " if any(runs for _, runs in blocks) else "")
+    note += (f"{RANDOM_EXPECTED}: the exact expectation under random similarities on these cells (the anchor's "
+             f"self-pair always ranks first, so τ is above 0); {PAPER_PRINTED_RANDOM}.")
     return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
                  ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3}, note=note)
+
+
+def random_row(cell_values: list) -> dict[str, Any]:
+    """Table 1's random row: the exact expected τ and PACC (×100) of random similarities on these cells."""
+    from ..exams.statistics import random_baselines
+
+    b = random_baselines(cell_values if all(v is not None for v in cell_values) else None)
+    return {"model": RANDOM_EXPECTED, "tau": b["tau"], "pacc": b["pacc"], "avg": (b["tau"] + b["pacc"]) / 2}
 
 
 def intervals_table(entries: list[LoadedResult]) -> Table | None:

@@ -2,7 +2,7 @@
 whether similarity follows physical distance (the scoring is ``fasteval.core.exams.quantity_check``)."""
 from __future__ import annotations
 
-from ..choices import SIMILARITIES, check_choice
+from ..choices import similarity
 from ..embeddings import Encoder, describe, embed_groups
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
 
@@ -21,7 +21,7 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str =
     from ..kernels.similarity import similarity_matrix
     from ..quantities import canonical_text
 
-    check_choice(metric, SIMILARITIES, "similarity", "--similarity")
+    metric = similarity(metric)
     parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = describe(as_encoder(encoder), name)
     texts = list(dict.fromkeys([anchor, *candidates]))

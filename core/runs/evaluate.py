@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import protocol as P
-from ..choices import BATCHINGS, SIMILARITIES, check_choice
+from ..choices import BATCHINGS, check_choice, similarity
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..exams import ExamInputs, for_protocol, protocol_groups, selected
 from ..exams.statistics import DEFAULT_RESAMPLES, bootstrap_settings
@@ -28,7 +28,7 @@ def settings_of(info: dict[str, Any], *, exams: Iterable[int | str] | None = Non
     """Everything that changes a number of one evaluation: the encoder's settings (``info``: hashes, provider,
     dtype, prompt, ...) and the scoring settings (similarity, exams, protocol, --normalize-quantities,
     bootstrap). The one place a job's settings are built; the result key is a hash of part of them."""
-    check_choice(metric, SIMILARITIES, "similarity", "--similarity")
+    metric = similarity(metric)
     protocol = resolve_protocol(protocol)
     exams = for_protocol(protocol, exams)
     settings = {**info, "similarity": metric, "exams": list(exams), "protocol": protocol.key}
@@ -67,6 +67,7 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
 
     protocol = resolve_protocol(protocol)
     exams = for_protocol(protocol, exams)
+    metric = similarity(metric)
     view = describe(as_encoder(encoder), name)
     if settings is None:
         settings = settings_of(view.info, exams=exams, metric=metric, protocol=protocol,

@@ -30,7 +30,7 @@ try:  # sentence-transformers 5.x names the module so; earlier versions (and 5.x
 except ImportError:
     from sentence_transformers.evaluation import SentenceEvaluator
 
-from ..choices import SIMILARITIES, check_choice
+from ..choices import similarity as similarity_name
 from ..errors import InputError
 from ..exams import exam, for_protocol
 from ..protocol.loading import resolve_protocol
@@ -69,7 +69,7 @@ class PhysScoreEvaluator(SentenceEvaluator):
         super().__init__()
         self.protocol = resolve_protocol(protocol)
         self.exams = for_protocol(self.protocol, exams)
-        self.similarity = check_choice(similarity, SIMILARITIES, "similarity", "similarity=")
+        self.similarity = similarity_name(similarity)
         if 1 not in self.exams:
             raise InputError("PhysScoreEvaluator reports Table 1, and exams leaves Exam 1 out.",
                              "include 1 in exams, e.g. exams=(1, 2, 3).")

@@ -62,10 +62,11 @@ class ServedEncoder:
     def __init__(self, url: str, *, model: str | None = None, api_key_env: str = API_KEY_ENV,
                  batch_size: int = DEFAULT_BATCH_SIZE, concurrency: int = SERVED_CONCURRENCY,
                  timeout: float = SERVED_TIMEOUT_S, retries: int = SERVED_RETRIES,
-                 tokenizer: str | Path | None = None, progress=None, transport: Any = None):
+                 tokenizer: str | Path | None = None, progress=None, transport: Any = None, prompt: str = ""):
         """``progress(done, total)`` is called after each request of an ``encode`` call (the CLI's progress
         bar; the library itself prints nothing). ``transport``: an ``httpx.BaseTransport`` to send through
-        (``httpx.MockTransport`` in tests); default, the network."""
+        (``httpx.MockTransport`` in tests); default, the network. ``prompt``: text put before every input (as
+        sentence-transformers' ``prompt``; none by default, as in the paper)."""
         for name, value, low in (("batch size", batch_size, 1), ("concurrency", concurrency, 1),
                                  ("retries", retries, 0)):
             if int(value) < low:
@@ -82,6 +83,7 @@ class ServedEncoder:
                               usage=self.usage, transport=transport)
         self.batcher = Batcher(batch_size, self.usage)
         self.progress = progress
+        self.prompt = str(prompt or "")
         self.dim: int | None = None
         self._dim_lock = threading.Lock()
         self._base64: bool | None = None  # None: not known yet whether the server takes encoding_format
@@ -103,7 +105,7 @@ class ServedEncoder:
     @property
     def info(self) -> dict[str, Any]:
         """The settings that change an embedding: the deployment (its identity), the batch size, no prompt."""
-        return {"deployment": self.deployment, "batch_size": self.batch_size, "prompt": "",
+        return {"deployment": self.deployment, "batch_size": self.batch_size, "prompt": self.prompt,
                 **({"tokenizer": self._tokenizer_source} if self._tokenizer_source else {})}
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -141,7 +143,8 @@ class ServedEncoder:
 
     # --- one request of /embeddings ----------------------------------------------------------------------------
     def _send(self, batch: list[str]) -> np.ndarray:
-        payload: dict[str, Any] = {"input": batch, "model": self.model}
+        payload: dict[str, Any] = {"input": [self.prompt + t for t in batch] if self.prompt else batch,
+                                   "model": self.model}
         if self._base64 is not False:
             payload["encoding_format"] = "base64"
         try:

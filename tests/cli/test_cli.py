@@ -60,6 +60,13 @@ def test_sweep_tiny_model_end_to_end(tiny_st_folder, tiny_encoder, fasteval_home
                env={"FASTEVAL_HOME": str(fasteval_home)})
     assert proc.returncode == 0, proc.stderr
     assert "[meter]" in proc.stdout and "Table 1 row" in proc.stdout
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("tiny-bert "))  # its own name, not tiny_bert
+    # not a terminal: one line per stage with its time, as each ends
+    stages = [ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("fasteval:   ") and ln.endswith(" s")]
+    assert stages == ["embed", "similarity", "exam1", "exam2", "exam3"], proc.stderr
+    again = run_cli(["sweep", "--model", str(tiny_st_folder), "--out", str(out), "--provider", "cpu"],
+                    env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert "skipped" in again.stderr and row in again.stdout.splitlines(), "a rerun of one model prints its row"
     (folder,) = [p.parent for p in out.glob("tiny_bert/*/results.json")]
     data = json.loads((folder / "results.json").read_text())
     assert data["key"] == folder.name and data["settings"]["source_sha256"]
@@ -110,3 +117,40 @@ def test_library_warnings_are_log_records_and_the_cli_shows_them_as_one_line(tmp
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stderr == ("fasteval: warning: cached embeddings x.npz is unreadable (truncated); discarding it "
                            "and rebuilding\n") and proc.stdout == ""
+
+
+def test_choices_take_common_names_and_typos_get_a_suggestion(tmp_path):
+    from fasteval.core.choices import similarity
+
+    assert [similarity(s) for s in ("cosine", "COS", "euclidean", "dot_product")] == ["cos", "cos", "l2", "dot"]
+    proc = run_cli(["sweep", "--similarity", "cosin", "--out", str(tmp_path)])
+    assert proc.returncode == 2 and "did you mean 'cos'?" in proc.stderr
+    one_line_error(run_cli(["sweep", "--model", "all-MiniLM-L6", "--out", str(tmp_path)]),
+                   "Unknown model 'all-MiniLM-L6' (did you mean 'all-MiniLM-L6-v2'?)")
+    line = one_line_error(run_cli(["sweep", "--exams", "4", "--out", str(tmp_path)]), "Unknown exam 4.")
+    assert "[" not in line
+
+
+def test_help_shows_every_description_whole_and_no_python_types():
+    out = run_cli(["--help"], env={"COLUMNS": "80"}).stdout
+    commands = [ln for ln in out.splitlines() if ln.startswith("  ") and ln.split()[0] in
+                ("sweep", "check", "protocols", "models", "export", "report", "compare", "bench", "drift")]
+    assert len(commands) == 9 and not any(ln.rstrip().endswith("...") for ln in commands), commands
+    sweep = run_cli(["sweep", "--help"], env={"COLUMNS": "120"}).stdout
+    assert "list[str]" not in sweep and "NAME|PATH|URL" in sweep and "<cos|dot|l2>" in sweep
+
+
+def test_a_served_model_the_registry_knows_names_its_prompts(tmp_path):
+    from fakeserver import FakeServer
+
+    server = FakeServer(model="nomic-embed-text")
+    try:
+        proc = run_cli(["check", "--model", server.url, "2 km", "2000 m", "2 m"], env={"FASTEVAL_HOME": str(tmp_path)})
+        assert proc.returncode == 0, proc.stderr
+        assert "nomic-embed-text-v1.5 in the registry" in proc.stderr and "'search_query: '" in proc.stderr
+        with_prompt = run_cli(["check", "--model", server.url, "--prompt", "search_query: ", "2 km", "2000 m", "2 m"],
+                              env={"FASTEVAL_HOME": str(tmp_path)})
+        assert with_prompt.returncode == 0, with_prompt.stderr
+        assert "in the registry" not in with_prompt.stderr
+    finally:
+        server.close()

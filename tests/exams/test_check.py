@@ -47,7 +47,7 @@ def test_check_by_hand():
     assert sorted(result.discordant_pairs) == sorted([("2000 meters", "2 meters"), ("2000 meters", "1.5 km"),
                                                       ("1.5 km", "2 meters")])
     lines = result.discordant_lines()
-    assert "2 meters is more similar than 2000 meters, but 1998 m farther" in lines
+    assert "2 meters is more similar than 2000 meters, but 1.998 km farther" in lines, "in the anchor's unit"
     assert "1.5 km is more similar than 2000 meters, but 0.5 km farther" in lines
     assert [c.text for c in result.by_distance()] == ["2000 meters", "1.5 km", "2 meters"]
     assert enc.seen == [["2 kilometers", "2000 meters", "2 meters", "1.5 km"]], "one encode call"
@@ -267,7 +267,8 @@ def test_temperature_gaps_are_temperature_differences():
     by_text = {c.text: c for c in result.candidates}
     assert by_text["23 degF"].distance == 0.0, "-5 degC is 23 degF"
     assert by_text["-40 degF"].distance == pytest.approx(35.0)  # -40 degF = -40 degC: 35 K from -5 degC
-    assert result.discordant_lines() == ["-40 degF is more similar than 23 degF, but 63 Δ°F farther"]
+    assert result.discordant_lines() == ["-40 degF is more similar than 23 degF, but 35 Δ°C farther"]
+    assert all(c.log_ratio is None for c in result.candidates) and any("no log10 ratio" in n for n in result.notes)
     assert result.tau == pytest.approx(-1.0)
     tied = fasteval.check(_similarities_in_order(["-5 degC", "23 degF", "268.15 kelvin", "20 degC"]), "-5 degC",
                           ["23 degF", "268.15 kelvin", "20 degC"])
@@ -286,10 +287,13 @@ def test_pint_spellings_with_spaces_and_plurals(text, unit):
 def test_gaps_print_with_the_inputs_precision():
     import fasteval
 
-    # the gap is in the farther text's unit: about one light year, in angstrom (it printed 26 digits)
+    # the gap is in the anchor's unit, with the inputs' precision: about one light year (it once printed 26 digits)
     result = fasteval.check(_similarities_in_order(["2 light years", "1 angstrom", "1 light year"]), "2 light years",
                             ["1 angstrom", "1 light year"])
-    assert result.discordant_lines() == ["1 angstrom is more similar than 1 light year, but 9.46e+25 Å farther"]
+    assert result.discordant_lines() == ["1 angstrom is more similar than 1 light year, but 1 ly farther"]
+    result = fasteval.check(_similarities_in_order(["1 angstrom", "1 light year", "2 nanometers"]), "1 angstrom",
+                            ["1 light year", "2 nanometers"])
+    assert result.discordant_lines() == ["1 light year is more similar than 2 nanometers, but 9.46e+25 Å farther"]
     result = fasteval.check(_similarities_in_order(["1 meter", "0.30 meters", "0.7 meters"]), "1 meter",
                             ["0.30 meters", "0.7 meters"])
     assert result.discordant_lines() == ["0.30 meters is more similar than 0.7 meters, but 0.4 m farther"]
@@ -333,3 +337,22 @@ def test_cli_check_negative_quantities_file_clash_and_rewritten_anchor(tiny_st_f
                     tiny_st_folder, "--provider", "cpu", "-q"], env=env)
     assert norm.returncode == 0, norm.stderr
     assert "embedded as '2000 meters'" in norm.stdout.splitlines()[0]
+
+
+def test_equal_distances_share_their_rank_and_temperatures_print_no_ratio(capsys):
+    import fasteval
+    from fasteval.cli.printing import print_check
+
+    result = fasteval.check(_similarities_in_order(["1 meter", "0.7 meters", "130 centimeters", "3 meters"]),
+                            "1 meter", ["0.7 meters", "130 centimeters", "3 meters"])
+    sim_rank, dist_rank = result.ranks()
+    assert dist_rank == {"0.7 meters": 1, "130 centimeters": 1, "3 meters": 3}, "0.3 m both: rank 1 and 1"
+    assert sim_rank == {"0.7 meters": 1, "130 centimeters": 2, "3 meters": 3}
+    print_check(result)
+    out = capsys.readouterr().out
+    assert "log10 ratio" in out and [ln.split()[-2:] for ln in out.splitlines()[2:5]] == [["1", "1"], ["2", "1"],
+                                                                                         ["3", "3"]]
+    hot = fasteval.check(_similarities_in_order(["20 degC", "25 degC", "30 degC"]), "20 degC", ["25 degC", "30 degC"])
+    print_check(hot)
+    out = capsys.readouterr().out
+    assert "log10 ratio  rank" not in out and "note: no log10 ratio" in out

@@ -144,16 +144,43 @@ def test_builtin_protocols_on_the_default_model(real_model, both_results):
 
     encoder, _ = real_model
     paper = {(c.quantity, c.range_name): (c.tau, c.pacc) for c in both_results[0].exams["exam1"].cells}
+    by_protocol = {}
     for name, reference in (("multilingual", "en"), ("in-context", "bare")):
         exam1 = evaluate(encoder, exams=(1,), protocol=name, bootstrap=0).exams["exam1"]
         ref = {(c.quantity, c.range_name): (c.tau, c.pacc) for c in exam1.cells if c.variant == reference}
         assert ref == paper, name
-        rows = exam1.summary()["by_variant"]
+        rows = by_protocol[name] = exam1.summary()["by_variant"]
         assert (rows[reference]["tau_display"], rows[reference]["avg_display"]) == (36.97, 52.73)
         assert all(0 < r.get("alignment_recall_at_1", 50) <= 100 for r in rows.values())
     formats = evaluate(encoder, exams=(1,), protocol="formats", bootstrap=0).exams["exam1"].summary()["by_variant"]
     assert set(formats) == {"digits", "thousands", "scientific", "words"}
     assert formats["thousands"]["alignment_recall_at_1"] > formats["scientific"]["alignment_recall_at_1"]
+    # The README's paragraph on the built-in protocols quotes these runs: it is held to them, number by number.
+    import re
+
+    from fakes import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    text = " ".join(readme.split("Measured on all-MiniLM-L6-v2 with `fasteval sweep --protocol multilingual`", 1)[1]
+                    .split("**Your own protocol.**", 1)[0].split())
+    languages = {"Korean": "ko", "Japanese": "ja", "Chinese": "zh", "German": "de", "French": "fr", "Spanish": "es"}
+    for language, code in languages.items():
+        tau, aligned = re.search(rf"{language} ([\d.]+) \((?:aligned )?([\d.]+)\)", text).groups()
+        row = by_protocol["multilingual"][code]
+        assert (float(tau), float(aligned)) == (row["tau_display"], round(row["alignment_recall_at_1"], 1)), language
+    sentences = [by_protocol["in-context"][f"sentence-{k}"] for k in (1, 2, 3)]
+    low, high = re.search(r"In sentences τ falls to ([\d.]+)-([\d.]+)", text).groups()
+    assert (float(low), float(high)) == (min(r["tau_display"] for r in sentences),
+                                         max(r["tau_display"] for r in sentences))
+    lo, hi = re.search(r"alignment to (\d+)-(\d+)%", text).groups()
+    assert (int(lo), int(hi)) == (round(min(r["alignment_recall_at_1"] for r in sentences)),
+                                  round(max(r["alignment_recall_at_1"] for r in sentences)))
+    tau, align = re.search(r"Thousands separators lift τ to ([\d.]+) and align (\d+)%", text).groups()
+    assert (float(tau), int(align)) == (formats["thousands"]["tau_display"],
+                                        round(formats["thousands"]["alignment_recall_at_1"]))
+    sci, words = re.search(r"scientific notation aligns only (\d+)%, words (\d+)%", text).groups()
+    assert (int(sci), int(words)) == (round(formats["scientific"]["alignment_recall_at_1"]),
+                                      round(formats["words"]["alignment_recall_at_1"]))
 
 
 def test_mteb_tasks_on_the_default_model(real_model):

@@ -69,7 +69,7 @@ def results(tmp_path_factory):
     (root / "broken" / "results.json").write_text('{"model_id": "broken", "exams": {"exam1": {"cel')
     (root / ".fake_smooth.staging-x1").mkdir()
     (root / ".fake_smooth.staging-x1" / "results.json").write_text("{")
-    return root, {"fake_smooth": smooth, "fake_noisy": noisy, "fake_partial": partial}
+    return root, {"fake-smooth": smooth, "fake-noisy": noisy, "fake-partial": partial}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def test_finds_nested_results_and_skips_corrupt_and_hidden(results, report):
     root, _ = results
     rep, warnings = report
-    assert sorted(e.label for e in rep.entries) == ["fake_noisy", "fake_partial", "fake_smooth"]
+    assert sorted(e.label for e in rep.entries) == ["fake-noisy", "fake-partial", "fake-smooth"]
     assert len(warnings) == 1 and str(root / "broken" / "results.json") in warnings[0]
     assert "staging" not in " ".join(warnings)
     assert rep.warnings == warnings
@@ -103,7 +103,13 @@ def test_table1_rows_order_all_and_baseline(results, report):
     scored = {k: r.exams["exam1"].cells for k, r in objs.items() if "exam1" in r.exams}
     expected = sorted(scored, key=lambda k: -table1_row(scored[k])["avg"])
     rows = read_csv(rep.out / "table1.csv")
-    assert [r["model"] for r in rows] == expected + ["all", "random-baseline"]
+    assert [r["model"] for r in rows] == expected + ["all", "random (expected)"]
+    from fasteval.core.exams.statistics import random_baselines
+
+    exact = random_baselines()  # the fixture's cells are the paper's
+    assert float(rows[-1]["tau"]) == pytest.approx(exact["tau"]) and float(rows[-1]["pacc"]) == pytest.approx(
+        exact["pacc"]) and float(rows[-1]["avg"]) == pytest.approx((exact["tau"] + exact["pacc"]) / 2)
+    assert "paper's printed random row is τ 0.00, PACC 50.00, AVG 25.00" in (rep.out / "table1.md").read_text()
     md = (rep.out / "table1.md").read_text().splitlines()
     tex = (rep.out / "table1.tex").read_text()
     all_cells = [c for cells in scored.values() for c in cells]
@@ -119,8 +125,8 @@ def test_table1_rows_order_all_and_baseline(results, report):
         assert f"| {label} | {' | '.join(shown)} |" in md
         assert f"{label.replace('_', chr(92) + '_')} & {' & '.join(latex_ref(v, 2) for v in (tau, pacc, avg))} \\\\" \
             in tex
-    assert "random-baseline & 00.00 & 50.00 & 25.00 \\\\" in tex
-    assert "fake\\_smooth" in tex and "fake_smooth" not in tex.replace("fake\\_smooth", "")
+    assert "random (expected) & 08.91 & 54.46 & 31.69 \\\\" in tex
+    assert "fake-smooth &" in tex
 
 
 def test_latex_number_format():
@@ -167,7 +173,7 @@ def test_lexical_table(results, report):
     _, objs = results
     rep, _ = report
     rows = read_csv(rep.out / "lexical.csv")
-    assert [r["model"] for r in rows] == ["fake_noisy", "fake_partial", "fake_smooth"]  # alphabetical
+    assert [r["model"] for r in rows] == ["fake-noisy", "fake-partial", "fake-smooth"]  # alphabetical
     tex = (rep.out / "lexical.tex").read_text()
     for row in rows:
         exam2 = objs[row["model"]].exams["exam2"]
@@ -182,11 +188,11 @@ def test_lexical_table(results, report):
                     assert float(row[f"{ref}_{group}"]) == pytest.approx(tau, abs=1e-9)
                     shown.append(latex_ref(tau, 1))
         assert f"{row['model'].replace('_', chr(92) + '_')} & {' & '.join(shown)} \\\\" in tex
-    smooth = next(r for r in rows if r["model"] == "fake_smooth")
+    smooth = next(r for r in rows if r["model"] == "fake-smooth")
     for group in ("all", "float-float", "float-int", "int-int"):  # one token per character
         assert smooth[f"token_lev_{group}"] == smooth[f"char_lev_{group}"]
     assert set(REFERENCES) == {"char_lev", "token_lev", "num_dist"}
-    assert "fake_noisy" in (rep.out / "lexical.md").read_text().split("Tokenizer: no token ids for")[1]
+    assert "fake-noisy" in (rep.out / "lexical.md").read_text().split("Tokenizer: no token ids for")[1]
     assert "& Overall & FF & FI & II &" in tex and "\\multicolumn{4}{c}{Character}" in tex
 
 
@@ -225,14 +231,14 @@ def test_pngs(report):
     sizes = {"embedding_overview": plots.OVERVIEW_SIZE, "digits_words": plots.DIGITS_WORDS_SIZE,
              "conversions": plots.CONVERSION_SIZE}
     pngs = sorted((rep.out / "figures").glob("*.png"))
-    # fake_noisy has no matrices; the forest plot is the report's own (the comparison needs two models' rows)
-    assert [p.name for p in pngs] == sorted([f"fake_smooth_{f}.png" for f in sizes] + ["_all_forest.png"])
+    # fake-noisy has no matrices; the forest plot is the report's own (the comparison needs two models' rows)
+    assert [p.name for p in pngs] == sorted([f"fake-smooth_{f}.png" for f in sizes] + ["_all_forest.png"])
     for path in pngs:
         data = path.read_bytes()
         if path.name == "_all_forest.png":
             assert png_size(data)[0] == round(7.0 * DPI)
             continue
-        w, h = sizes[path.stem.split("_", 2)[2]]
+        w, h = sizes[path.stem.split("_", 1)[1]]
         assert len(data) > 1000 and png_size(data) == (round(w * DPI), round(h * DPI))
 
 
@@ -246,7 +252,7 @@ def test_html_is_self_contained(report):
     assert base64.b64decode(first) in {p.read_bytes() for p in pngs}
     for name in ("table1", "table2", "lexical", "probe", "sources"):
         assert f'<h2 id="{name}">' in page
-    assert "<td>random-baseline</td>" in page and "<td>fake_partial</td>" in page
+    assert "<td>random (expected)</td>" in page and "<td>fake-partial</td>" in page
     for external in ("http://", "https://", "<link", "<script", "url("):
         assert external not in page
     assert "broken" in page  # the warning is on the page too
@@ -254,9 +260,9 @@ def test_html_is_self_contained(report):
 
 def test_missing_exams_leave_rows_out(report):
     rep, _ = report
-    assert "fake_partial" not in {r["model"] for r in rep.tables["table1"].rows}
-    assert "fake_partial" not in {r["model"] for r in rep.tables["probe"].rows}
-    assert "fake_partial" in {r["model"] for r in rep.tables["lexical"].rows}
+    assert "fake-partial" not in {r["model"] for r in rep.tables["table1"].rows}
+    assert "fake-partial" not in {r["model"] for r in rep.tables["probe"].rows}
+    assert "fake-partial" in {r["model"] for r in rep.tables["lexical"].rows}
 
 
 def test_models_filter_and_replacing(results, tmp_path, caplog):
@@ -266,11 +272,11 @@ def test_models_filter_and_replacing(results, tmp_path, caplog):
     out = tmp_path / "rep"
     with caplog.at_level("WARNING", logger="fasteval"):
         rep = build_report(root, out=out, models="fake-smooth,nope", png=False)
-    assert [e.label for e in rep.entries] == ["fake_smooth"] and any("'nope'" in w for w in rep.warnings)
+    assert [e.label for e in rep.entries] == ["fake-smooth"] and any("'nope'" in w for w in rep.warnings)
     assert any("'nope'" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records), "logged, too"
     assert not (out / "figures").exists() and oct(out.stat().st_mode & 0o777) == "0o755"
-    rep = build_report(root, out=out, models=["fake_partial"], png=False)  # an earlier report is replaced
-    assert [e.label for e in rep.entries] == ["fake_partial"] and "table1" not in rep.tables
+    rep = build_report(root, out=out, models=["fake-partial"], png=False)  # an earlier report is replaced
+    assert [e.label for e in rep.entries] == ["fake-partial"] and "table1" not in rep.tables
     assert not (out / "table1.csv").exists()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no staging left behind
     with pytest.raises(InputError):
@@ -286,10 +292,10 @@ def test_cli_report(results, tmp_path):
     root, _ = results
     proc = run_cli(["report", str(root), "--out", str(tmp_path / "r"), "--no-png"])
     assert proc.returncode == 0, proc.stderr
-    assert "| fake_smooth |" in proc.stdout and str(tmp_path / "r") in proc.stdout
+    assert "| fake-smooth |" in proc.stdout and str(tmp_path / "r") in proc.stdout
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: warning:")]
     assert len(warnings) == 1 and "broken" in warnings[0]
-    assert read_csv(tmp_path / "r" / "table1.csv")[-1]["model"] == "random-baseline"
+    assert read_csv(tmp_path / "r" / "table1.csv")[-1]["model"] == "random (expected)"
     assert not (tmp_path / "r" / "figures").exists()
 
 
