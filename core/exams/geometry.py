@@ -246,16 +246,20 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     for n, idx in by_n.items():
         values = np.stack([cells[i].values for i in idx])
         anchor_sims = np.stack([matrices[i][0].astype(np.float64) for i in idx])
-        # tau = kendalltau(values, -s); PACC: the smaller value must have the strictly larger similarity.
+        # tau = kendalltau(values, -s); PACC: the smaller value must have the strictly larger similarity. A pair
+        # of equal values (a protocol file may repeat one; the paper's never do) has no order to get right: it is
+        # left out, as the bootstrap leaves out the repeats its resamples draw, so a point and its interval
+        # follow one rule.
         taus[idx] = kendall_tau_b_rows(values, -anchor_sims)
-        paccs[idx] = pairwise_accuracy_rows(values, anchor_sims)
+        paccs[idx] = pairwise_accuracy_rows(values, anchor_sims, "skip")
     for i, c in enumerate(cells):
         s = matrices[i][0]
-        tied = len(np.unique(s)) < len(s)
-        pairs = comb(len(s), 2)
+        n_i = len(s)
+        tied = len(np.unique(s)) < n_i
+        pairs = comb(n_i, 2)
         cell_results.append(CellResult(c.quantity, c.range_name, len(s), float(taus[i]), float(paccs[i]),
                                        _exact_numerator(taus[i], pairs, tied),
-                                       _exact_numerator(paccs[i], pairs, tied),
+                                       _exact_numerator(paccs[i], pairs, tied or len(np.unique(c.values)) < n_i),
                                        strict_tau=S.strict_tau(c.values, matrices[i]),
                                        all_anchors_tau=S.all_anchors_tau(c.values, matrices[i]),
                                        variant=c.variant, texts=list(c.texts), values=c.values.tolist()))

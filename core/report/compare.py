@@ -184,7 +184,8 @@ def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − 
         i, j = where[p.model_a], where[p.model_b]
         delta[i, j], delta[j, i] = p.delta_tau, -p.delta_tau
         significant[i, j] = significant[j, i] = p.significant
-    size = max(4.0, 0.5 * k + 2.5)
+    longest = max((len(m) for m in labels), default=0)
+    size = max(4.0, 0.55 * k + 2.5) + 0.06 * longest  # room for the tick labels: none is clipped
     fig = _figure((size + 1.2, size), layout="constrained")
     ax = fig.subplots()
     limit = max(1.0, float(np.nanmax(np.abs(delta)))) if k > 1 else 1.0
@@ -193,9 +194,10 @@ def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − 
         for j in range(k):
             if i != j:
                 text = f"{delta[i, j]:.1f}" + ("" if significant[i, j] else "\nn.s.")
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                        color="black" if not significant[i, j] else "white" if abs(delta[i, j]) > limit / 2
-                        else "black")
+                r, g, b, _ = image.cmap(image.norm(delta[i, j]))
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5  # white on dark cells, black on light ones
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black",
+                        fontweight="bold" if significant[i, j] else "normal")
     ax.set_xticks(range(k), labels, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(k), labels, fontsize=7)
     fig.colorbar(image, ax=ax, shrink=0.8, label="Δτ ×100")
@@ -217,7 +219,8 @@ def forest_figure(entries: list[LoadedResult]):
         return None
     require_matplotlib()
     rows.sort(key=lambda r: r[1])
-    fig = _figure((7.0, 1.2 + 0.35 * len(rows)), layout="constrained")
+    longest = max(len(r[0]) for r in rows)
+    fig = _figure((7.0 + 0.07 * max(0, longest - 25), 1.2 + 0.35 * len(rows)), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(rows))
     taus = np.array([r[1] for r in rows])

@@ -31,8 +31,13 @@ class Figure:
     caption: str
 
 
-def _file_stem(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
+def _file_stem(label: str, limit: int = 60) -> str:
+    """A label as a file name: safe characters, and at most ``limit`` of them (a long label keeps its start and
+    a digest of the whole, so two labels never share a file)."""
+    import hashlib
+
+    stem = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label.replace("/", "__"))
+    return stem if len(stem) <= limit else f"{stem[:limit - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
 def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
@@ -70,9 +75,10 @@ def summary_figure(name: str, png: bytes) -> Figure:
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:110em}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.rule td{border-bottom:2px solid #888}
+th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.rule td{border-bottom:2px solid #888}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
-code{background:#f4f4f4;padding:0 0.2em}td{overflow-wrap:anywhere}"""
+code{background:#f4f4f4;padding:0 0.2em}td:not(.num){overflow-wrap:anywhere}td:first-child{white-space:nowrap;overflow-wrap:normal}"""
 
 
 def html_page(tables: list[Table], pngs: list[Figure], entries: list[LoadedResult], root: Path,

@@ -20,6 +20,7 @@ from typing import Any
 from ..exams.geometry import CellResult, Exam1Result, round_half_up, table1_row
 from ..errors import first_line
 from ..io import csv_text, markdown_table
+from ..protocol import display_name
 from .entries import LoadedResult, by_model, is_normalized, is_paper, protocol_name
 from ..results.model import ModelResult
 
@@ -154,30 +155,41 @@ def _mean(values: Iterable[Number]) -> Number:
     return sum(values, Fraction(0)) / len(values) if values else None
 
 
+OTHER_RUNS_NOTE = ("Rows marked └ are other runs of the model above (other settings), not other models: they are "
+                   "not ranked and not in `all`.")
+
+
+def model_rows(entries: list[LoadedResult], has, make, sort) -> tuple[list[dict], list[dict]]:
+    """Rows one per model, sorted by ``sort``, each model's other runs (other settings) right below it as
+    "  └ label" rows; and the main runs' rows alone (what `all` rows and pooled tables count: a model once).
+    ``has(entry)``: whether an entry has what the table shows; ``make(label, entry)``: its row."""
+    blocks = []
+    for main, others in by_model([e for e in entries if has(e)]):
+        head = make(main.label, main)
+        runs = sorted((make(f"  └ {e.label}", e) for e in others), key=lambda r: r["model"])
+        blocks.append((head, runs))
+    blocks.sort(key=lambda b: sort(b[0]))
+    return [r for head, runs in blocks for r in (head, *runs)], [head for head, _ in blocks]
+
+
 def table1(entries: list[LoadedResult]) -> Table | None:
     """Per model tau x100, PACC x100, AVG sorted by AVG descending, each model's other runs (other settings)
     right below it; `all` over every cell of the models' main runs (a model counts once); random baseline."""
-    scored = [(main, [e for e in others if "exam1" in e.result.exams]) for main, others in by_model(entries)
-              if "exam1" in main.result.exams]
-    if not scored:
-        return None
     keys = ("tau", "pacc", "avg")
 
     def row(label: str, cells: list[CellResult]) -> dict[str, Any]:
         s = table1_row(cells)  # exact fractions, rounded half up: the numbers `fasteval sweep` printed
         return {"model": label, **{k: s[k] for k in keys}, "display": {k: s[f"{k}_display"] for k in keys}}
 
-    blocks = []
-    for main, others in scored:
-        head = row(main.label, main.result.exams["exam1"].cells)
-        runs = [row(f"  └ {e.label}", e.result.exams["exam1"].cells) for e in others]
-        blocks.append((head, sorted(runs, key=lambda r: r["model"])))
-    blocks.sort(key=lambda b: (-_sort_value(b[0]["avg"]), b[0]["model"]))
-    rows = [r for head, runs in blocks for r in (head, *runs)]
-    rows.append(row("all", [c for main, _ in scored for c in main.result.exams["exam1"].cells]))
-    rows.append(random_row([c.values for c in scored[0][0].result.exams["exam1"].cells]))
-    note = ("Rows marked └ are other runs of the model above (other settings), not other models: they are not "
-            "ranked and not in `all`. " if any(runs for _, runs in blocks) else "")
+    mains = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams])]
+    if not mains:
+        return None
+    rows, heads = model_rows(entries, lambda e: "exam1" in e.result.exams,
+                             lambda label, e: row(label, e.result.exams["exam1"].cells),
+                             lambda r: (-_sort_value(r["avg"]), r["model"]))
+    rows.append(row("all", [c for main in mains for c in main.result.exams["exam1"].cells]))
+    rows.append(random_row([c.values for c in mains[0].result.exams["exam1"].cells]))
+    note = OTHER_RUNS_NOTE + " " if len(heads) < len(rows) - 2 else ""
     note += (f"{RANDOM_EXPECTED}: the exact expectation under random similarities on these cells (the anchor's "
              f"self-pair always ranks first, so τ is above 0); {PAPER_PRINTED_RANDOM}.")
     return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
@@ -195,16 +207,23 @@ def random_row(cell_values: list) -> dict[str, Any]:
 def intervals_table(entries: list[LoadedResult]) -> Table | None:
     """Table 1 with the 95% bootstrap intervals and the caveat variants (×100), beside the paper's numbers;
     the last row is each variant's exact random baseline on these cells (not the constant of Table 1)."""
-    scored = [(e.label, e.result.exams["exam1"].summary()) for e in entries if "exam1" in e.result.exams]
-    scored = [(label, s) for label, s in scored if s.get("tau_ci_low") is not None or s.get("strict_tau") is not None]
-    if not scored:
+    def has(e) -> bool:
+        s = e.result.exams["exam1"].summary() if "exam1" in e.result.exams else {}
+        return s.get("tau_ci_low") is not None or s.get("strict_tau") is not None
+
+    if not any(has(e) for e in entries):
         return None
     keys = ("tau", "tau_ci_low", "tau_ci_high", "pacc", "pacc_ci_low", "pacc_ci_high", "avg", "avg_ci_low",
             "avg_ci_high", "strict_tau", "all_anchors_tau")
-    rows = [{"model": label, **{k: _nan_to_none(s.get(k)) for k in keys},
-             "display": {k: s[f"{k}_display"] for k in ("tau", "pacc", "avg")}} for label, s in scored]
-    rows.sort(key=lambda r: (-_sort_value(r["avg"]), r["model"]))
-    baseline = next(s for _, s in scored)
+
+    def make(label: str, e) -> dict[str, Any]:
+        s = e.result.exams["exam1"].summary()
+        return {"model": label, **{k: _nan_to_none(s.get(k)) for k in keys},
+                "display": {k: s[f"{k}_display"] for k in ("tau", "pacc", "avg")}}
+
+    rows, heads = model_rows(entries, has, make, lambda r: (-_sort_value(r["avg"]), r["model"]))
+    others = OTHER_RUNS_NOTE + " " if len(rows) > len(heads) else ""
+    baseline = next(e.result.exams["exam1"].summary() for e in entries if has(e))
     if baseline.get("random_tau") is not None:
         rows.append({"model": RANDOM_EXPECTED, "tau": baseline["random_tau"], "pacc": baseline["random_pacc"],
                      "avg": (baseline["random_tau"] + baseline["random_pacc"]) / 2,
@@ -214,7 +233,7 @@ def intervals_table(entries: list[LoadedResult]) -> Table | None:
                  ["model", *keys], ["Model", "τ", "τ low", "τ high", "PACC", "PACC low", "PACC high", "AVG",
                                     "AVG low", "AVG high", "Strict τ", "All-anchors τ"], rows,
                  rules_after={len(rows) - 2},
-                 note="Strict τ leaves the anchor's self-pair out; all-anchors τ makes every item the anchor. "
+                 note=others + "Strict τ leaves the anchor's self-pair out; all-anchors τ makes every item the anchor. "
                       "The random row is the exact expectation under random similarities (self-similarity 1) "
                       "on these cells: the paper's τ credits a model with the anchor's self-pair, so its random "
                       "baseline is above 0 (2/n per cell); the strict and all-anchors variants expect 0.")
@@ -227,9 +246,8 @@ def _sort_value(value: Number) -> float:
 def table2(entries: list[LoadedResult]) -> Table | None:
     """Per quantity and range (alphabetical): mean, min, max of the cell tau x100 across models; AVG rows."""
     taus: dict[tuple[str, str], list[Fraction | float]] = {}
-    for e in entries:
-        if not is_paper(e.result):  # another protocol's cells are not the paper's cells
-            continue
+    mains = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
+    for e in mains:  # a model once (its main run): another protocol's cells are not the paper's cells
         for cell in e.result.exams.get("exam1", Exam1Result("", [])).cells:
             taus.setdefault((cell.quantity, cell.range_name), []).append(_exact_tau(cell) * 100)
     if not taus:
@@ -245,26 +263,29 @@ def table2(entries: list[LoadedResult]) -> Table | None:
         rows.append({"quantity": quantity, "range": "AVG",
                      **{k: _mean(r[k] for r in block) for k in ("mean", "min", "max")}})
         rules.add(len(rows) - 1)
-    n_models = sum("exam1" in e.result.exams and is_paper(e.result) for e in entries)
+    n_models = len(mains)
     return Table("table2", f"Table 2: cell τ (×100) across {n_models} model(s)",
                  ["quantity", "range", "mean", "min", "max"], ["Quantity", "Range", "Mean", "Min", "Max"], rows,
                  rules_after=rules)
 
 
 def lexical_table(entries: list[LoadedResult]) -> Table | None:
-    """Per model (alphabetical) 100 tau-b: Character | Tokenizer | Numeric x Overall, FF, FI, II (PROTOCOL.md 2.3)."""
-    scored = sorted((e.label, e.result.exams["exam2"]) for e in entries if "exam2" in e.result.exams)
-    if not scored:
+    """Per model (alphabetical) 100 tau-b: Character | Tokenizer | Numeric x Overall, FF, FI, II (PROTOCOL.md 2.3);
+    each model's other runs right below it."""
+    if not any("exam2" in e.result.exams for e in entries):
         return None
     columns = [f"{ref}_{group}" for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS]
-    rows = []
-    for label, exam2 in scored:
-        pivot = exam2.pivot()
-        rows.append({"model": label, **{f"{ref}_{group}": _nan_to_none(pivot.get(ref, {}).get(group))
-                                        for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS}})
-    missing = [label for label, exam2 in scored if not exam2.token_ids_available]
+
+    def make(label: str, e) -> dict[str, Any]:
+        pivot = e.result.exams["exam2"].pivot()
+        return {"model": label, **{f"{ref}_{group}": _nan_to_none(pivot.get(ref, {}).get(group))
+                                   for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS}}
+
+    rows, heads = model_rows(entries, lambda e: "exam2" in e.result.exams, make, lambda r: r["model"])
+    missing = [e.label for e in entries if "exam2" in e.result.exams and not e.result.exams["exam2"].token_ids_available]
     note = (f"Tokenizer: no token ids for {', '.join(missing)} (the encoder exposed no tokenizer)."
             if missing else "")
+    note = (OTHER_RUNS_NOTE + " " + note).strip() if len(rows) > len(heads) else note
     return Table("lexical", "Lexical vs numeric similarity: Kendall τ-b (×100)", ["model"] + columns,
                  ["Model"] + [f"{block} {col}" for block, _ in LEXICAL_BLOCKS for col, _ in LEXICAL_COLUMNS],
                  rows, digits=1, groups=[(block, len(LEXICAL_COLUMNS)) for block, _ in LEXICAL_BLOCKS],
@@ -277,19 +298,22 @@ def _nan_to_none(value: float | None) -> float | None:
 
 def probe_table(entries: list[LoadedResult]) -> Table | None:
     """Per model x100: similarity tau, PACC; probe tau, PACC; delta tau; sorted by probe tau; `all` = mean row."""
-    scored = [(e.label, e.result.exams["exam3"].summary()) for e in entries if "exam3" in e.result.exams]
-    if not scored:
+    if not any("exam3" in e.result.exams for e in entries):
         return None
     keys = ("kendall_cosine", "pairwise_cosine", "kendall", "pairwise")
-    rows = []
-    for label, s in scored:
-        row = {"model": label, **{k: _nan_to_none(s[f"{k}_mean"] * 100) for k in keys}}
-        row["delta_tau"] = _nan_to_none(s["delta_tau_x100"])
-        rows.append(row)
-    rows.sort(key=lambda r: (-_sort_value(r["kendall"]), r["model"]))
-    rows.append({"model": "all", **{k: _mean(r[k] for r in rows) for k in (*keys, "delta_tau")}})
+
+    def make(label: str, e) -> dict[str, Any]:
+        s = e.result.exams["exam3"].summary()
+        return {"model": label, **{k: _nan_to_none(s[f"{k}_mean"] * 100) for k in keys},
+                "delta_tau": _nan_to_none(s["delta_tau_x100"])}
+
+    rows, heads = model_rows(entries, lambda e: "exam3" in e.result.exams, make,
+                             lambda r: (-_sort_value(r["kendall"]), r["model"]))
+    others = len(rows) > len(heads)
+    rows.append({"model": "all", **{k: _mean(r[k] for r in heads) for k in (*keys, "delta_tau")}})
     metrics = sorted({e.result.exams["exam3"].metric for e in entries if "exam3" in e.result.exams})
     note = "" if metrics == ["cos"] else f"Similarity columns use: {', '.join(metrics)} (the paper: cos)."
+    note = (OTHER_RUNS_NOTE + " " + note).strip() if others else note
     return Table("probe", "Recalibration probe vs cosine (×100), sorted by probe τ",
                  ["model", *keys, "delta_tau"],
                  ["Model", "Cosine τ", "Cosine PACC", "Probe τ", "Probe PACC", "Δτ"], rows,
@@ -321,16 +345,18 @@ def protocol_variants_table(entries: list[LoadedResult]) -> Table | None:
 def conversion_table(entries: list[LoadedResult]) -> Table | None:
     """The conversion exam per model (×100): recall@1, MRR, lexical trap rate, mean similarity of equivalent
     and of other pairs; sorted by recall@1."""
-    scored = [(e.label, e.result.exams["conversion"].summary()) for e in entries if "conversion" in e.result.exams]
-    if not scored:
+    if not any("conversion" in e.result.exams for e in entries):
         return None
     keys = ("recall_at_1", "mrr", "lexical_trap_rate", "mean_sim_equivalent", "mean_sim_other")
-    rows = [{"model": label, **{k: s[k] * 100 for k in keys}} for label, s in scored]
-    rows.sort(key=lambda r: (-_sort_value(r["recall_at_1"]), r["model"]))
+    rows, heads = model_rows(entries, lambda e: "conversion" in e.result.exams,
+                             lambda label, e: {"model": label, **{k: e.result.exams["conversion"].summary()[k] * 100
+                                                                 for k in keys}},
+                             lambda r: (-_sort_value(r["recall_at_1"]), r["model"]))
     return Table("conversion", "Conversion exam (extension, ×100): the equivalent among 40 conversions",
                  ["model", *keys], ["Model", "Recall@1", "MRR", "Trap rate", "Sim equiv", "Sim other"], rows,
-                 note="Trap rate: how often '1 centimeter' beats '100 centimeters' as the match of '1 meter'. "
-                      "Conversions by pint (liter → gallon divides by 3.785411784).")
+                 note=(OTHER_RUNS_NOTE + " " if len(rows) > len(heads) else "")
+                 + "Trap rate: how often '1 centimeter' beats '100 centimeters' as the match of '1 meter'. "
+                   "Conversions by pint (liter → gallon divides by 3.785411784).")
 
 
 # (column, header, the number of a result it shows; None when the result lacks that exam)
@@ -353,14 +379,15 @@ def normalization_table(entries: list[LoadedResult]) -> Table | None:
     """Every exam's headline number without and with --normalize-quantities, side by side, for each model
     (and similarity) that has both runs (×100)."""
     groups: dict[tuple[str, str], dict[bool, ModelResult]] = {}
-    for e in entries:
-        key = (e.result.model_id, str(e.result.settings.get("similarity", "cos")))
+    for e in entries:  # the runs of one model that differ only by the normalisation
+        rest = ", ".join(w for w in e.run.split(", ") if w and w != "normalized")
+        key = (display_name(e.result.model or e.result.model_id), rest)
         groups.setdefault(key, {})[is_normalized(e.result)] = e.result
     rows = []
-    for (model_id, metric), pair in sorted(groups.items()):
+    for (name, rest), pair in sorted(groups.items()):
         if len(pair) < 2:
             continue
-        row: dict[str, Any] = {"model": model_id if metric == "cos" else f"{model_id} ({metric})"}
+        row: dict[str, Any] = {"model": name + (f" [{rest}]" if rest else "")}
         for column, _, value in _NORMALIZATION_COLUMNS:
             for tag, normalized in (("plain", False), ("norm", True)):
                 row[f"{column}_{tag}"] = _nan_to_none(value(pair[normalized]))

@@ -38,6 +38,9 @@ def settings_of(info: dict[str, Any], *, exams: Iterable[int | str] | None = Non
         settings["bootstrap"] = bootstrap_settings(bootstrap)
     if not protocol.is_paper:
         settings["protocol_file"] = protocol.describe()
+        # a protocol file may repeat a value: its equal-value pairs are left out of PACC (they were once counted
+        # as wrong), so its results are keyed apart from those made before (the paper's never repeat one)
+        settings["pacc_value_ties"] = "skip"
     return settings
 
 

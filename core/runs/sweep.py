@@ -39,10 +39,11 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
                       "normalize_quantities", "batching", "batch_tokens", "deployment")
 # ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
 # changes Exam 2's token Levenshtein).
-SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer")
+SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
-KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "deployment", "tokenizer")
+KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "deployment", "tokenizer",
+                  "pacc_value_ties")
 
 
 def _digest(obj: Any, length: int = 16) -> str:

@@ -222,3 +222,26 @@ def test_exam1_summary_uses_the_protocol_baseline():
     values = [c.values for c in protocol.cells()]
     assert s["random_tau"] == pytest.approx(S.random_baselines(values)["tau"])
     assert s["random_tau"] != pytest.approx(S.random_baselines()["tau"])
+
+
+def test_a_protocol_that_repeats_values_has_its_pacc_inside_its_own_interval(tmp_path):
+    """Repeated values: the point PACC leaves equal-value pairs out, as the bootstrap does (it counted them as
+    wrong, and Table 1's 86.34 sat outside its own interval [88.38, 100])."""
+    import numpy as np
+
+    from fasteval.core.kernels.kendall import pairwise_accuracy
+    from fasteval.core.runs.evaluate import evaluate
+
+    f = tmp_path / "repeats.toml"
+    f.write_text('[protocol]\nname = "repeats"\nversion = "1"\n[[quantities]]\nname = "meter"\nunit = "meter"\n'
+                 'forms.en = ["meter", "meters"]\n[[ranges]]\nname = "r"\n'
+                 'values = [0, 1, 1, 2, 2, 2, 3, 4, 4, 5, 6, 6, 7, 8, 9, 9, 10]\n')
+    result = evaluate(FakeEncoder(noise=0.05), exams=(1,), protocol=str(f), bootstrap=2000)
+    (cell,) = result.exams["exam1"].cells
+    values = np.asarray(cell.values)
+    sims = np.asarray(result.exams["exam1"].heatmaps[cell.key][0], dtype=np.float64)
+    pairs = [(i, j) for i in range(len(values)) for j in range(i + 1, len(values)) if values[i] != values[j]]
+    right = sum((sims[i] > sims[j]) if values[i] < values[j] else (sims[j] > sims[i]) for i, j in pairs)
+    assert cell.pacc == pytest.approx(right / len(pairs)) == pytest.approx(pairwise_accuracy(values, sims, "skip"))
+    assert cell.pacc_ci_low <= cell.pacc <= cell.pacc_ci_high
+    assert result.settings["pacc_value_ties"] == "skip"

@@ -373,3 +373,49 @@ def test_runs_of_one_model_are_its_variants(runs_of_one_model, tmp_path):
             assert page.count(f"figures/{stem}_{name}.png</code>") == 1, (e.label, name)
     assert page.count("<figure>") == 3 * len(entries)
     assert "Similarity of number words (rows) and digits (columns)" in page, "captions say what a figure shows"
+
+
+def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_path):
+    """One model with its served and normalised runs: labels name what differs only ("served: infinity
+    @127.0.0.1:7997", "normalized"), every table lists them under the model, and nothing pools them as models."""
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.results.files import result_files
+    from fasteval.core.runs.evaluate import evaluate
+
+    local_info = {"source_sha256": "s", "onnx_sha256": "o", "provider": "cpu", "dtype": "fp32", "pooling": "mean",
+                  "batch_order": "text-length", "max_seq_length": 256, "normalize": True, "dense": []}
+    served_info = {"deployment": {"url": "http://127.0.0.1:7997", "model": "all-MiniLM-L6-v2",
+                                  "server": {"id": "all-MiniLM-L6-v2", "owned_by": "infinity"}}, "batch_size": 32}
+    runs = {"plain": (FakeEncoder(noise=0.2), local_info, False), "normalized": (FakeEncoder(noise=0.2), local_info, True),
+            "served": (FakeEncoder(noise=0.3), served_info, False)}
+    for name, (encoder, info, normalized) in runs.items():
+        from fasteval.core.runs.evaluate import settings_of
+
+        settings = settings_of(info, exams=(1, 2, 3), normalize_quantities=normalized, bootstrap=200)
+        result = evaluate(encoder, exams=(1, 2, 3), name="sentence-transformers/all-MiniLM-L6-v2", settings=settings,
+                          normalize_quantities=normalized, bootstrap=200)
+        write_result_folder(tmp_path / "results" / "all_MiniLM_L6_v2" / name, result_files(result, key=name))
+    rep = build_report(tmp_path / "results", out=tmp_path / "report", png=False)
+    labels = sorted(e.label for e in rep.entries)
+    assert labels == ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2 [normalized]",
+                      "all-MiniLM-L6-v2 [served: infinity @127.0.0.1:7997]"], labels
+    t1 = [r["model"] for r in rep.tables["table1"].rows]
+    assert t1[0] == "all-MiniLM-L6-v2" and sorted(t1[1:3]) == ["  └ all-MiniLM-L6-v2 [normalized]",
+                                                               "  └ all-MiniLM-L6-v2 [served: infinity @127.0.0.1:7997]"]
+    assert "across 1 model(s)" in rep.tables["table2"].title
+    plain = next(e for e in rep.entries if e.label == "all-MiniLM-L6-v2").result
+    t2 = {(r["quantity"], r["range"]): r for r in rep.tables["table2"].rows}
+    cell = plain.exams["exam1"].cells[0]
+    assert float(t2[(cell.quantity, cell.range_name)]["mean"]) == pytest.approx(cell.tau * 100), "a model once"
+    probe_all = rep.tables["probe"].rows[-1]
+    assert probe_all["model"] == "all" and float(probe_all["kendall"]) == pytest.approx(
+        plain.exams["exam3"].summary()["kendall_mean"] * 100)
+    for name in ("table1_intervals", "lexical", "probe"):
+        models = [r["model"] for r in rep.tables[name].rows]
+        assert models.index("all-MiniLM-L6-v2") < models.index("  └ all-MiniLM-L6-v2 [normalized]"), name
+    (norm,) = rep.tables["normalization"].rows
+    assert norm["model"] == "all-MiniLM-L6-v2" and norm["tau_plain"] == plain.exams["exam1"].summary()["tau_display"]
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}" in page
+    assert "None" not in " ".join(labels) and max(len(p.name) for p in (tmp_path / "report").rglob("*")) < 80
