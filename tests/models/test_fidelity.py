@@ -208,3 +208,36 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
     assert [(c.tau, c.pacc) for c in packed.exams["exam1"].cells] == [(c.tau, c.pacc) for c in paper.exams["exam1"].cells]
     assert [r.tau for r in packed.exams["exam2"].rows] == [r.tau for r in paper.exams["exam2"].rows]
     assert packed.exams["exam3"].summary() == paper.exams["exam3"].summary()
+
+
+def test_the_readmes_check_example_and_normalization_rows_are_what_the_commands_give(real_model):
+    """The README quotes `fasteval check "2 kilometers" "2000 meters" "2 meters"` as a console session and the
+    all-MiniLM-L6-v2 rows of its normalisation table: both are held to a run."""
+    import re
+
+    from fasteval.core import protocol as P
+    from fasteval.core.exams import registry
+    from fasteval.core.runs.evaluate import evaluate
+    from fakes import ROOT, run_cli
+
+    readme = (ROOT / "README.md").read_text()
+    session = readme.split('$ fasteval check "2 kilometers" "2000 meters" "2 meters"\n', 1)[1].split("```", 1)[0]
+    home = os.environ.get("FASTEVAL_TEST_MODEL_HOME", str(Path.home() / ".cache" / "fasteval"))
+    proc = run_cli(["check", "2 kilometers", "2000 meters", "2 meters"], env={"FASTEVAL_HOME": home})
+    assert proc.returncode == 0 and proc.stdout == session, proc.stdout
+    encoder, _ = real_model
+    rows = {}
+    for run, normalized in (("plain", False), ("normalized", True)):
+        r = evaluate(encoder, exams=(1, 2, 3, "conversion"), bootstrap=0, normalize_quantities=normalized)
+        s, cells = r.exams["exam1"].summary(), r.exams["exam1"].cells
+        tau = {name: np.mean([c.tau for c in cells if c.range_name == name]) * 100 for name in P.RANGE_NAMES}
+        conversion = r.exams["conversion"].summary()
+        rows[run] = [f"{s['tau_display']:.2f}", f"{s['avg_display']:.2f}", f"{tau['scientific']:.1f}",
+                     " / ".join(f"{tau[n]:.1f}" for n in ("local_0_10", "medium_0_1000", "log_1_100k", "sign_split")),
+                     f"{r.exams['exam2'].pivot()['num_dist']['all']:.1f}",
+                     f"{r.exams['exam3'].summary()['kendall_mean'] * 100:.1f}",
+                     f"{conversion['recall_at_1'] * 100:.1f}", f"{conversion['lexical_trap_rate'] * 100:.1f}"]
+    assert [e.key for e in registry()] == ["exam1", "exam2", "exam3", "conversion"]
+    for run, values in rows.items():
+        line = re.search(rf"^\| all-MiniLM-L6-v2 \| {run} \| (.*) \|$", readme, re.M).group(1)
+        assert [v.strip() for v in line.split(" | ")] == values, run

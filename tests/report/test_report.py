@@ -295,6 +295,7 @@ def test_cli_report(results, tmp_path):
     assert "| fake-smooth |" in proc.stdout and str(tmp_path / "r") in proc.stdout
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: warning:")]
     assert len(warnings) == 1 and "broken" in warnings[0]
+    assert "UserWarning" not in proc.stderr and "Traceback" not in proc.stderr
     assert read_csv(tmp_path / "r" / "table1.csv")[-1]["model"] == "random (expected)"
     assert not (tmp_path / "r" / "figures").exists()
 
