@@ -222,19 +222,25 @@ def _files(root: Path) -> list[tuple[str, Path]]:
     return files
 
 
-# Below this many bytes a hash is computed at every load (a byte changed with its mtime kept must change the
-# key); above it, size and mtime decide when to hash a multi-GB model again.
-MEMO_MIN_BYTES = 2 * 2**30
+# A remembered hash is trusted only while every file it covers has the size, mtime_ns, ctime_ns, inode and device
+# it had (git's index trusts the same stat fields; a user can set mtime back, never ctime: any write, and the
+# utime call that would hide it, moves ctime). A file changed within RACY_NS of the hashing is not trusted
+# until it is older (timestamps are coarse: two writes in one tick share a ctime), as git treats a racily clean
+# entry.
+RACY_NS = 2 * 10**9
 
 
-def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
-    """A hash: computed now for anything under MEMO_MIN_BYTES; beyond, remembered by (path, sizes, mtimes) in
-    FASTEVAL_HOME/hashes.json, so a multi-GB model is read once, not at every load (any change of size or
-    mtime recomputes it)."""
+def _signature(file: Path) -> list[int]:
+    st = file.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _memoized(kind: str, path: Path, stats: list, compute) -> str:
+    """A hash remembered in FASTEVAL_HOME/hashes.json by (path, every file's stat signature), so a model is read
+    again only when a file of it changed; computed (and remembered) otherwise."""
+    import time
+
     from .home import fasteval_home
-
-    if size < MEMO_MIN_BYTES:
-        return compute()
 
     memo_path = fasteval_home() / "hashes.json"
     key = f"{kind}:{path.resolve()}"
@@ -252,10 +258,13 @@ def _memoized(kind: str, path: Path, stats: list, compute, size: int) -> str:
         warn_rebuilt("hash memo", memo_path, err)
         memo = {}
     entry = memo.get(key)
-    if isinstance(entry, dict) and entry.get("signature") == signature and isinstance(entry.get("sha256"), str):
+    newest = max((max(s[-4], s[-3]) for s in stats), default=0)  # the newest mtime or ctime of the files
+    if (isinstance(entry, dict) and entry.get("signature") == signature and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("hashed_at_ns"), int) and newest + RACY_NS < entry["hashed_at_ns"]):
         return entry["sha256"]
+    hashed_at = time.time_ns()
     value = compute()
-    memo[key] = {"signature": signature, "sha256": value}
+    memo[key] = {"signature": signature, "sha256": value, "hashed_at_ns": hashed_at}
     try:
         from ..core.io import atomic_write
 
@@ -269,8 +278,8 @@ def content_hash(path: str | Path) -> str:
     """sha256 over the sorted relative paths and bytes of every file below ``path`` (hidden files skipped)."""
     root = Path(path)
     files = _files(root)
-    stats = [(rel, f.stat().st_size, f.stat().st_mtime_ns) for rel, f in files]
-    return _memoized("tree", root, stats, lambda: _content_hash(files), sum(st[1] for st in stats))
+    stats = [[rel, *_signature(f)] for rel, f in files]
+    return _memoized("tree", root, stats, lambda: _content_hash(files))
 
 
 def tree_hash(path: str | Path) -> str:
@@ -290,10 +299,9 @@ def _content_hash(files: list[tuple[str, Path]], chunk: int = 1 << 20) -> str:
 
 
 def file_hash(path: str | Path) -> str:
-    """sha256 of one file's bytes (remembered by size and mtime beyond MEMO_MIN_BYTES, as content_hash)."""
+    """sha256 of one file's bytes (remembered by its stat signature, as content_hash)."""
     path = Path(path)
-    st = path.stat()
-    return _memoized("file", path, [st.st_size, st.st_mtime_ns], lambda: sha256_of_file(path), st.st_size)
+    return _memoized("file", path, [_signature(path)], lambda: sha256_of_file(path))
 
 
 def sha256_of_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -76,7 +76,11 @@ def test_folder_errors(tmp_path, tiny_st_folder):
 
 
 def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypatch):
+    """A hash is remembered by every file's (size, mtime_ns, ctime_ns, inode, device) and trusted only while all
+    of them hold and the files are older than the hashing by RACY_NS: a byte changed with its mtime set back moves
+    ctime, so it is hashed again; an unchanged model is never read twice."""
     import hashlib
+    import json
     import os
 
     from fasteval.models import folder as F
@@ -85,19 +89,27 @@ def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypat
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "a").write_text("x")
-    first = content_hash(folder)
+    first = F.content_hash(folder)
     assert first == hashlib.sha256(b"a\0x\0").hexdigest()
-    assert not (tmp_path / "home" / "hashes.json").exists(), "a small model is hashed at every load"
+    memo_path = tmp_path / "home" / "hashes.json"
+    (entry,) = json.loads(memo_path.read_text()).values()
+    assert entry["sha256"] == first and entry["hashed_at_ns"] > 0
     stat = (folder / "a").stat()
-    (folder / "a").write_text("z")  # same size, same mtime: only its bytes tell
+    (folder / "a").write_text("z")  # same size, same mtime: only its bytes (and its ctime) tell
     os.utime(folder / "a", ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert content_hash(folder) == hashlib.sha256(b"a\0z\0").hexdigest()
-    monkeypatch.setattr(F, "MEMO_MIN_BYTES", 0)  # a multi-GB model: remembered by size and mtime
-    remembered = content_hash(folder)
-    assert (tmp_path / "home" / "hashes.json").exists()
-    assert content_hash(folder) == remembered  # from the memo
-    (folder / "a").write_text("yy")
-    assert content_hash(folder) != remembered, "a changed size or mtime is hashed again"
+    assert F.content_hash(folder) == hashlib.sha256(b"a\0z\0").hexdigest()
+    # past the racy window (here: none), an unchanged file's hash comes from the memo, unread
+    monkeypatch.setattr(F, "RACY_NS", -10**15)
+    memo = json.loads(memo_path.read_text())
+    key = next(iter(memo))
+    memo[key]["sha256"] = "remembered"
+    memo_path.write_text(json.dumps(memo))
+    assert F.content_hash(folder) == "remembered", "the bytes were not read again"
+    os.utime(folder / "a")  # only the timestamps change: ctime moves, the hash is computed again
+    assert F.content_hash(folder) == hashlib.sha256(b"a\0z\0").hexdigest()
+    monkeypatch.setattr(F, "RACY_NS", 2 * 10**9)
+    (folder / "a").write_text("y")
+    assert F.content_hash(folder) == hashlib.sha256(b"a\0y\0").hexdigest(), "a file fresher than the window"
 
 
 def test_encoder_matches_sentence_transformers(tiny_encoder, tiny_st_folder):

@@ -224,8 +224,9 @@ def test_a_cache_entry_of_another_key_or_shape_is_rebuilt_not_used(tmp_path, cap
 
 def test_a_byte_changed_with_its_mtime_kept_changes_the_key(tiny_st_folder, tmp_path, monkeypatch):
     """Hashes were remembered by size and mtime: a flipped byte in model.onnx kept the key (and poisoned the
-    embedding cache). Below MEMO_MIN_BYTES the bytes are hashed at every load; a folder that is already an export
-    is hashed as it is, its tokenizer files included."""
+    embedding cache). A hash is remembered by size, mtime, ctime, inode and device: the write that flipped the byte
+    moved ctime, so it is hashed again; a folder that is already an export is hashed as it is, its tokenizer
+    files included."""
     import json
     import shutil
 

@@ -176,4 +176,5 @@ def test_a_served_run_is_labelled_by_where_it_is_served():
 
     served = ModelResult("m", "m", {"deployment": {"url": "http://127.0.0.1:7997", "model": "m"}}, "paper-1", "0.1.0")
     local = ModelResult("m", "m", {"onnx_sha256": "x"}, "paper-1", "0.1.0")
-    assert _run_words(served, [served, local]) == ["served at http://127.0.0.1:7997"]
+    assert _run_words(served, [served, local]) == ["served @127.0.0.1:7997"]
+    assert _run_words(local, [served, local]) == [], "a served run has no local settings to differ in"
