@@ -37,6 +37,6 @@ def bench_evaluator(ctx: Ctx) -> list[Line]:
     return [Line("evaluator", f"one evaluation in a training loop: PhysScoreEvaluator (Exam 1, the paper's 1,319 "
                               f"texts) against EmbeddingSimilarityEvaluator ({STS_PAIRS} STS pairs)",
                  med(tf), med(tg), "EmbeddingSimilarityEvaluator (sentence-transformers, torch cpu)",
-                 f"{'ok' if same else 'DIFFERS'}: evaluator tau/PACC x100 {metrics['physscore_tau'] * 100:.2f}/"
+                 f"evaluator tau/PACC x100 {metrics['physscore_tau'] * 100:.2f}/"
                  f"{metrics['physscore_pacc'] * 100:.2f} vs evaluate {row['tau_display']}/{row['pacc_display']}",
                  same, None, "", {"fasteval": tf, "peer": tg})]
