@@ -7,10 +7,14 @@ only when it holds its own key, float32 rows of one dimension, finite and non-ze
 that is not (truncated, corrupt, another key's file copied in, another shape) is reported in one warning line,
 deleted and rebuilt. A path there that is not a file of ours (a folder) is left alone, and nothing is cached.
 
-The key says what the encoder claims to be; ``verify`` checks what it does: a few cached texts are embedded
-afresh and must come back as cached (same dimension, cosine at least ``CANARY_MIN_COSINE``). A server that
-changed its vectors without changing what ``/models`` says, or an entry cut to another dimension with its key
-kept, is caught there, and the entry is discarded.
+The key says what the encoder claims to be; ``verified`` checks what it does before the entry is used. A local
+model is its content hashes, so one cached text embedded afresh must come back in the cached dimension (an entry
+cut to another dimension with its key kept is caught); a served model is only what its server says, so three
+cached texts must come back as cached (cosine at least ``CANARY_MIN_COSINE``: a server that changed its vectors
+without changing what ``/models`` says is caught). Values are not compared for a local model because some
+embed a text alone differently from the same text in a batch by design (int8's activations are quantized per
+batch: cosine 0.99 between the two), which a cache must not mistake for another model. Either way a mismatch
+discards the entry.
 
 Texts are stored as one UTF-8 byte string and their end offsets (a long text costs its own length, not the
 length of the longest one times the number of texts).
@@ -102,21 +106,24 @@ def _texts_of(data) -> list[str]:
     return [str(t) for t in data["texts"]]
 
 
-def canary_texts(table: EmbeddingTable) -> list[str]:
+def canary_texts(table: EmbeddingTable, n: int = CANARIES) -> list[str]:
     """The cached texts embedded afresh to check a cache: the first, the middle and the last one."""
     texts = [t for t, _ in table.items()]
-    picks = sorted({0, len(texts) // 2, len(texts) - 1})[:CANARIES] if texts else []
+    picks = sorted({0, len(texts) // 2, len(texts) - 1})[:n] if texts else []
     return [texts[i] for i in picks]
 
 
-def mismatch(table: EmbeddingTable, encoder, rewrite=None) -> str | None:
-    """Why ``table`` is not what ``encoder`` embeds now (None when its canaries come back as cached)."""
-    texts = canary_texts(table)
+def mismatch(table: EmbeddingTable, encoder, rewrite=None, values: bool = True) -> str | None:
+    """Why ``table`` is not what ``encoder`` embeds now (None when its canaries come back as cached);
+    ``values=False``: the dimension alone (one canary)."""
+    texts = canary_texts(table, CANARIES if values else 1)
     if not texts:
         return None
     fresh = np.asarray(encoder.encode([rewrite(t) if rewrite else t for t in texts]), dtype=np.float32)
     if fresh.ndim != 2 or fresh.shape[0] != len(texts) or fresh.shape[1] != table.dim:
         return f"it embeds in {fresh.shape[-1] if fresh.ndim == 2 else '?'} dimensions, the cache holds {table.dim}"
+    if not values:
+        return None
     cached = normalize_rows(table[texts].astype(np.float64))
     cosines = np.einsum("ij,ij->i", cached, normalize_rows(fresh.astype(np.float64)))
     k = int(np.argmin(cosines))
@@ -125,11 +132,13 @@ def mismatch(table: EmbeddingTable, encoder, rewrite=None) -> str | None:
     return None
 
 
-def verified(cache: EmbeddingCache, key: str, encoder, who: str, rewrite=None) -> EmbeddingTable:
-    """``cache.load(key)`` once ``encoder`` embeds its canaries as cached; else the entry is discarded (one
-    warning line) and an empty table returned, so every text is embedded afresh."""
+def verified(cache: EmbeddingCache, key: str, encoder, who: str, rewrite=None, served: bool = False
+             ) -> EmbeddingTable:
+    """``cache.load(key)`` once ``encoder`` embeds its canaries as cached (``served``: their values too, else
+    their dimension); else the entry is discarded (one warning line) and an empty table returned, so every text
+    is embedded afresh."""
     table = cache.load(key)
-    reason = mismatch(table, encoder, rewrite) if len(table) else None
+    reason = mismatch(table, encoder, rewrite, values=served) if len(table) else None
     if reason is None:
         return table
     log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and embedding "

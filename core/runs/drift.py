@@ -90,7 +90,8 @@ def _cached_table(view, cache_root: Path | None, fresh: bool) -> tuple[Embedding
     from .sweep import embedding_cache
 
     cache, key = embedding_cache(view.info, cache_root if cache_root is not None else fasteval_home())
-    table = EmbeddingTable() if fresh else verified(cache, key, view.encoder, view.name)
+    table = EmbeddingTable() if fresh else verified(cache, key, view.encoder, view.name,
+                                                    served=bool(view.info.get("deployment")))
     return table, (lambda t: cache.save(key, t))
 
 

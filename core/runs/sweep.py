@@ -174,7 +174,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
             log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
         else:
             log.warning("%s: the deployment says what it said, but %s; redoing its result", view.name, changed)
-    table = verified(cache, ekey, view.encoder, view.name, rewrite)
+    table = verified(cache, ekey, view.encoder, view.name, rewrite, served=bool(settings.get("deployment")))
     cached = len(table)
     try:
         result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,

@@ -148,6 +148,31 @@ def test_a_cache_entry_cut_to_another_dimension_with_its_key_kept_is_rebuilt(tmp
     assert [c["tau"] for c in first] == [c["tau"] for c in second]
 
 
+def test_a_local_model_that_embeds_a_batch_differently_keeps_its_cache(tmp_path, caplog):
+    """A local model is its content hashes: its canary is checked for its dimension only, so a model whose
+    vectors depend on the batch (int8: activations quantized per batch) keeps its cache."""
+    from fasteval.core.runs.sweep import Job, run_sweep
+
+    class PerBatch(CountingEncoder):
+        def encode(self, texts):
+            out = super().encode(texts)
+            return out + 0.05 * len(texts)  # another batch, another vector
+
+    calls = []
+
+    def loader(name, **options):
+        enc = PerBatch(name)
+        calls.append(enc)
+        return enc
+
+    run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "out", loader, cache_root=tmp_path)
+    with caplog.at_level("WARNING", logger="fasteval"):
+        again = run_sweep([Job("m", exams=(1,), bootstrap=0, metric="l2")], tmp_path / "out", loader,
+                          cache_root=tmp_path)[0]
+    assert "not what it embeds now" not in caplog.text and again.status == "done"
+    assert [len(c) for c in calls[-1].calls] == [1], "one canary, every other text from the cache"
+
+
 # --- 6. identical models conform at --fail-below 1 --------------------------------------------------------------
 def test_identical_models_conform_at_fail_below_one(servers, tmp_path):
     ref, cand = servers(), servers()
