@@ -529,6 +529,11 @@ def drift_command(
     fail_on_collisions: Annotated[bool, typer.Option(
         "--fail-on-collisions", help="Exit 1 when the candidate makes two texts the reference keeps apart "
                                      "near-identical.")] = False,
+    expect_model: Annotated[Optional[str], typer.Option(
+        help="Exit 1 when the candidate says it is another model (a served model's /models id, else its name).")]
+        = None,
+    junit: Annotated[Optional[Path], typer.Option(
+        help="Also write the report as JUnit XML (one test case per group, collisions, identity) for CI.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
     out: Annotated[Optional[Path], typer.Option(
         help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
@@ -552,7 +557,7 @@ def drift_command(
         _quiet(quiet or json_out)
         from ..core.choices import public_model
         from ..core.io import check_output_folder, dumps, write_output_folder
-        from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_text, to_exit_code
+        from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_junit, drift_text, to_exit_code
         from ..models.loader import load_model
 
         if fail_below is not None and not 0 < fail_below <= 1:
@@ -561,6 +566,11 @@ def drift_command(
             raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
         if out is not None:  # checked before a text is embedded
             check_output_folder(Path(out), "the drift report", "drift.json")
+        if junit is not None:
+            from ..core.io import check_writable
+
+            check_writable(Path(junit).expanduser().parent, "the folder of --junit", "pass --junit FILE in a "
+                           "folder you can write.")
         if texts is not None:
             from ..core.protocol.conformance import user_groups
 
@@ -573,12 +583,16 @@ def drift_command(
         report = drift(*sides, texts=texts, conformance=not no_conformance,
                        threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
                        fail_on_collisions=fail_on_collisions, resamples=bootstrap,
-                       labels=(public_model(reference), public_model(candidate)),
+                       labels=(public_model(reference), public_model(candidate)), expect_model=expect_model,
                        on_step=lambda name: _say(quiet or json_out, f"fasteval: drift: {name}"))
+        if junit is not None:
+            from ..core.io import atomic_write
+
+            atomic_write(Path(junit), drift_junit(report))
         if out is not None:
             write_output_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
         typer.echo(dumps(report.to_json()).rstrip() if json_out else drift_text(report))
-    raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions))
+    raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions, expect_model))
 
 
 def main() -> None:

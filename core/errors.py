@@ -24,6 +24,15 @@ class ModelError(FastevalError):
     """A model that cannot be found, read, exported or run."""
 
 
+class InputRefusedError(ModelError):
+    """A model (a server) refuses one input as too long for it; ``text`` is that input. A behaviour to report
+    (the reference may truncate where the deployment refuses), not a fault of the run."""
+
+    def __init__(self, problem: str, fix: str | None = None, text: str = "", message: str = ""):
+        super().__init__(problem, fix)
+        self.text, self.message = text, message
+
+
 class SourceError(FastevalError):
     """A model source (PyPI, a hub) that cannot be reached or gives the wrong bytes."""
 

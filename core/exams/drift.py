@@ -59,6 +59,12 @@ class DriftReport:
     neighbourhood_agreement: float
     physscore: dict[str, Any] = field(default_factory=dict)
     fail_on_collisions: bool = False
+    # what a side does that is not drift: inputs it refuses as too long where the other embeds them (one finding
+    # per side and group: side, model, group, behaviour, texts, shortest_chars, message)
+    behaviours: list[dict[str, Any]] = field(default_factory=list)
+    # who each side says it is (a served model: its /models entry and server info; a local one: its hashes)
+    identity: dict[str, Any] = field(default_factory=dict)
+    identity_mismatch: str | None = None  # --expect-model: why the candidate is not the model expected
 
     @property
     def verdict(self) -> str:
@@ -67,7 +73,7 @@ class DriftReport:
         failed = any(g.failed for g in self.groups.values())
         collided = self.fail_on_collisions and bool(self.collisions)
         below = drifted_at(self.threshold)(self.worst_cosine)
-        return "drifts" if below or failed or collided else "conforms"
+        return "drifts" if below or failed or collided or self.identity_mismatch else "conforms"
 
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
@@ -88,7 +94,9 @@ class DriftReport:
                            "share_below": g.share_below, "worst_text": g.worst_text, "failed": g.failed}
                        for k, g in self.groups.items()},
             "worst": self.worst, "collisions": self.collisions,
-            "neighbourhood_agreement": self.neighbourhood_agreement, **self.physscore})
+            "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
+            "identity": self.identity, "identity_mismatch": self.identity_mismatch,
+            **self.physscore})
 
 
 def drifted_at(threshold: float):
@@ -122,6 +130,9 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
             out_groups[g.name] = GroupDrift(g.name, g.probes, len(g.texts), None, None, None, failed=failed[g.name])
             continue
         values = np.array([cosine[t] for t in dict.fromkeys(g.texts)])
+        if not len(values):  # every text of it refused by a side (reported as a behaviour): nothing to score
+            out_groups[g.name] = GroupDrift(g.name, g.probes, 0, None, None, None)
+            continue
         k = int(np.nanargmin(values)) if np.isfinite(values).any() else 0
         out_groups[g.name] = GroupDrift(g.name, g.probes, len(values), float(np.nanmean(values)),
                                         float(np.nanmin(values)),

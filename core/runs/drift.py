@@ -16,9 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
-from ..errors import FastevalError, first_line
+from ..errors import FastevalError, InputRefusedError, first_line
 from ..errors import InputError
-from ..exams.drift import MAX_TEXTS, DEFAULT_THRESHOLD, DriftReport, check_dimensions, physscore_drift, score_drift
+from ..exams.drift import (
+    DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, drifted_at, physscore_drift, score_drift,
+)
 from ..protocol.conformance import TextGroup, conformance_groups, user_groups
 
 log = logging.getLogger(__name__)
@@ -30,12 +32,13 @@ DEFAULT_RESAMPLES = 2000
 def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = None, conformance: bool = True,
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
           resamples: int = DEFAULT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
-          on_step: Callable[[str], None] | None = None) -> DriftReport:
+          on_step: Callable[[str], None] | None = None, expect_model: str | None = None) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (any two encoders: fasteval models, served models,
     sentence-transformers models). The texts: the paper's Exam 1 texts (embedded in the paper's grouping, so
     the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
     (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
-    of Δτ (0: none)."""
+    of Δτ (0: none); ``expect_model``: the model id the candidate must say it is (a served model's id, else
+    its name): another one drifts, whatever its vectors."""
     from ..exams import ExamInputs, exam, protocol_groups
     from ..encoders import as_encoder
 
@@ -50,7 +53,7 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     total = len({t for g in groups for t in g.texts})
     if total > MAX_TEXTS:  # refused before the first request (a paid API is not sent 21,000 texts for nothing)
         raise InputError(f"{total} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
-    tables, failed = [], {}
+    tables, failed, refused = [], {}, {}
     for side, view in zip(("reference", "candidate"), views):
         step(f"embed the {side}")
         table, saved = _cached_table(view, cache_root, fresh=side == "candidate")
@@ -63,7 +66,8 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
             check_dimensions(names[0], names[1], tables[0].dim, table.dim)
         for g in groups[1:]:
             try:
-                embed_groups(view.encoder, [g.texts], table)
+                for err in _embed_isolating_refusals(view.encoder, g.texts, table):
+                    refused.setdefault(err.text, []).append((side, g.name, err))
             except FastevalError as err:
                 failed.setdefault(g.name, f"{side}: {first_line(err, 200)}")
                 log.warning("%s could not embed the %s group: %s", names[side == "candidate"], g.name,
@@ -71,14 +75,70 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
         if len(table) > before:
             saved(table)
         tables.append(table)
-    maps = [{t: table[[t]][0] for g in groups if g.name not in failed for t in g.texts} for table in tables]
+    # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is
+    # scored on the texts both embed (it is neither failed nor shrunk further).
+    scored = [TextGroup(g.name, g.probes, [t for t in g.texts if t not in refused]) for g in groups]
+    maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
     step("score")
-    report = score_drift(names[0], names[1], groups, maps[0], maps[1], failed, threshold, fail_on_collisions)
+    report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
+    report.behaviours = _behaviours(refused, names)
+    report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
+    said = report.identity["candidate"].get("model")
+    if expect_model is not None and said != expect_model:
+        report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
     if PROTOCOL_GROUP not in failed:
         geometry = exam(1)
         results = [geometry.run(ExamInputs(table, "cos")) for table in tables]
         report.physscore = physscore_drift(results[0], results[1], resamples)
     return report
+
+
+def identity_of(view) -> dict:
+    """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
+    and content hashes; anything else its name."""
+    info = view.info
+    deployment = info.get("deployment")
+    if isinstance(deployment, dict):
+        return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
+                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {})}
+    if info.get("onnx_sha256") or info.get("source_sha256"):
+        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
+                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256")}
+    return {"kind": "object", "model": view.name}
+
+
+MAX_REFUSED = 50  # texts of one group a side may refuse (each costs a request) before the group fails
+
+
+def _embed_isolating_refusals(encoder, texts: list[str], table: EmbeddingTable) -> list[InputRefusedError]:
+    """Embed ``texts`` into ``table``, leaving out each text the encoder refuses as too long (and returning those
+    refusals); any other fault raises."""
+    refusals: list[InputRefusedError] = []
+    remaining = list(dict.fromkeys(texts))
+    while remaining:
+        try:
+            embed_groups(encoder, [remaining], table)
+            break
+        except InputRefusedError as err:
+            if err.text not in remaining or len(refusals) >= MAX_REFUSED:
+                raise
+            refusals.append(err)
+            remaining.remove(err.text)
+    return refusals
+
+
+def _behaviours(refused: dict, names: list[str]) -> list[dict]:
+    """One finding per side and group that refused inputs the other side embedded: how many, the shortest
+    refused, and what the server said."""
+    out: dict[tuple[str, str], dict] = {}
+    for text, hits in refused.items():
+        for side, group, err in hits:
+            entry = out.setdefault((side, group), {"side": side, "model": names[side == "candidate"],
+                                                   "group": group, "behaviour": "refuses long inputs", "texts": 0,
+                                                   "shortest_chars": None, "message": err.message[:200]})
+            entry["texts"] += 1
+            entry["shortest_chars"] = min(len(text), entry["shortest_chars"] or len(text))
+    return list(out.values())
 
 
 def _cached_table(view, cache_root: Path | None, fresh: bool) -> tuple[EmbeddingTable,
@@ -99,8 +159,13 @@ def drift_text(report: DriftReport) -> str:
     """The report as the terminal shows it: the verdict, per group mean / worst / share below, the worst texts by
     name, the collisions, and the PhysScore side."""
     fmt = (lambda v: "  n/a" if v is None else f"{v:.4f}")
+    who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
     lines = [f"fasteval drift: {report.candidate} against {report.reference} on {report.texts} texts: "
              f"{report.verdict} (threshold {report.threshold})",
+             "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
+                                        + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
+                                        + ")" for side, w in who.items() if w)
+             + (f" -- {report.identity_mismatch}" if report.identity_mismatch else ""),
              f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
              f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {len(report.collisions)}", "",
              f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
@@ -118,6 +183,11 @@ def drift_text(report: DriftReport) -> str:
                   for c in report.collisions[:10]]
         if len(report.collisions) > 10:
             lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
+    for b in report.behaviours:
+        other = "the candidate" if b["side"] == "reference" else "the reference"
+        lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
+                      f"{other} embeds (the shortest {b['shortest_chars']} characters: {b['message'][:100]}); "
+                      "they are left out of the cosines, the rest of the group is scored"]
     p = report.physscore
     if p:
         ci = ("" if p.get("delta_tau_ci_low") is None
@@ -140,8 +210,56 @@ def drift_files(report: DriftReport) -> dict[str, str]:
             "drift_worst.csv": csv_text(data["worst"], ["group", "text", "cosine"])}
 
 
-def to_exit_code(report: DriftReport, fail_below: float | None, fail_on_collisions: bool) -> int:
-    """0 conforms, 1 drifts past what was asked (--fail-below, --fail-on-collisions); without them 0."""
-    if fail_below is None and not fail_on_collisions:
+def to_exit_code(report: DriftReport, fail_below: float | None, fail_on_collisions: bool,
+                 expect_model: str | None = None) -> int:
+    """0 conforms, 1 drifts past what was asked (--fail-below, --fail-on-collisions, --expect-model); without a
+    gate 0."""
+    if fail_below is None and not fail_on_collisions and expect_model is None:
         return 0
     return 1 if report.verdict == "drifts" else 0
+
+
+def drift_junit(report: DriftReport) -> str:
+    """The report as JUnit XML for a CI system: one test case per group (failing when a text in it drifted or it
+    could not be embedded, with the worst text), one for the collisions, one for the identity; each behaviour a
+    skipped case that says what it is."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="fasteval drift", tests="0", failures="0", skipped="0")
+    counts = {"tests": 0, "failures": 0, "skipped": 0}
+
+    def case(name: str, failure: str | None = None, skipped: str | None = None, out: str = "") -> None:
+        element = ET.SubElement(suite, "testcase", classname=f"drift.{report.candidate}", name=name)
+        counts["tests"] += 1
+        if failure is not None:
+            ET.SubElement(element, "failure", message=failure).text = failure
+            counts["failures"] += 1
+        elif skipped is not None:
+            ET.SubElement(element, "skipped", message=skipped)
+            counts["skipped"] += 1
+        if out:
+            ET.SubElement(element, "system-out").text = out
+
+    drifted = drifted_at(report.threshold)
+    for g in report.groups.values():
+        if g.failed:
+            case(f"group {g.name}", failure=f"could not be embedded: {g.failed}")
+        elif g.worst is not None and drifted(g.worst):
+            case(f"group {g.name}", failure=f"worst cosine {g.worst:.6f} < {report.threshold} for {g.worst_text!r}",
+                 out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
+        else:
+            case(f"group {g.name}", out=f"n {g.n}; mean {fmt_or_na(g.mean)}; worst {fmt_or_na(g.worst)}")
+    collided = f"{len(report.collisions)} collision(s)" if report.collisions else None
+    case("collisions", failure=collided if report.fail_on_collisions else None,
+         out=collided or "none")
+    case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
+    for b in report.behaviours:
+        case(f"behaviour {b['side']} {b['group']}", skipped=f"{b['behaviour']}: {b['texts']} input(s): "
+                                                         f"{b['message'][:160]}")
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def fmt_or_na(value) -> str:
+    return "n/a" if value is None else f"{value:.6f}"

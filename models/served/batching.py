@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.errors import ModelError
+from ...core.errors import InputRefusedError, ModelError
 from .transport import Refused
 
 log = logging.getLogger(__name__)
@@ -27,13 +27,13 @@ _TOO_LONG = re.compile(r"context length|context size|context window|too long|max
                        re.IGNORECASE)
 
 
-class InputRefused(ModelError):
+class InputRefused(InputRefusedError):
     """The server refuses one text (too long for the model), by name; the run's other texts are unaffected."""
 
     def __init__(self, shown: str, text: str, message: str):
         super().__init__(f"{shown} refuses the input {text[:60]!r} ({len(text)} characters): {message[:160]}",
-                         "the model takes shorter inputs there; the reference may truncate where this server refuses.")
-        self.text, self.message = text, message
+                         "the model takes shorter inputs there; the reference may truncate where this server refuses.",
+                         text=text, message=message)
 
 
 def too_long(message: str) -> bool:

@@ -196,9 +196,14 @@ def test_an_over_long_text_is_reported_and_the_batch_size_kept(servers, tmp_path
     ref, cand = servers(), servers(max_chars=200)
     proc = drift(ref.url, cand.url, "--json", home=tmp_path)
     report = json.loads(proc.stdout)
-    assert report["groups"]["length"]["failed"] and "refuses the input" in report["groups"]["length"]["failed"]
-    assert all(not g["failed"] for name, g in report["groups"].items() if name != "length")
+    assert proc.returncode == 0 and report["verdict"] == "conforms", "a behaviour, not a failure"
+    assert all(not g["failed"] for g in report["groups"].values())
+    (finding,) = [b for b in report["behaviours"] if b["group"] == "length"]
+    assert finding["side"] == "candidate" and finding["behaviour"] == "refuses long inputs" and finding["texts"] > 0
+    assert "maximum context length is 256 tokens" in finding["message"] and finding["shortest_chars"] > 200
     assert "sending at most 1" not in proc.stderr
+    text = drift(ref.url, cand.url, home=tmp_path).stdout
+    assert f"behaviour: {cand.url} refuses" in text and "of the length group that the reference embeds" in text
 
 
 # --- 8. credentials in the URL never reach the terminal or a file ----------------------------------------------
@@ -375,3 +380,34 @@ def test_check_escapes_control_characters(servers, tmp_path):
                    env={"FASTEVAL_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     assert "\x08" not in proc.stdout and "\x07" not in proc.stdout and "\\x08\\x07" in proc.stdout
+
+
+# --- the gate round 2 (issue 28): identity, CI formats --------------------------------------------------------
+def test_expect_model_fails_a_deployment_that_serves_another_model(servers, tmp_path):
+    ref, cand = servers(), servers()
+    cand.model = "Qwen3-Embedding-8B-Q4"  # the wrong model served "healthy"
+    wrong = drift(ref.url, cand.url, "--expect-model", "fake-model", "--no-conformance", home=tmp_path)
+    assert wrong.returncode == 1 and ": drifts" in wrong.stdout
+    assert "the candidate says it is 'Qwen3-Embedding-8B-Q4', expected 'fake-model'" in wrong.stdout
+    cand.model = "fake-model"
+    right = drift(ref.url, cand.url, "--expect-model", "fake-model", "--no-conformance", "--json", home=tmp_path)
+    report = json.loads(right.stdout)
+    assert right.returncode == 0 and report["identity"]["candidate"]["model"] == "fake-model"
+    assert report["identity"]["candidate"]["kind"] == "served" and report["identity_mismatch"] is None
+
+
+def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
+    from xml.etree import ElementTree as ET
+
+    ref, cand = servers(), servers(noise=0.9)
+    proc = drift(ref.url, cand.url, "--fail-below", "0.99", "--junit", tmp_path / "drift.xml", home=tmp_path)
+    assert proc.returncode == 1
+    suite = ET.parse(tmp_path / "drift.xml").getroot()
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    from fasteval.core.protocol.conformance import conformance_groups
+
+    assert {f"group {g.name}" for g in conformance_groups()} | {"group protocol", "collisions", "identity"} <= set(cases)
+    failure = cases["group protocol"].find("failure")
+    assert failure is not None and "worst cosine" in failure.get("message") and "'" in failure.get("message")
+    assert int(suite.get("failures")) >= 1 and int(suite.get("tests")) == len(cases)
+    assert cases["identity"].find("failure") is None
