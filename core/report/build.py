@@ -11,7 +11,9 @@ from ..errors import InputError
 from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
 from .entries import LoadedResult, load_results
-from .tables import REPORT_DIR, REPORT_HTML, Table, drift_table, report_tables, sources_table
+from .cross_tables import drift_table, sources_table
+from .table import Table
+from .tables import REPORT_DIR, REPORT_HTML, report_tables
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES
 from ..errors import InputError
 from .entries import LoadedResult, load_results
-from .tables import Table
+from .table import Table
 
 SIGNIFICANCE = 0.05
 COMPARISON_COLUMNS = ["model_a", "model_b", "delta_tau", "ci_low", "ci_high", "p_value", "p_holm"]

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .entries import LoadedResult
-from .tables import FIGURE_DIR, Table
+from .table import Table
+from .tables import FIGURE_DIR
 
 SUMMARY_PREFIX = "_all_"  # report-level figures (forest plot, comparison): figures/_all_<name>.png
 # What each figure shows, as its caption in the page.

@@ -56,25 +56,7 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     tables, failed, refused = [], {}, {}
     for side, view in zip(("reference", "candidate"), views):
         step(f"embed the {side}")
-        table, saved = _cached_table(view, cache_root, fresh=side == "candidate")
-        before = len(table)
-        try:
-            embed_groups(view.encoder, calls, table)
-        except FastevalError as err:
-            failed[PROTOCOL_GROUP] = f"{side}: {first_line(err, 200)}"
-        if tables:  # another dimension is another model: refused before its other texts are sent
-            check_dimensions(names[0], names[1], tables[0].dim, table.dim)
-        for g in groups[1:]:
-            try:
-                for err in _embed_isolating_refusals(view.encoder, g.texts, table):
-                    refused.setdefault(err.text, []).append((side, g.name, err))
-            except FastevalError as err:
-                failed.setdefault(g.name, f"{side}: {first_line(err, 200)}")
-                log.warning("%s could not embed the %s group: %s", names[side == "candidate"], g.name,
-                            first_line(err, 200))
-        if len(table) > before:
-            saved(table)
-        tables.append(table)
+        tables.append(_embed_side(side, view, calls, groups[1:], tables, names, cache_root, failed, refused))
     # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is
     # scored on the texts both embed (it is neither failed nor shrunk further).
     scored = [TextGroup(g.name, g.probes, [t for t in g.texts if t not in refused]) for g in groups]
@@ -105,6 +87,32 @@ def identity_of(view) -> dict:
         return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
                 "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256")}
     return {"kind": "object", "model": view.name}
+
+
+def _embed_side(side: str, view, calls: list, groups: list, tables: list, names: list, cache_root: Path | None,
+                failed: dict, refused: dict) -> EmbeddingTable:
+    """One side's embeddings: the protocol's calls (the paper's grouping), then each other group, a group's
+    failure recorded in ``failed`` and its refused long inputs in ``refused``; the reference's saved to its
+    cache. The candidate is checked for the reference's dimension before its other texts are sent."""
+    table, saved = _cached_table(view, cache_root, fresh=side == "candidate")
+    before = len(table)
+    try:
+        embed_groups(view.encoder, calls, table)
+    except FastevalError as err:
+        failed[PROTOCOL_GROUP] = f"{side}: {first_line(err, 200)}"
+    if tables:  # another dimension is another model: refused before its other texts are sent
+        check_dimensions(names[0], names[1], tables[0].dim, table.dim)
+    for g in groups:
+        try:
+            for err in _embed_isolating_refusals(view.encoder, g.texts, table):
+                refused.setdefault(err.text, []).append((side, g.name, err))
+        except FastevalError as err:
+            failed.setdefault(g.name, f"{side}: {first_line(err, 200)}")
+            log.warning("%s could not embed the %s group: %s", names[side == "candidate"], g.name,
+                        first_line(err, 200))
+    if len(table) > before:
+        saved(table)
+    return table
 
 
 MAX_REFUSED = 50  # texts of one group a side may refuse (each costs a request) before the group fails

@@ -130,7 +130,7 @@ def test_table1_rows_order_all_and_baseline(results, report):
 
 
 def test_latex_number_format():
-    from fasteval.core.report.tables import latex_number
+    from fasteval.core.report.table import latex_number
 
     assert latex_number(7.33) == "07.33" and latex_number(-7.33) == "-07.33" and latex_number(42.1) == "42.10"
     assert latex_number(100.0) == "100.00" and latex_number(0.0) == "00.00" and latex_number(-0.0) == "00.00"

@@ -1,0 +1,153 @@
+"""What every `fasteval` command shares: the app, the option types, the one-line log handler, and the helpers
+that turn a library error into one line and an exit code. Start-up imports only typer and the standard library:
+numba, onnxruntime and torch load inside the commands that need them, so `fasteval --help` stays fast."""
+from __future__ import annotations
+
+import logging
+import sys
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..core import choices
+from ..core.errors import FastevalError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
+                  help="fasteval: how text-embedding models measure physical quantities "
+                       "(Opitz & Michail, 'Embedding Models Measure in Peculiar Ways').")
+
+
+def _choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum over one of the choices of fasteval.core.choices (typer shows and checks its values)."""
+    return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
+
+
+Provider = _choice_enum("Provider", choices.PROVIDERS)
+DType = _choice_enum("DType", choices.DTYPES)
+Overwrite = _choice_enum("Overwrite", choices.OVERWRITE)
+Executor = _choice_enum("Executor", choices.EXECUTORS)
+Batching = _choice_enum("Batching", choices.BATCHINGS)
+
+
+class QuantityArguments(typer.core.TyperCommand):
+    """A command whose arguments may be negative quantities: "-5 degC" is an argument, not an option."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        import re
+
+        negative = re.compile(r"^-(\d|\.\d)")
+        # options that take a value (arguments have no is_flag; typer carries its own click, so no isinstance)
+        takes_value = {name for p in self.params if getattr(p, "is_flag", True) is False for name in p.opts}
+        options, arguments, tokens = [], [], iter(args)
+        for token in tokens:
+            if token == "--":
+                arguments += list(tokens)
+            elif negative.match(token) or not token.startswith("-"):
+                arguments.append(token)
+            elif token in takes_value:
+                options += [token, *[v for v in (next(tokens, None),) if v is not None]]
+            else:
+                options.append(token)
+        return super().parse_args(ctx, options + (["--", *arguments] if arguments else []))
+
+
+class _OneLine(logging.Handler):
+    """The library's log records as the lines users know: "fasteval: warning: ...", "fasteval: ..." (info), on
+    the standard error the command has now (a test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        typer.echo(f"fasteval: {level}{record.getMessage()}", err=True)
+
+
+def _log_to_stderr() -> None:
+    """Install the one handler of the ``fasteval`` logger (once; the library itself only logs)."""
+    logger = logging.getLogger("fasteval")
+    if not any(isinstance(h, _OneLine) for h in logger.handlers):
+        logger.addHandler(_OneLine())
+        logger.setLevel(logging.INFO)
+
+
+@app.callback()
+def _every_command() -> None:
+    _log_to_stderr()
+
+
+def similarity_option(value: str) -> str:
+    """--similarity: cos, dot or l2, with the names other tools use (cosine, euclidean) accepted."""
+    from ..core.errors import InputError
+
+    try:
+        return choices.similarity(value)
+    except InputError as err:
+        raise typer.BadParameter(err.problem + " " + (err.fix or "")) from None
+
+
+SimilarityOption = Annotated[str, typer.Option(
+    metavar="<" + "|".join(choices.SIMILARITIES) + ">", callback=similarity_option,
+    help="Similarity function; the paper uses cos (cosine and euclidean are accepted as well).")]
+
+# A served model's client options (``--model URL``), declared once for every command that takes a model.
+ApiKeyEnv = Annotated[str, typer.Option(
+    help="Environment variable holding a served model's API key (sent as a bearer token, never written).")]
+Concurrency = Annotated[int, typer.Option(min=1, help="Requests in flight to a served model.")]
+RequestTimeout = Annotated[float, typer.Option(min=0.001, help="Seconds a served model has to answer a request.")]
+Retries = Annotated[int, typer.Option(min=0, help="Retries of a request on 429, 5xx, timeouts and dropped "
+                                                  "connections (exponential backoff, Retry-After honoured).")]
+TokenizerPath = Annotated[Optional[Path], typer.Option(
+    help="A served model's tokenizer (tokenizer.json or a model folder) for Exam 2's token Levenshtein, where "
+         "the server has no /tokenize.")]
+
+
+def served_options(api_key_env: str, concurrency: int, request_timeout: float, retries: int,
+            tokenizer: Optional[Path]) -> dict:
+    """The client options of a served model, as load_model takes them (local models ignore them)."""
+    return {"api_key_env": api_key_env, "concurrency": concurrency, "timeout": request_timeout, "retries": retries,
+            "tokenizer": tokenizer}
+
+
+def _fail(err: FastevalError, exit_code: int | None = None) -> None:
+    typer.echo(f"fasteval: error: {err}", err=True)
+    raise typer.Exit(exit_code if exit_code is not None else err.exit_code)
+
+
+@contextmanager
+def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code: int | None = None):
+    """A FastevalError becomes one line and its exit code (``exit_code`` for every error, where a command's
+    codes say more: drift's 1 is "drifts"); Ctrl-C exits 130 with ``on_interrupt``."""
+    try:
+        yield
+    except FastevalError as err:
+        _fail(err, exit_code)
+    except KeyboardInterrupt:
+        typer.echo(f"fasteval: interrupted; {on_interrupt}", err=True)
+        raise typer.Exit(130) from None
+
+
+def say(quiet: bool, message: str) -> None:
+    if not quiet:
+        typer.echo(message, err=True)
+
+
+def set_quiet(quiet: bool) -> None:
+    """--quiet (or --json): the library's informational records are not shown; its warnings still are."""
+    logging.getLogger("fasteval").setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+def progress(quiet: bool):
+    """Two bars on stderr (models, steps of the current model); nothing when quiet or not a terminal."""
+    import contextlib
+
+    if quiet or not sys.stderr.isatty():
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
+
+

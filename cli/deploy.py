@@ -1,0 +1,169 @@
+"""The commands about a model as it is run or deployed: `export`, `bench`, `drift`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..core import choices
+from .app import (
+    ApiKeyEnv, Concurrency, DType, Provider, RequestTimeout, Retries, app, say, served_options,
+    set_quiet, user_errors,
+)
+
+
+@app.command("export", short_help="Export a model to ONNX (once; cached).")
+def export_command(
+    model: Annotated[str, typer.Argument(help="Model folder, registry name or Hugging Face id.")],
+    out: Annotated[Optional[Path], typer.Option(help="Folder to write the export to (default: the cache).")]
+        = None,
+    dtype: Annotated[DType, typer.Option(
+        help="fp32 (default), fp16 (needs a CUDA GPU) or int8 (onnxruntime's dynamic quantization); fp16 and "
+             "int8 report their drift against fp32.")] = DType.fp32,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the result.")] = False,
+) -> None:
+    """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
+    with user_errors():
+        set_quiet(quiet)
+        from ..models.loader import export_model, load_model
+
+        dest = export_model(model, out=out, dtype=dtype.value)
+        if Path(model).expanduser().resolve() == dest:
+            typer.echo(f"{dest} already holds an ONNX export; nothing to do.")
+            return
+        typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
+        if dtype is not DType.fp32:
+            from ..core.runs.drift import drift
+
+            reference = load_model(str(export_model(model)))
+            report = drift(reference, load_model(str(dest)), conformance=False, resamples=0)
+            typer.echo(report.line(f"{dtype.value} vs fp32"))
+
+
+@app.command("bench", short_help="Encode throughput and each exam's time on this machine.")
+def bench_command(
+    model: Annotated[Optional[str], typer.Option(
+        help="Registry name, model folder, or a served model's URL[#MODEL] (default: the default model).")] = None,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    concurrency: Annotated[str, typer.Option(
+        help="A served model's requests in flight to time, comma-separated.")] = "1,2,4,8",
+    reference: Annotated[Optional[str], typer.Option(
+        help="A local model (folder or name) timed beside a served one, on the same texts.")] = None,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    batch_sizes: Annotated[str, typer.Option(help="Batch sizes to time, comma-separated.")] = "1,8,32,128",
+    threads: Annotated[Optional[str], typer.Option(
+        help="onnxruntime intra-op thread counts, comma-separated (default: 1 and every usable core).")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per setting; the median is reported.")] = 3,
+    long_sentences: Annotated[int, typer.Option(
+        min=0, help="How many 30-60 word sentences to time besides the paper's strings (0: none).")] = 256,
+    exams: Annotated[str, typer.Option(help="Exams whose compute is timed (evaluate twice, warm run "
+                                            "reported); 'none' skips them.")] = "1,2,3",
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the numbers as JSON here.")]
+        = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the table.")] = False,
+) -> None:
+    """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
+    with user_errors("no numbers were written."):
+        set_quiet(quiet)
+        from ..core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
+        from ..core.runs.bench import usable_cores
+        from ..models.loader import load_model
+        from ..models.registry import DEFAULT_MODEL
+
+        sizes = parse_int_list(batch_sizes, "--batch-sizes")
+        counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
+        from ..core.exams import parse_exams
+
+        chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
+        result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
+                           provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
+                           on_step=lambda name: say(quiet, f"fasteval: bench: {name}"),
+                           concurrency=parse_int_list(concurrency, "--concurrency"), reference=reference,
+                           served=served_options(api_key_env, 1, request_timeout, retries, None))
+        typer.echo(bench_text(result))
+        if json_path is not None:
+            write_bench_json(json_path, result)
+            say(quiet, f"fasteval: bench: JSON written to {json_path}")
+
+
+@app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
+def drift_command(
+    reference: Annotated[str, typer.Argument(help="The reference: registry name, model folder or URL[#MODEL].")],
+    candidate: Annotated[str, typer.Argument(help="The deployment to check: registry name, folder or URL[#MODEL].")],
+    texts: Annotated[Optional[Path], typer.Option(
+        help="Your own texts too, one a line ('#' comments), scored as their own group.")] = None,
+    no_conformance: Annotated[bool, typer.Option(
+        "--no-conformance", help="Leave out the conformance set (accents, case, Unicode forms, whitespace, "
+                                 "scripts, number formats, long texts, edge cases).")] = False,
+    fail_below: Annotated[Optional[float], typer.Option(
+        help="Exit 1 when a text's cosine between the two is below this (a CI gate), e.g. 0.99.")] = None,
+    fail_on_collisions: Annotated[bool, typer.Option(
+        "--fail-on-collisions", help="Exit 1 when the candidate makes two texts the reference keeps apart "
+                                     "near-identical.")] = False,
+    expect_model: Annotated[Optional[str], typer.Option(
+        help="Exit 1 when the candidate says it is another model (a served model's /models id, else its name).")]
+        = None,
+    junit: Annotated[Optional[Path], typer.Option(
+        help="Also write the report as JUnit XML (one test case per group, collisions, identity) for CI.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
+    out: Annotated[Optional[Path], typer.Option(
+        help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Resamples of the paired bootstrap of delta tau.")] = 2000,
+    reference_dtype: Annotated[DType, typer.Option(help="The reference's precision (a local model).")] = DType.fp32,
+    candidate_dtype: Annotated[DType, typer.Option(help="The candidate's precision (a local model).")] = DType.fp32,
+    reference_prompt: Annotated[Optional[str], typer.Option(help="Text put before the reference's inputs.")] = None,
+    candidate_prompt: Annotated[Optional[str], typer.Option(help="Text put before the candidate's inputs.")] = None,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]
+        = Provider.auto,
+    batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch or request.")] = 32,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+) -> None:
+    """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
+    --fail-below / --fail-on-collisions, 2: bad input."""
+    with user_errors("nothing was written.", exit_code=2):  # 1 is "drifts": every error is 2
+        set_quiet(quiet or json_out)
+        from ..core.choices import public_model
+        from ..core.io import check_output_folder, dumps, write_output_folder
+        from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_junit, drift_text, to_exit_code
+        from ..models.loader import load_model
+
+        if fail_below is not None and not 0 < fail_below <= 1:
+            from ..core.errors import InputError
+
+            raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+        if out is not None:  # checked before a text is embedded
+            check_output_folder(Path(out), "the drift report", "drift.json")
+        if junit is not None:
+            from ..core.io import check_writable
+
+            check_writable(Path(junit).expanduser().parent, "the folder of --junit", "pass --junit FILE in a "
+                           "folder you can write.")
+        if texts is not None:
+            from ..core.protocol.conformance import user_groups
+
+            user_groups(texts)  # an unreadable or empty texts file fails before a model is loaded
+        served = served_options(api_key_env, concurrency, request_timeout, retries, None)
+        sides = [load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
+                            served=served)
+                 for name, d, p in ((reference, reference_dtype, reference_prompt),
+                                    (candidate, candidate_dtype, candidate_prompt))]
+        report = drift(*sides, texts=texts, conformance=not no_conformance,
+                       threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
+                       fail_on_collisions=fail_on_collisions, resamples=bootstrap,
+                       labels=(public_model(reference), public_model(candidate)), expect_model=expect_model,
+                       on_step=lambda name: say(quiet or json_out, f"fasteval: drift: {name}"))
+        if junit is not None:
+            from ..core.io import atomic_write
+
+            atomic_write(Path(junit), drift_junit(report))
+        if out is not None:
+            write_output_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
+        typer.echo(dumps(report.to_json()).rstrip() if json_out else drift_text(report))
+    raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions, expect_model))

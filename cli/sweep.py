@@ -1,0 +1,233 @@
+"""`fasteval sweep` (the main job) and `fasteval check` (your own quantities)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..core import choices
+from .app import (
+    ApiKeyEnv, Batching, Concurrency, DType, Executor, Overwrite, Provider, QuantityArguments, RequestTimeout,
+    Retries, SimilarityOption, TokenizerPath, app, progress, say, served_options, set_quiet, user_errors,
+)
+
+
+@app.command(short_help="Run the paper's exams on models; tables, JSON, CSV, MTEB files.")
+def sweep(
+    model: Annotated[Optional[list[str]], typer.Option(metavar="NAME|PATH|URL",
+        help="Registry name (see `fasteval models`), a model folder, or a served model's base URL[#MODEL] "
+             "(http://127.0.0.1:8080/v1#my-model); repeat for several models.")] = None,
+    models_file: Annotated[Optional[Path], typer.Option(
+        help="Text file with one model name or folder a line ('#' comments).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the results: OUT/<model_id>/<settings key>/.")]
+        = Path("fasteval-results"),
+    similarity: SimilarityOption = "cos",
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    batch_size: Annotated[int, typer.Option(min=1, help="Texts per inference batch (paper: 32).")] = 32,
+    batching: Annotated[Batching, typer.Option(
+        help="paper: one encode call per protocol group, batches of --batch-size (the paper's numbers); packed: "
+             "every distinct text in one call, sorted by tokens, batches cut by a token budget.")]
+        = Batching(choices.BATCHINGS[0]),
+    prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
+        = None,
+    prompt_name: Annotated[Optional[str], typer.Option(
+        help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
+    dtype: Annotated[DType, typer.Option(help="Export precision; fp16 needs a CUDA GPU; int8 is onnxruntime's "
+                                              "dynamic quantization (its own result key).")] = DType.fp32,
+    exams: Annotated[Optional[str], typer.Option(
+        help="Exams to run, comma-separated: the paper's 1, 2, 3, and the extension 'conversion' (default: the "
+             "paper's exams that the protocol supports: 1,2,3, or 1 for a protocol file).",
+        show_default=False)] = None,
+    normalize_quantities: Annotated[bool, typer.Option(
+        "--normalize-quantities", help="Give the model every quantity in canonical form (one unit per "
+                                       "dimension, plain digits, number words as digits); its own result key.")]
+        = False,
+    bootstrap: Annotated[int, typer.Option(
+        min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
+                    "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
+    protocol: Annotated[Optional[str], typer.Option(
+        help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file "
+             "(default: the paper's).", show_default=False)] = None,
+    overwrite: Annotated[Overwrite, typer.Option(
+        help="only-missing: skip results done under the same settings, redo missing or corrupt ones; "
+             "never: skip any existing folder; always: recompute.")] = Overwrite.only_missing,
+    executor: Annotated[Executor, typer.Option(help="local: one model after another; ray: one Ray task per "
+                                                    "model (pip install 'fasteval[ray]').")] = Executor.local,
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address (with --executor ray).")] = None,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    tokenizer: TokenizerPath = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
+) -> None:
+    """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
+
+    Resumable: a rerun skips every model already done under the same settings and redoes the rest.
+    """
+    with user_errors("finished models are kept, the interrupted one is redone on rerun."):
+        set_quiet(quiet)
+        from . import printing
+        from ..core.io import check_writable
+
+        from ..core.runs.sweep import Job, read_models_file
+
+        # a bad protocol file or exam selection fails here (the first job resolves them), before anything is written
+        first = Job("", exams=exams, protocol=protocol)
+        out = check_writable(out)
+        from ..models.registry import DEFAULT_MODEL
+
+        names = list(model or []) + (read_models_file(models_file) if models_file else [])
+        names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
+
+        def options() -> dict:  # each job its own (a served model's progress callback is set per job)
+            return {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
+                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
+                    "served": served_options(api_key_env, concurrency, request_timeout, retries, tokenizer)}
+
+        jobs = [Job(name, options(), first.exams, similarity, normalize_quantities, bootstrap, first.protocol)
+                for name in names]
+        outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
+        if len(outcomes) > 1:
+            printing.print_summary(outcomes)
+        if any(o.status == "failed" for o in outcomes):
+            raise typer.Exit(1)
+
+
+class _StageLines:
+    """Without a terminal (a pipe, a log): a line naming each model as it starts, and one per stage with its time
+    as it ends (``fasteval:   embed 3.19 s``)."""
+
+    def __init__(self, jobs: list, on: bool):
+        import time
+
+        self.clock, self.jobs, self.on = time.perf_counter, jobs, on
+        self.name, self.start, self.model = None, 0.0, 0
+
+    def step(self, name: str) -> None:
+        from ..core.choices import public_model
+
+        if not self.on:
+            return
+        if self.name is None and name == "embed" and self.model < len(self.jobs):
+            typer.echo(f"fasteval: {public_model(self.jobs[self.model].model)}", err=True)
+        self.done()
+        self.name, self.start = name, self.clock()
+
+    def done(self) -> None:
+        if self.on and self.name is not None:
+            typer.echo(f"fasteval:   {self.name} {self.clock() - self.start:.2f} s", err=True)
+        self.name = None
+
+    def next_model(self) -> None:
+        self.done()
+        self.model += 1
+
+
+def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str | None, quiet: bool) -> list:
+    """Run a sweep's jobs with the progress bars (or stage lines) and each model's printout as it finishes."""
+    from . import printing
+    from ..core.results.model import RESULT_FILE
+    from ..core.results.read import load_result
+    from ..core.runs.sweep import run_sweep
+    from ..models.loader import load_model
+    from ..models.registry import fasteval_home
+
+    steps = 1 + len(jobs[0].exams)
+    with progress(quiet) as bars:
+        models_bar = bars.add_task("models", total=len(jobs)) if bars else None
+        steps_bar = bars.add_task("", total=steps) if bars else None
+        stages = _StageLines(jobs, on=not bars and not quiet)
+
+        def on_step(name: str) -> None:
+            if bars:
+                bars.update(steps_bar, description=f"  {name}", advance=0 if name == "embed" else 1)
+            stages.step(name)
+
+        def on_request(done: int, total: int) -> None:  # a served model's texts embedded so far
+            if bars:
+                bars.update(steps_bar, description=f"  embed {done}/{total} texts")
+
+        if executor == "local":  # a callback does not travel to Ray workers
+            for job in jobs:
+                job.options["served"]["progress"] = on_request
+
+        def on_model(o) -> None:
+            stages.next_model()
+            if bars:
+                bars.update(models_bar, advance=1)
+                bars.reset(steps_bar, total=steps)
+            if o.status == "done":
+                printing.print_result(o.result if o.result is not None else load_result(o.path / RESULT_FILE))
+                typer.echo(f"\nResults written to {o.path}")
+            elif o.status == "skipped":
+                say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
+                if len(jobs) == 1 and (o.path / RESULT_FILE).is_file():  # one model: its row (several: the summary)
+                    printing.print_table1_row(load_result(o.path / RESULT_FILE))
+            else:
+                typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
+
+        return run_sweep(jobs, out, load_model, overwrite, fasteval_home(), on_model=on_model, on_step=on_step,
+                         executor=executor, address=address)
+
+
+@app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
+def check_command(
+    quantities: Annotated[Optional[list[str]], typer.Argument(
+        help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
+        show_default=False)] = None,
+    model: Annotated[Optional[str], typer.Option(
+        help="Registry name, model folder or a served model's URL[#MODEL] (default: all-MiniLM-L6-v2).")] = None,
+    file: Annotated[Optional[Path], typer.Option(
+        "--file", help="One quantity a line, the first being the anchor ('#' comments).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
+    similarity: SimilarityOption = "cos",
+    normalize_quantities: Annotated[bool, typer.Option(
+        "--normalize-quantities", help="Give the model each quantity in canonical form (one unit per "
+                                       "dimension, plain digits): '2 kilometers' -> '2000 meters'.")] = False,
+    provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
+    prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
+        = None,
+    all_discordant: Annotated[bool, typer.Option(
+        "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
+                                 "are counted).")] = False,
+    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
+    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
+    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
+    retries: Retries = choices.SERVED_RETRIES,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+) -> None:
+    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict.
+
+    Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
+    with user_errors("nothing was written."):
+        set_quiet(quiet or json_out)
+        from ..core.errors import InputError
+        from ..core.runs.sweep import read_models_file
+
+        if quantities and file:
+            raise InputError("fasteval check got quantities both as arguments and with --file.",
+                             "pass them one way: as arguments, or one a line in the --file FILE.")
+        texts = list(quantities or []) + (read_models_file(file, what="quantities file") if file else [])
+        if not texts:
+            raise InputError("fasteval check needs an anchor and two or more candidates.",
+                             "pass them as arguments or with --file FILE (one a line, the anchor first).")
+        from ..core.exams.quantity_check import parse_check_inputs
+
+        parse_check_inputs(texts[0], texts[1:])  # bad input fails before a model is loaded
+        from . import printing
+        from ..core.runs.check import check
+        from ..models.loader import load_model
+        from ..models.registry import DEFAULT_MODEL
+
+        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
+                             served=served_options(api_key_env, concurrency, request_timeout, retries, None))
+        result = check(encoder, texts[0], texts[1:], metric=similarity,
+                       normalize_quantities=normalize_quantities, all_discordant=all_discordant)
+        if json_out:
+            from ..core.io import dumps
+
+            typer.echo(dumps(result.to_json()).rstrip())
+        else:
+            printing.print_check(result)

@@ -1,0 +1,131 @@
+"""The report's tables across exams and results: every exam with and without --normalize-quantities, a protocol's
+variants, the result files a report was made of, and the drift reports found beside them."""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import first_line
+from ..exams.geometry import table1_row
+from ..protocol import display_name
+from ..results.model import ModelResult
+from .entries import LoadedResult, is_normalized, protocol_name
+from .table import Table
+from .tables import _nan_to_none
+
+log = logging.getLogger(__name__)
+
+
+def protocol_variants_table(entries: list[LoadedResult]) -> Table | None:
+    """Per result of a protocol with variants (languages, templates, formats) and per variant: τ, PACC, AVG
+    and the alignment with the reference variant (recall@1, mean similarity), ×100."""
+    rows = []
+    for e in entries:
+        exam1 = e.result.exams.get("exam1")
+        by_variant = exam1.summary().get("by_variant") if exam1 is not None else None
+        for label, r in (by_variant or {}).items():
+            rows.append({"model": e.label, "protocol": protocol_name(e.result), "variant": label,
+                         "tau": r["tau"], "pacc": r["pacc"], "avg": r["avg"],
+                         "recall": r.get("alignment_recall_at_1"), "mean_sim": r.get("alignment_mean_sim"),
+                         "display": {k: r[f"{k}_display"] for k in ("tau", "pacc", "avg")}})
+    if not rows:
+        return None
+    return Table("protocol_variants", "Protocols: each variant's Exam 1 (×100) and its alignment with the reference",
+                 ["model", "protocol", "variant", "tau", "pacc", "avg", "recall", "mean_sim"],
+                 ["Model", "Protocol", "Variant", "τ", "PACC", "AVG", "Aligned recall@1", "Aligned mean sim"], rows,
+                 note="Aligned: each text against the reference variant's texts of the same cell (English; bare "
+                      "strings; plain digits): is its own value's reference the most similar? — marks the "
+                      "reference itself.")
+
+
+# (column, header, the number of a result it shows; None when the result lacks that exam)
+_NORMALIZATION_COLUMNS = (
+    ("tau", "Table 1 τ", lambda r: table1_row(r.exams["exam1"].cells)["tau_display"] if "exam1" in r.exams else None),
+    ("avg", "Table 1 AVG",
+     lambda r: table1_row(r.exams["exam1"].cells)["avg_display"] if "exam1" in r.exams else None),
+    ("num_dist", "Exam 2 numeric τ",
+     lambda r: r.exams["exam2"].pivot()["num_dist"].get("all", math.nan) if "exam2" in r.exams else None),
+    ("probe", "Exam 3 probe τ",
+     lambda r: r.exams["exam3"].summary()["kendall_mean"] * 100 if "exam3" in r.exams else None),
+    ("recall", "Conversion recall@1",
+     lambda r: r.exams["conversion"].summary()["recall_at_1"] * 100 if "conversion" in r.exams else None),
+    ("trap", "Conversion trap rate",
+     lambda r: r.exams["conversion"].summary()["lexical_trap_rate"] * 100 if "conversion" in r.exams else None),
+)
+
+
+def normalization_table(entries: list[LoadedResult]) -> Table | None:
+    """Every exam's headline number without and with --normalize-quantities, side by side, for each model
+    (and similarity) that has both runs (×100)."""
+    groups: dict[tuple[str, str], dict[bool, ModelResult]] = {}
+    for e in entries:  # the runs of one model that differ only by the normalisation
+        rest = ", ".join(w for w in e.run.split(", ") if w and w != "normalized")
+        key = (display_name(e.result.model or e.result.model_id), rest)
+        groups.setdefault(key, {})[is_normalized(e.result)] = e.result
+    rows = []
+    for (name, rest), pair in sorted(groups.items()):
+        if len(pair) < 2:
+            continue
+        row: dict[str, Any] = {"model": name + (f" [{rest}]" if rest else "")}
+        for column, _, value in _NORMALIZATION_COLUMNS:
+            for tag, normalized in (("plain", False), ("norm", True)):
+                row[f"{column}_{tag}"] = _nan_to_none(value(pair[normalized]))
+        rows.append(row)
+    if not rows:
+        return None
+    columns = [f"{c}_{t}" for c, _, _ in _NORMALIZATION_COLUMNS for t in ("plain", "norm")]
+    return Table("normalization", "Without and with --normalize-quantities (×100)", ["model", *columns],
+                 ["Model"] + [f"{h} {t}" for _, h, _ in _NORMALIZATION_COLUMNS for t in ("plain", "normalized")],
+                 rows, groups=[(h, 2) for _, h, _ in _NORMALIZATION_COLUMNS],
+                 sub_headers=["Model"] + ["plain", "normalized"] * len(_NORMALIZATION_COLUMNS),
+                 note="normalized: every quantity given to the model in canonical form (one unit per dimension, "
+                      "plain digits); the exams score the same values.")
+
+
+def sources_table(entries: list[LoadedResult], root: Path) -> Table:
+    """Where each row came from and what it was computed under."""
+    columns = ["label", "model", "similarity", "normalized", "provider", "dtype", "protocol", "fasteval", "exams",
+               "path"]
+    rows = [{"label": e.label, "model": e.result.model, "similarity": str(e.result.settings.get("similarity", "")),
+             "normalized": "yes" if is_normalized(e.result) else "no",
+             "provider": str(e.result.settings.get("provider", "")), "dtype": str(e.result.settings.get("dtype", "")),
+             "protocol": e.result.protocol, "fasteval": e.result.fasteval_version,
+             "exams": ",".join(k.replace("exam", "") for k in sorted(e.result.exams)),
+             "path": e.path.relative_to(root).as_posix()} for e in entries]
+    return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
+
+
+def drift_table(root: Path) -> Table | None:
+    """Every `fasteval drift --out` report under ``root``: per group of texts, the mean and worst cosine between the
+    two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
+    from ..io import read_json
+
+    rows = []
+    for path in sorted(Path(root).rglob("drift.json")):
+        try:
+            data = read_json(path)
+            groups = dict(data["groups"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("skipped %s: unreadable drift report (%s)", path, first_line(err))
+            continue
+        pair = f"{data.get('candidate')} vs {data.get('reference')}"
+        delta = data.get("delta_tau")
+        head = {"pair": pair, "group": "all", "verdict": data.get("verdict"), "mean": data.get("mean_cosine"),
+                "worst": data.get("worst_cosine"), "share_below": None, "collisions": len(data.get("collisions", [])),
+                "delta_tau": delta}
+        rows.append(head)
+        rows += [{"pair": "", "group": name, "verdict": "failed" if g.get("failed") else "", "mean": g.get("mean"),
+                  "worst": g.get("worst"), "share_below": g.get("share_below"), "collisions": None, "delta_tau": None}
+                 for name, g in groups.items()]
+    if not rows:
+        return None
+    return Table("drift", "Drift: does the candidate embed like the reference? (cosine per group of texts)",
+                 ["pair", "group", "verdict", "mean", "worst", "share_below", "collisions", "delta_tau"],
+                 ["Candidate vs reference", "Group", "Verdict", "Mean cos", "Worst cos", "Below threshold",
+                  "Collisions", "Δτ ×100"], rows, digits=4,
+                 note="From `fasteval drift --out DIR` reports under the results folder.")
+
+
+CROSS_TABLES = (normalization_table, protocol_variants_table)
