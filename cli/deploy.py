@@ -91,8 +91,14 @@ def bench_command(
 
 @app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
 def drift_command(
-    reference: Annotated[str, typer.Argument(help="The reference: registry name, model folder or URL[#MODEL].")],
-    candidate: Annotated[str, typer.Argument(help="The deployment to check: registry name, folder or URL[#MODEL].")],
+    reference: Annotated[str, typer.Argument(
+        help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
+    candidate: Annotated[Optional[str], typer.Argument(
+        help="The deployment to check: registry name, folder or URL[#MODEL] (none with --save-receipt).",
+        show_default=False)] = None,
+    save_receipt: Annotated[Optional[Path], typer.Option(
+        help="Embed drift's texts with REFERENCE and write them to this .npz receipt; then `fasteval drift "
+             "RECEIPT CANDIDATE` gates a deployment with no model weights.")] = None,
     texts: Annotated[Optional[Path], typer.Option(
         help="Your own texts too, one a line ('#' comments), scored as their own group.")] = None,
     no_conformance: Annotated[bool, typer.Option(
@@ -149,11 +155,33 @@ def drift_command(
             from ..core.protocol.conformance import user_groups
 
             user_groups(texts)  # an unreadable or empty texts file fails before a model is loaded
+        from ..core.errors import InputError
+        from ..core.runs.receipts import ReceiptEncoder, is_receipt
+
         served = served_options(api_key_env, concurrency, request_timeout, retries, None)
-        sides = [load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
-                            served=served)
-                 for name, d, p in ((reference, reference_dtype, reference_prompt),
-                                    (candidate, candidate_dtype, candidate_prompt))]
+
+        def side(name, d, p):
+            if is_receipt(name):
+                return ReceiptEncoder(name)
+            return load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
+                              served=served)
+
+        if save_receipt is not None:
+            if candidate is not None:
+                raise InputError("--save-receipt takes the reference alone.",
+                                 "run fasteval drift --save-receipt FILE REFERENCE, then fasteval drift FILE CANDIDATE.")
+            from ..core.runs.drift import save_receipt as write
+
+            made = write(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
+                         conformance=not no_conformance)
+            typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
+                       f"{made['dim']} dimensions.")
+            raise typer.Exit(0)
+        if candidate is None:
+            raise InputError("fasteval drift needs a reference and a candidate.",
+                             "pass REFERENCE CANDIDATE (or --save-receipt FILE REFERENCE).")
+        sides = [side(reference, reference_dtype, reference_prompt), side(candidate, candidate_dtype,
+                                                                         candidate_prompt)]
         report = drift(*sides, texts=texts, conformance=not no_conformance,
                        threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
                        fail_on_collisions=fail_on_collisions, resamples=bootstrap,

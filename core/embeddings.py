@@ -174,14 +174,15 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
         new = list(dict.fromkeys(t for t in group if t not in table))
         if new:
             inputs = [rewrite(t) for t in new] if rewrite else new
-            vectors = _as_array(encoder.encode(inputs))
+            vectors = as_array(encoder.encode(inputs))
             if normalize and vectors.ndim == 2:
                 vectors = normalize_rows(vectors)
             table.add(new, vectors, who=f"{view.name}.encode()")
     return table
 
 
-def _as_array(out) -> np.ndarray:
+def as_array(out) -> np.ndarray:
+    """An encoder's output as a float32 array (a torch tensor moved to the CPU first)."""
     if hasattr(out, "detach"):  # a torch tensor from an encoder that returns tensors
         out = out.detach().cpu().numpy()
     return np.asarray(out, dtype=np.float32)

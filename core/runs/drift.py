@@ -15,6 +15,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..errors import FastevalError, InputRefusedError, first_line
 from ..errors import InputError
@@ -39,20 +41,18 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
     of Δτ (0: none); ``expect_model``: the model id the candidate must say it is (a served model's id, else
     its name): another one drifts, whatever its vectors."""
-    from ..exams import ExamInputs, exam, protocol_groups
+    from ..exams import ExamInputs, exam
     from ..encoders import as_encoder
 
+    from .receipts import ReceiptEncoder, is_receipt
+
     step = on_step or (lambda _name: None)
+    reference = ReceiptEncoder(reference) if is_receipt(reference) else reference
     views = [describe(as_encoder(e)) for e in (reference, candidate)]
     names = list(labels) if labels else [v.name for v in views]
-    calls = protocol_groups((1,))
-    groups = [TextGroup(PROTOCOL_GROUP, "the paper's Exam 1 texts (the PhysScore side)",
-                        list(dict.fromkeys(t for c in calls for t in c)))]
-    groups += conformance_groups() if conformance else []
-    groups += user_groups(Path(texts)) if texts else []
-    total = len({t for g in groups for t in g.texts})
-    if total > MAX_TEXTS:  # refused before the first request (a paid API is not sent 21,000 texts for nothing)
-        raise InputError(f"{total} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
+    calls, groups = drift_groups(conformance, texts)
+    if isinstance(reference, ReceiptEncoder):  # a receipt gates only the text set it was made for
+        reference.require(_all_texts(groups))
     tables, failed, refused = [], {}, {}
     for side, view in zip(("reference", "candidate"), views):
         step(f"embed the {side}")
@@ -65,6 +65,8 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
     report.behaviours = _behaviours(refused, names)
     report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
+    if isinstance(reference, ReceiptEncoder):
+        report.identity["reference"] = reference.identity
     said = report.identity["candidate"].get("model")
     if expect_model is not None and said != expect_model:
         report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
@@ -89,12 +91,74 @@ def identity_of(view) -> dict:
     return {"kind": "object", "model": view.name}
 
 
+def drift_groups(conformance: bool, texts: str | Path | None) -> tuple[list, list[TextGroup]]:
+    """Drift's encode calls of the protocol (the paper's grouping) and its groups of texts: the protocol's, the
+    conformance set's, a user's file; InputError past MAX_TEXTS (before a text is sent)."""
+    from ..exams import protocol_groups
+
+    calls = protocol_groups((1,))
+    groups = [TextGroup(PROTOCOL_GROUP, "the paper's Exam 1 texts (the PhysScore side)",
+                        list(dict.fromkeys(t for c in calls for t in c)))]
+    groups += conformance_groups() if conformance else []
+    groups += user_groups(Path(texts)) if texts else []
+    total = len(_all_texts(groups))
+    if total > MAX_TEXTS:  # refused before the first request (a paid API is not sent 21,000 texts for nothing)
+        raise InputError(f"{total} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
+    return calls, groups
+
+
+def _all_texts(groups: list[TextGroup]) -> list[str]:
+    return list(dict.fromkeys(t for g in groups for t in g.texts))
+
+
+def save_receipt(reference: Encoder, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
+                 cache_root: Path | None = None) -> dict:
+    """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
+    ``path`` (``fasteval.core.runs.receipts``); its metadata. Every text must embed: a receipt is complete."""
+    from ..encoders import as_encoder
+    from .receipts import write_receipt
+
+    from ..embeddings import EncoderView
+
+    view = describe(as_encoder(reference))
+    calls, groups = drift_groups(conformance, texts)
+    failed: dict = {}
+    refused: dict = {}
+    # What the encoder returned, before drift normalises it (a receipt gives back exactly that, so drift against
+    # it computes what drift against the reference computes, to the last bit); embedded afresh, not from a cache.
+    recorder = _Recording(view.encoder)
+    table = _embed_side("reference", EncoderView(recorder, view.name), calls, groups[1:], [], [view.name, ""],
+                        cache_root, failed, refused, fresh=True)
+    if failed or refused:
+        what = next(iter(failed.values()), None) or f"{len(refused)} text(s) refused as too long"
+        raise InputError(f"{view.name} could not embed every text of the receipt ({what}).",
+                         "make the receipt with a reference that embeds them all (a local model, say).")
+    every = _all_texts(groups)
+    write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(view), view.name)
+    return {"texts": len(every), "dim": table.dim, "name": view.name}
+
+
+class _Recording:
+    """An encoder's raw outputs, kept by text as they are returned."""
+
+    def __init__(self, inner):
+        self.inner, self.raw = inner, {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        from ..embeddings import as_array
+
+        out = as_array(self.inner.encode(texts))
+        for text, row in zip(texts, out):
+            self.raw.setdefault(text, row)
+        return out
+
+
 def _embed_side(side: str, view, calls: list, groups: list, tables: list, names: list, cache_root: Path | None,
-                failed: dict, refused: dict) -> EmbeddingTable:
+                failed: dict, refused: dict, fresh: bool | None = None) -> EmbeddingTable:
     """One side's embeddings: the protocol's calls (the paper's grouping), then each other group, a group's
     failure recorded in ``failed`` and its refused long inputs in ``refused``; the reference's saved to its
     cache. The candidate is checked for the reference's dimension before its other texts are sent."""
-    table, saved = _cached_table(view, cache_root, fresh=side == "candidate")
+    table, saved = _cached_table(view, cache_root, fresh=side == "candidate" if fresh is None else fresh)
     before = len(table)
     try:
         embed_groups(view.encoder, calls, table)

@@ -166,6 +166,31 @@ def test_cli_json_exit_codes_and_files(tiny_st_folder, fasteval_home, tmp_path):
     assert bad.returncode == 2 and "--fail-below" in bad.stderr
 
 
+def test_a_receipt_gates_as_the_reference_does(tiny_st_folder, fasteval_home, tmp_path):
+    """--save-receipt writes what the reference embeds; drift against the receipt gives the reference's verdict
+    and numbers with no model for the reference; a receipt of another text set is refused."""
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--provider", "cpu", "--bootstrap", "200", "-q"]
+    receipt = tmp_path / "reference.npz"
+    made = run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common], env=env)
+    assert made.returncode == 0 and "Receipt of tiny-bert written" in made.stdout, made.stderr
+    gate = ["--candidate-dtype", "int8", "--json", "--fail-below", "0.999999", *common]
+    direct = run_cli(["drift", tiny_st_folder, tiny_st_folder, *gate], env=env)
+    gated = run_cli(["drift", receipt, tiny_st_folder, *gate], env=env)
+    assert direct.returncode == gated.returncode == 1, gated.stderr
+    a, b = json.loads(direct.stdout), json.loads(gated.stdout)
+    for key in ("verdict", "texts", "mean_cosine", "worst_cosine", "groups", "worst", "collisions",
+                "neighbourhood_agreement", "reference_tau", "candidate_tau", "delta_tau", "delta_tau_ci_low",
+                "delta_tau_ci_high", "cells_changed"):
+        assert a[key] == b[key], key
+    assert b["identity"]["reference"]["receipt"] == str(receipt) and b["identity"]["reference"]["kind"] == "local"
+    other = run_cli(["drift", receipt, tiny_st_folder, "--no-conformance", *common], env=env)
+    assert other.returncode == 2
+    one_line_error(other, "another text set")
+    one_line_error(run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, tiny_st_folder, *common], env=env),
+                   "takes the reference alone")
+
+
 def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
     from fasteval.core.io import write_result_folder
     from fasteval.core.report.build import build_report

@@ -1,0 +1,102 @@
+"""Receipts: what a reference embeds, saved once, so a deployment's CI gates against it with no model weights.
+
+``fasteval drift --save-receipt FILE REFERENCE`` embeds drift's texts (the paper's Exam 1 texts in the paper's
+grouping, the conformance set, ``--texts``) with the reference and writes FILE: their float32 embeddings, the
+texts, the digest of the texts in order, the reference's identity and fasteval's version. ``fasteval drift FILE
+CANDIDATE`` then gates the candidate against the receipt with the same report (verdict, cosines, PhysScore: the
+receipt gives back exactly what the reference embedded). A receipt made for another text set (another protocol,
+with or without the conformance set, other ``--texts``) is refused: its digest names what it holds.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+MAGIC = "fasteval-receipt-1"
+
+
+def texts_digest(texts: list[str]) -> str:
+    """sha256 of the texts in order (a receipt is for exactly these)."""
+    digest = hashlib.sha256()
+    for t in texts:
+        digest.update(t.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def is_receipt(value: Any) -> bool:
+    """Whether ``value`` names a receipt file (a .npz that says it is one)."""
+    if not isinstance(value, (str, Path)) or not str(value).endswith(".npz"):
+        return False
+    path = Path(value).expanduser()
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return "magic" in data and str(data["magic"]) == MAGIC
+    except (OSError, ValueError):
+        return False
+
+
+def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str) -> None:
+    """The receipt file, written atomically."""
+    from ... import __version__
+    from ..io import atomic_write
+
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    meta = {"name": name, "identity": identity, "texts": len(texts), "texts_sha256": texts_digest(texts),
+            "fasteval_version": __version__}
+    buf = io.BytesIO()
+    np.savez(buf, magic=np.array(MAGIC), meta=np.array(json.dumps(meta, sort_keys=True, default=str)),
+             text_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+             text_ends=np.cumsum([len(e) for e in encoded], dtype=np.int64),
+             vectors=np.asarray(vectors, dtype=np.float32))
+    atomic_write(Path(path).expanduser(), buf.getvalue())
+
+
+class ReceiptEncoder:
+    """A receipt as the reference encoder: ``encode`` gives back the embeddings it holds (InputError for a text it
+    does not hold). ``meta``: what it was made of (name, identity, texts, their digest, fasteval's version)."""
+
+    def __init__(self, path: str | Path):
+        path = Path(path).expanduser()
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                self.meta = json.loads(str(data["meta"]))
+                blob, ends = data["text_bytes"].tobytes(), data["text_ends"]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as err:
+            raise InputError(f"Cannot read the receipt {path}: {type(err).__name__}.",
+                             "write it again with fasteval drift --save-receipt FILE REFERENCE.") from None
+        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+        texts = [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())]
+        if len(texts) != len(vectors) or texts_digest(texts) != self.meta.get("texts_sha256"):
+            raise InputError(f"The receipt {path} does not hold what its digest says.",
+                             "write it again with fasteval drift --save-receipt FILE REFERENCE.")
+        self.path, self.texts = path, texts
+        self._rows = {t: vectors[i] for i, t in enumerate(texts)}
+        self.name = f"{self.meta.get('name')} (receipt)"
+        self.dim = vectors.shape[1] if vectors.ndim == 2 else None
+
+    @property
+    def identity(self) -> dict:
+        return {**(self.meta.get("identity") or {}), "receipt": str(self.path),
+                "receipt_fasteval_version": self.meta.get("fasteval_version")}
+
+    def require(self, texts: list[str]) -> None:
+        """InputError unless this receipt was made for exactly ``texts`` (in drift's order)."""
+        if texts_digest(texts) != self.meta.get("texts_sha256"):
+            raise InputError(f"The receipt {self.path} holds {len(self.texts)} texts of another text set than this "
+                             f"drift asks ({len(texts)} texts: another protocol, conformance set or --texts).",
+                             "make the receipt with the same --texts and --no-conformance as the gate.")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self._rows]
+        if missing:
+            raise InputError(f"The receipt {self.path} holds no embedding of {missing[0][:60]!r}.",
+                             "make the receipt with the same --texts and --no-conformance as the gate.")
+        return np.stack([self._rows[t] for t in texts]) if texts else np.zeros((0, self.dim or 0), np.float32)
