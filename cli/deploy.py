@@ -109,6 +109,8 @@ def drift_command(
     fail_on_collisions: Annotated[bool, typer.Option(
         "--fail-on-collisions", help="Exit 1 when the candidate makes two texts the reference keeps apart "
                                      "near-identical.")] = False,
+    no_invariance: Annotated[bool, typer.Option(
+        "--no-invariance", help="Leave out the batch and concurrency invariance probes of the candidate.")] = False,
     expect_model: Annotated[Optional[str], typer.Option(
         help="Exit 1 when the candidate says it is another model (a served model's /models id, else its name).")]
         = None,
@@ -186,6 +188,7 @@ def drift_command(
                        threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
                        fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                        labels=(public_model(reference), public_model(candidate)), expect_model=expect_model,
+                       invariance=not no_invariance,
                        on_step=lambda name: say(quiet or json_out, f"fasteval: drift: {name}"))
         if junit is not None:
             from ..core.io import atomic_write

@@ -25,6 +25,7 @@ class Faults:
     max_chars: int | None = None  # a longer text: 400 "maximum context length"
     index_null: bool = False  # rows answered with "index": null
     redirect: str | None = None  # every request answered 308 to this URL
+    per_batch: float = 0.0  # every vector shifted by this times the batch's size (a batch-dependent server)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class FakeServer:
     def vectors(self, texts: list[str]) -> np.ndarray:
         f = self.faults
         rows = FakeEncoder(noise=f.noise, dim=f.dim).encode(texts).astype(np.float64) * f.scale
+        rows += f.per_batch * len(texts)
         for i, t in enumerate(texts):
             if t == f.zero_text:
                 rows[i] = 0.0

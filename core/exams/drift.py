@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..protocol.conformance import TextGroup  # noqa: F401 (re-exported: the texts drift scores)
 
 DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted ...
+INVARIANCE_MIN = 0.999  # a text's cosine in another batch to itself alone below this: the candidate depends on the batch
 COSINE_TOLERANCE = 1e-6  # ... by more than this: two identical models give cosines of 0.9999999999999991
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10
@@ -65,6 +66,8 @@ class DriftReport:
     # who each side says it is (a served model: its /models entry and server info; a local one: its hashes)
     identity: dict[str, Any] = field(default_factory=dict)
     identity_mismatch: str | None = None  # --expect-model: why the candidate is not the model expected
+    # the candidate's batch and concurrency invariance (core/runs/invariance.py): condition, worst, text | skipped
+    invariance: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -73,7 +76,8 @@ class DriftReport:
         failed = any(g.failed for g in self.groups.values())
         collided = self.fail_on_collisions and bool(self.collisions)
         below = drifted_at(self.threshold)(self.worst_cosine)
-        return "drifts" if below or failed or collided or self.identity_mismatch else "conforms"
+        batch = any(r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN for r in self.invariance)
+        return "drifts" if below or failed or collided or self.identity_mismatch or batch else "conforms"
 
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
@@ -95,7 +99,7 @@ class DriftReport:
                        for k, g in self.groups.items()},
             "worst": self.worst, "collisions": self.collisions,
             "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
-            "identity": self.identity, "identity_mismatch": self.identity_mismatch,
+            "identity": self.identity, "identity_mismatch": self.identity_mismatch, "invariance": self.invariance,
             **self.physscore})
 
 

@@ -24,6 +24,7 @@ from ..exams.drift import (
     DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, drifted_at, physscore_drift, score_drift,
 )
 from ..protocol.conformance import TextGroup, conformance_groups, user_groups
+from ..exams.drift import INVARIANCE_MIN
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +35,16 @@ DEFAULT_RESAMPLES = 2000
 def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = None, conformance: bool = True,
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
           resamples: int = DEFAULT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
-          on_step: Callable[[str], None] | None = None, expect_model: str | None = None) -> DriftReport:
+          on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
+          invariance: bool = True) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (any two encoders: fasteval models, served models,
     sentence-transformers models). The texts: the paper's Exam 1 texts (embedded in the paper's grouping, so
     the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
     (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
     of Δτ (0: none); ``expect_model``: the model id the candidate must say it is (a served model's id, else
-    its name): another one drifts, whatever its vectors."""
+    its name): another one drifts, whatever its vectors; ``invariance``: also embed a few texts with the
+    candidate alone, in batches of several sizes and with several requests in flight
+    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts."""
     from ..exams import ExamInputs, exam
     from ..encoders import as_encoder
 
@@ -64,6 +68,12 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     step("score")
     report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
     report.behaviours = _behaviours(refused, names)
+    if invariance and not failed.get(PROTOCOL_GROUP):
+        from .invariance import invariance as probe
+
+        step("batch and concurrency invariance")
+        long_texts = next((g.texts for g in groups if g.name == "length"), [])
+        report.invariance = probe(views[1].encoder, groups[0].texts, [t for t in long_texts if t not in refused])
     report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
     if isinstance(reference, ReceiptEncoder):
         report.identity["reference"] = reference.identity
@@ -255,6 +265,11 @@ def drift_text(report: DriftReport) -> str:
                   for c in report.collisions[:10]]
         if len(report.collisions) > 10:
             lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
+    if report.invariance:
+        lines += ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
+                      "it depends on the batch):"]
+        lines += [f"    {r['condition']:<26} " + (f"skipped ({r['skipped']})" if "skipped" in r else
+                                                   f"{r['worst']:.6f}  {r['text']!r}") for r in report.invariance]
     for b in report.behaviours:
         other = "the candidate" if b["side"] == "reference" else "the reference"
         lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
@@ -325,6 +340,13 @@ def drift_junit(report: DriftReport) -> str:
     case("collisions", failure=collided if report.fail_on_collisions else None,
          out=collided or "none")
     case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
+    for r in report.invariance:
+        if "skipped" in r:
+            case(f"invariance {r['condition']}", skipped=r["skipped"])
+        else:
+            case(f"invariance {r['condition']}", out=f"worst {r['worst']:.6f} for {r['text']!r}",
+                 failure=None if r["worst"] >= INVARIANCE_MIN else
+                 f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone")
     for b in report.behaviours:
         case(f"behaviour {b['side']} {b['group']}", skipped=f"{b['behaviour']}: {b['texts']} input(s): "
                                                          f"{b['message'][:160]}")

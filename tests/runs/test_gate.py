@@ -411,3 +411,19 @@ def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
     assert failure is not None and "worst cosine" in failure.get("message") and "'" in failure.get("message")
     assert int(suite.get("failures")) >= 1 and int(suite.get("tests")) == len(cases)
     assert cases["identity"].find("failure") is None
+
+
+def test_a_batch_dependent_deployment_is_caught_and_a_faithful_one_is_not(servers, tmp_path):
+    ref, faithful, batchy = servers(), servers(), servers(per_batch=0.02)
+    good = json.loads(drift(ref.url, faithful.url, "--json", "--no-conformance", home=tmp_path).stdout)
+    assert good["verdict"] == "conforms" and len(good["invariance"]) == 6
+    assert all(r["worst"] > 0.999999 for r in good["invariance"])
+    proc = drift(ref.url, batchy.url, "--fail-below", "0.5", "--no-conformance", home=tmp_path)
+    assert proc.returncode == 1 and ": drifts" in proc.stdout, proc.stdout
+    assert "invariance of the candidate" in proc.stdout and "in a batch of 32" in proc.stdout
+    bad = json.loads(drift(ref.url, batchy.url, "--json", "--no-conformance", home=tmp_path).stdout)
+    worst = {r["condition"]: r["worst"] for r in bad["invariance"]}
+    assert worst["in a batch of 32"] < 0.999 and worst["in a batch of 2"] > worst["in a batch of 32"]
+    skipped = json.loads(drift(ref.url, batchy.url, "--json", "--no-conformance", "--no-invariance",
+                               home=tmp_path).stdout)
+    assert skipped["invariance"] == []
