@@ -93,9 +93,9 @@ def bench_command(
 def drift_command(
     reference: Annotated[str, typer.Argument(
         help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
-    candidate: Annotated[Optional[str], typer.Argument(
-        help="The deployment to check: registry name, folder or URL[#MODEL] (none with --save-receipt).",
-        show_default=False)] = None,
+    candidates: Annotated[Optional[list[str]], typer.Argument(
+        help="The deployments to check: registry names, folders or URL[#MODEL]s; several end with one table "
+             "(none with --save-receipt).", show_default=False, metavar="CANDIDATE...")] = None,
     save_receipt: Annotated[Optional[Path], typer.Option(
         help="Embed drift's texts with REFERENCE and write them to this .npz receipt; then `fasteval drift "
              "RECEIPT CANDIDATE` gates a deployment with no model weights.")] = None,
@@ -146,8 +146,9 @@ def drift_command(
             from ..core.errors import InputError
 
             raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+        marker = "drift.json" if len(candidates or []) <= 1 else "ladder.csv"  # what an earlier output of ours holds
         if out is not None:  # checked before a text is embedded
-            check_output_folder(Path(out), "the drift report", "drift.json")
+            check_output_folder(Path(out), "the drift report", marker)
         if junit is not None:
             from ..core.io import check_writable
 
@@ -168,8 +169,9 @@ def drift_command(
             return load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
                               served=served)
 
+        candidates = list(candidates or [])
         if save_receipt is not None:
-            if candidate is not None:
+            if candidates:
                 raise InputError("--save-receipt takes the reference alone.",
                                  "run fasteval drift --save-receipt FILE REFERENCE, then fasteval drift FILE CANDIDATE.")
             from ..core.runs.drift import save_receipt as write
@@ -179,22 +181,38 @@ def drift_command(
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
                        f"{made['dim']} dimensions.")
             raise typer.Exit(0)
-        if candidate is None:
+        if not candidates:
             raise InputError("fasteval drift needs a reference and a candidate.",
-                             "pass REFERENCE CANDIDATE (or --save-receipt FILE REFERENCE).")
-        sides = [side(reference, reference_dtype, reference_prompt), side(candidate, candidate_dtype,
-                                                                         candidate_prompt)]
-        report = drift(*sides, texts=texts, conformance=not no_conformance,
-                       threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
-                       fail_on_collisions=fail_on_collisions, resamples=bootstrap,
-                       labels=(public_model(reference), public_model(candidate)), expect_model=expect_model,
-                       invariance=not no_invariance,
-                       on_step=lambda name: say(quiet or json_out, f"fasteval: drift: {name}"))
+                             "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
+        from ..core.io import csv_text
+        from ..core.runs.drift import LADDER_COLUMNS, ladder_rows, ladder_text
+
+        ref = side(reference, reference_dtype, reference_prompt)
+        reports = [drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts, conformance=not no_conformance,
+                         threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
+                         fail_on_collisions=fail_on_collisions, resamples=bootstrap,
+                         labels=(public_model(reference), public_model(c)), expect_model=expect_model,
+                         invariance=not no_invariance,
+                         on_step=lambda name, c=c: say(quiet or json_out, f"fasteval: drift {public_model(c)}: {name}"))
+                   for c in candidates]
+        rows = ladder_rows(reports)
         if junit is not None:
             from ..core.io import atomic_write
 
-            atomic_write(Path(junit), drift_junit(report))
+            atomic_write(Path(junit), drift_junit(reports))
         if out is not None:
-            write_output_folder(Path(out), drift_files(report), what="the drift report", marker="drift.json")
-        typer.echo(dumps(report.to_json()).rstrip() if json_out else drift_text(report))
-    raise typer.Exit(to_exit_code(report, fail_below, fail_on_collisions, expect_model))
+            files = drift_files(reports[0]) if len(reports) == 1 else {
+                f"{k + 1}/{name}": text for k, r in enumerate(reports) for name, text in drift_files(r).items()}
+            if len(reports) > 1:
+                files["ladder.json"] = dumps({"reference": public_model(reference), "ladder": rows})
+                files["ladder.csv"] = csv_text(rows, LADDER_COLUMNS)
+            write_output_folder(Path(out), files, what="the drift report", marker=marker)
+        if json_out:
+            data = reports[0].to_json() if len(reports) == 1 else {
+                "reference": public_model(reference), "candidates": [r.to_json() for r in reports], "ladder": rows}
+            typer.echo(dumps(data).rstrip())
+        else:
+            typer.echo("\n\n".join(drift_text(r) for r in reports))
+            if len(reports) > 1:
+                typer.echo("\n" + ladder_text(rows, public_model(reference)))
+    raise typer.Exit(max(to_exit_code(r, fail_below, fail_on_collisions, expect_model) for r in reports))

@@ -306,13 +306,25 @@ def to_exit_code(report: DriftReport, fail_below: float | None, fail_on_collisio
     return 1 if report.verdict == "drifts" else 0
 
 
-def drift_junit(report: DriftReport) -> str:
-    """The report as JUnit XML for a CI system: one test case per group (failing when a text in it drifted or it
-    could not be embedded, with the worst text), one for the collisions, one for the identity; each behaviour a
-    skipped case that says what it is."""
+def drift_junit(reports: list[DriftReport]) -> str:
+    """The reports as JUnit XML for a CI system, one test suite per candidate (under <testsuites> when there are
+    several): one test case per group (failing when a text in it drifted or it could not be embedded, with the
+    worst text), per invariance condition, one for the collisions, one for the identity; each behaviour a skipped
+    case that says what it is."""
     from xml.etree import ElementTree as ET
 
-    suite = ET.Element("testsuite", name="fasteval drift", tests="0", failures="0", skipped="0")
+    suites = [_junit_suite(r) for r in reports]
+    root = suites[0] if len(suites) == 1 else ET.Element("testsuites", name="fasteval drift")
+    if len(suites) > 1:
+        root.extend(suites)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_suite(report: DriftReport):
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name=f"fasteval drift: {report.candidate}", tests="0", failures="0",
+                       skipped="0")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
 
     def case(name: str, failure: str | None = None, skipped: str | None = None, out: str = "") -> None:
@@ -352,7 +364,46 @@ def drift_junit(report: DriftReport) -> str:
                                                          f"{b['message'][:160]}")
     for k, v in counts.items():
         suite.set(k, str(v))
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    return suite
+
+
+LADDER_COLUMNS = ["candidate", "verdict", "worst", "mean", "groups_below", "delta_tau", "delta_tau_ci_low",
+                  "delta_tau_ci_high", "cells_changed", "batch_worst"]
+
+
+def ladder_rows(reports: list[DriftReport]) -> list[dict]:
+    """One row per candidate of a several-candidate drift (a quantization ladder, say): its verdict, worst and
+    mean cosine, how many groups drifted or failed, Δτ with its interval, the cells whose τ changed, and the worst
+    invariance cosine."""
+    rows = []
+    for r in reports:
+        drifted = drifted_at(r.threshold)
+        p = r.physscore or {}
+        batch = [x["worst"] for x in r.invariance if x.get("worst") is not None]
+        rows.append({"candidate": r.candidate, "verdict": r.verdict, "worst": r.worst_cosine, "mean": r.mean_cosine,
+                     "groups_below": sum(bool(g.failed) or (g.worst is not None and drifted(g.worst))
+                                         for g in r.groups.values()),
+                     "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
+                     "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
+                     "batch_worst": min(batch) if batch else None})
+    return rows
+
+
+def ladder_text(rows: list[dict], reference: str) -> str:
+    """The several-candidate table as the terminal shows it."""
+    def num(v, f="{:.5f}"):
+        return "n/a" if v is None else f.format(v)
+
+    width = max(len("candidate"), *(len(r["candidate"]) for r in rows))
+    lines = [f"fasteval drift: {len(rows)} candidates against {reference}", "",
+             f"  {'candidate':<{width}} {'verdict':<8} {'worst':>8} {'mean':>8} {'groups':>6} "
+             f"{'delta tau [95%]':>22} {'cells':>5} {'batch':>8}"]
+    for r in rows:
+        ci = "" if r["delta_tau_ci_low"] is None else f" [{r['delta_tau_ci_low']:.2f}, {r['delta_tau_ci_high']:.2f}]"
+        lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {num(r['worst']):>8} {num(r['mean']):>8} "
+                     f"{r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} {r['cells_changed']:>5} "
+                     f"{num(r['batch_worst'], '{:.4f}'):>8}")
+    return "\n".join(lines)
 
 
 def fmt_or_na(value) -> str:

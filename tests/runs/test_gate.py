@@ -427,3 +427,27 @@ def test_a_batch_dependent_deployment_is_caught_and_a_faithful_one_is_not(server
     skipped = json.loads(drift(ref.url, batchy.url, "--json", "--no-conformance", "--no-invariance",
                                home=tmp_path).stdout)
     assert skipped["invariance"] == []
+
+
+def test_several_candidates_end_with_one_table(servers, tmp_path):
+    """A ladder (here: the faithful copy, another model, a batch-dependent copy) in one run: one report each and
+    one table, JSON and JUnit with a suite per candidate, the worst exit code."""
+    from xml.etree import ElementTree as ET
+
+    ref, same, other, batchy = servers(), servers(), servers(noise=0.9), servers(per_batch=0.02)
+    args = ["drift", ref.url, same.url, other.url, batchy.url, "--bootstrap", "0", "--no-conformance",
+            "--fail-below", "0.99"]
+    proc = run_cli([*args, "--junit", tmp_path / "j.xml", "--out", tmp_path / "out"],
+                   env={"FASTEVAL_HOME": str(tmp_path)})
+    assert proc.returncode == 1, proc.stderr
+    table = proc.stdout.split("fasteval drift: 3 candidates against", 1)[1].splitlines()
+    verdicts = {ln.split()[0]: ln.split()[1] for ln in table[3:] if ln.strip()}
+    assert verdicts == {same.url: "conforms", other.url: "drifts", batchy.url: "drifts"}
+    data = json.loads(run_cli([*args, "--json"], env={"FASTEVAL_HOME": str(tmp_path)}).stdout)
+    assert [r["candidate"] for r in data["ladder"]] == [same.url, other.url, batchy.url]
+    assert data["ladder"][2]["batch_worst"] < 0.999 < data["ladder"][0]["batch_worst"]
+    assert len(data["candidates"]) == 3 and data["candidates"][1]["verdict"] == "drifts"
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    assert root.tag == "testsuites" and len(list(root)) == 3
+    assert (tmp_path / "out" / "ladder.csv").read_text().startswith("candidate,verdict,worst")
+    assert json.loads((tmp_path / "out" / "1" / "drift.json").read_text())["verdict"] == "conforms"
