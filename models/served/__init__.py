@@ -181,13 +181,13 @@ class ServedEncoder:
             if wanted in ids or not ids:
                 return wanted, next((e for e in entries if e.get("id") == wanted), {"id": wanted})
             raise InputError(f"{self.url} serves no model {wanted!r} (it serves {', '.join(ids)}).",
-                             f"name one of them after #, e.g. --model {self.url}#{ids[0]}.")
+                             f"name one of them after #, e.g. {self.url}#{ids[0]}.")
         if len(ids) == 1:
             return ids[0], entries[0]
         if not ids:
-            raise InputError(f"{self.url}/models lists no model.", f"name the model after #: --model {self.url}#MODEL.")
+            raise InputError(f"{self.url}/models lists no model.", f"name the model after #: {self.url}#MODEL.")
         raise InputError(f"{self.url} serves {len(ids)} models: {', '.join(ids)}.",
-                         f"name one after #, e.g. --model {self.url}#{ids[0]}.")
+                         f"name one after #, e.g. {self.url}#{ids[0]}.")
 
     def _server_info(self) -> dict | None:
         """What the server says of its deployment at a route of its own (TEI's /info), where it has one."""

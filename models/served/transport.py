@@ -120,7 +120,7 @@ class Transport:
             except httpx.ConnectError as err:
                 if first_contact and attempt == 0:
                     raise ModelError(f"Nothing answers at {shown} ({_safe(err)}).",
-                                     "start the server, or check the host, port and scheme of --model.") from None
+                                     "start the server, or check the host, port and scheme of its URL.") from None
                 reason = f"could not connect ({_safe(err)})"
             except (httpx.TimeoutException, _Deadline):
                 reason = f"no whole answer within {self.timeout:g} s"
@@ -183,7 +183,7 @@ def _raise_for(status: int, headers, body: bytes, shown: str, endpoint: Endpoint
         where = urlsplit(headers.get("location", "")).hostname or "a location it does not name"
         raise ModelError(f"{shown} redirects (HTTP {status}) to {where}; fasteval does not follow redirects (a "
                          "credential must not travel to another host).",
-                         "pass the URL it redirects to as --model.")
+                         "pass the URL it redirects to instead.")
     if status in (401, 403):
         sent = endpoint.auth_kind != "none"
         raise ModelError(f"{shown} refused the request (HTTP {status}; credentials sent: {endpoint.auth_kind}).",

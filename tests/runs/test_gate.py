@@ -451,3 +451,9 @@ def test_several_candidates_end_with_one_table(servers, tmp_path):
     assert root.tag == "testsuites" and len(list(root)) == 3
     assert (tmp_path / "out" / "ladder.csv").read_text().startswith("candidate,verdict,worst")
     assert json.loads((tmp_path / "out" / "1" / "drift.json").read_text())["verdict"] == "conforms"
+
+
+def test_drifts_errors_name_no_option_it_does_not_take(servers, tmp_path):
+    ref = servers()
+    line = one_line_error(drift(ref.url, "http://127.0.0.1:9/v1", home=tmp_path), "Nothing answers at")
+    assert "--model" not in line and "its URL" in line
