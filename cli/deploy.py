@@ -138,38 +138,16 @@ def drift_command(
     with user_errors("nothing was written.", exit_code=2):  # 1 is "drifts": every error is 2
         set_quiet(quiet or json_out)
         from ..core.choices import public_model
-        from ..core.io import check_output_folder, dumps, write_output_folder
-        from ..core.runs.drift import DEFAULT_THRESHOLD, drift, drift_files, drift_junit, drift_text, to_exit_code
-        from ..models.loader import load_model
-
-        if fail_below is not None and not 0 < fail_below <= 1:
-            from ..core.errors import InputError
-
-            raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
-        marker = "drift.json" if len(candidates or []) <= 1 else "ladder.csv"  # what an earlier output of ours holds
-        if out is not None:  # checked before a text is embedded
-            check_output_folder(Path(out), "the drift report", marker)
-        if junit is not None:
-            from ..core.io import check_writable
-
-            check_writable(Path(junit).expanduser().parent, "the folder of --junit", "pass --junit FILE in a "
-                           "folder you can write.")
-        if texts is not None:
-            from ..core.protocol.conformance import user_groups
-
-            user_groups(texts)  # an unreadable or empty texts file fails before a model is loaded
         from ..core.errors import InputError
-        from ..core.runs.receipts import ReceiptEncoder, is_receipt
-
-        served = served_options(api_key_env, concurrency, request_timeout, retries, None)
-
-        def side(name, d, p):
-            if is_receipt(name):
-                return ReceiptEncoder(name)
-            return load_model(name, provider=provider.value, dtype=d.value, prompt=p, batch_size=batch_size,
-                              served=served)
+        from ..core.io import atomic_write, dumps, write_output_folder
+        from ..core.runs.drift import DEFAULT_THRESHOLD, drift
+        from ..core.runs.drift_output import drift_junit, outputs, to_exit_code
 
         candidates = list(candidates or [])
+        marker = "drift.json" if len(candidates) <= 1 else "ladder.csv"  # what an earlier output of ours holds
+        _check_drift_inputs(fail_below, out, marker, junit, texts)
+        side = _side_loader(provider.value, batch_size,
+                            served_options(api_key_env, concurrency, request_timeout, retries, None))
         if save_receipt is not None:
             if candidates:
                 raise InputError("--save-receipt takes the reference alone.",
@@ -184,9 +162,6 @@ def drift_command(
         if not candidates:
             raise InputError("fasteval drift needs a reference and a candidate.",
                              "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
-        from ..core.io import csv_text
-        from ..core.runs.drift import LADDER_COLUMNS, ladder_rows, ladder_text
-
         ref = side(reference, reference_dtype, reference_prompt)
         reports = [drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts, conformance=not no_conformance,
                          threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
@@ -195,24 +170,43 @@ def drift_command(
                          invariance=not no_invariance,
                          on_step=lambda name, c=c: say(quiet or json_out, f"fasteval: drift {public_model(c)}: {name}"))
                    for c in candidates]
-        rows = ladder_rows(reports)
+        data, files, text = outputs(reports, public_model(reference))
         if junit is not None:
-            from ..core.io import atomic_write
-
             atomic_write(Path(junit), drift_junit(reports))
         if out is not None:
-            files = drift_files(reports[0]) if len(reports) == 1 else {
-                f"{k + 1}/{name}": text for k, r in enumerate(reports) for name, text in drift_files(r).items()}
-            if len(reports) > 1:
-                files["ladder.json"] = dumps({"reference": public_model(reference), "ladder": rows})
-                files["ladder.csv"] = csv_text(rows, LADDER_COLUMNS)
             write_output_folder(Path(out), files, what="the drift report", marker=marker)
-        if json_out:
-            data = reports[0].to_json() if len(reports) == 1 else {
-                "reference": public_model(reference), "candidates": [r.to_json() for r in reports], "ladder": rows}
-            typer.echo(dumps(data).rstrip())
-        else:
-            typer.echo("\n\n".join(drift_text(r) for r in reports))
-            if len(reports) > 1:
-                typer.echo("\n" + ladder_text(rows, public_model(reference)))
+        typer.echo(dumps(data).rstrip() if json_out else text)
     raise typer.Exit(max(to_exit_code(r, fail_below, fail_on_collisions, expect_model) for r in reports))
+
+
+def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str, junit: Path | None,
+                        texts: Path | None) -> None:
+    """Everything a drift can refuse, refused before a model is loaded or a text sent."""
+    from ..core.errors import InputError
+    from ..core.io import check_output_folder, check_writable
+
+    if fail_below is not None and not 0 < fail_below <= 1:
+        raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+    if out is not None:
+        check_output_folder(Path(out), "the drift report", marker)
+    if junit is not None:
+        check_writable(Path(junit).expanduser().parent, "the folder of --junit",
+                       "pass --junit FILE in a folder you can write.")
+    if texts is not None:
+        from ..core.protocol.conformance import user_groups
+
+        user_groups(texts)  # an unreadable or empty texts file
+
+
+def _side_loader(provider: str, batch_size: int, served: dict):
+    """How a drift side is loaded: a receipt as it is, anything else with load_model (its dtype and prompt)."""
+    from ..core.runs.receipts import ReceiptEncoder, is_receipt
+    from ..models.loader import load_model
+
+    def side(name: str, dtype, prompt: str | None):
+        if is_receipt(name):
+            return ReceiptEncoder(name)
+        return load_model(name, provider=provider, dtype=dtype.value, prompt=prompt, batch_size=batch_size,
+                          served=served)
+
+    return side

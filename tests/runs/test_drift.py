@@ -119,7 +119,7 @@ def test_an_encoder_against_itself_conforms():
 def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, colliding):
     """The group that probes the failure drifts, and one that does not probe it stays put (so it is that
     failure, not noise, that the report names)."""
-    from fasteval.core.runs.drift import drift_text
+    from fasteval.core.runs.drift_output import drift_text
 
     report = run(broken)
     assert report.verdict == "drifts"
@@ -194,7 +194,7 @@ def test_a_receipt_gates_as_the_reference_does(tiny_st_folder, fasteval_home, tm
 def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
     from fasteval.core.io import write_result_folder
     from fasteval.core.report.build import build_report
-    from fasteval.core.runs.drift import drift_files
+    from fasteval.core.runs.drift_output import drift_files
     from fasteval.core.runs.sweep import Job, run_sweep
 
     from fakes import CountingEncoder

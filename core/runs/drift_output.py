@@ -1,0 +1,194 @@
+"""What a drift report becomes for a person and for CI: the terminal's text, the files of `--out`, JUnit XML, the
+several-candidate table, and the exit code (``fasteval drift``)."""
+from __future__ import annotations
+
+from ..exams.drift import INVARIANCE_MIN, DriftReport, drifted_at
+
+
+def drift_text(report: DriftReport) -> str:
+    """The report as the terminal shows it: the verdict, per group mean / worst / share below, the worst texts by
+    name, the collisions, and the PhysScore side."""
+    fmt = (lambda v: "  n/a" if v is None else f"{v:.4f}")
+    who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
+    lines = [f"fasteval drift: {report.candidate} against {report.reference} on {report.texts} texts: "
+             f"{report.verdict} (threshold {report.threshold})",
+             "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
+                                        + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
+                                        + ")" for side, w in who.items() if w)
+             + (f" -- {report.identity_mismatch}" if report.identity_mismatch else ""),
+             f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
+             f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {len(report.collisions)}", "",
+             f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
+    for g in report.groups.values():
+        below = "n/a" if g.share_below is None else f"{g.share_below:.0%}"
+        what = f"failed ({g.failed})" if g.failed else f"{g.worst_text!r}" if g.worst is not None and \
+            g.worst < report.threshold else g.probes
+        lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {what[:90]}")
+    drifted = [w for w in report.worst if w["cosine"] < report.threshold]
+    if drifted:
+        lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]
+    if report.collisions:
+        lines += ["", f"  collisions (apart under the reference, one under the candidate): {len(report.collisions)}"]
+        lines += [f"    {c['text_a']!r} ~ {c['text_b']!r}: {c['reference_cosine']:.3f} -> {c['candidate_cosine']:.4f}"
+                  for c in report.collisions[:10]]
+        if len(report.collisions) > 10:
+            lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
+    if report.invariance:
+        lines += ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
+                      "it depends on the batch):"]
+        lines += [f"    {r['condition']:<26} " + (f"skipped ({r['skipped']})" if "skipped" in r else
+                                                   f"{r['worst']:.6f}  {r['text']!r}") for r in report.invariance]
+    for b in report.behaviours:
+        other = "the candidate" if b["side"] == "reference" else "the reference"
+        lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
+                      f"{other} embeds (the shortest {b['shortest_chars']} characters: {b['message'][:100]}); "
+                      "they are left out of the cosines, the rest of the group is scored"]
+    p = report.physscore
+    if p:
+        ci = ("" if p.get("delta_tau_ci_low") is None
+              else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]")
+        lines += ["", f"  PhysScore: Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f} "
+                      f"(delta {p['delta_tau']:+.2f}{ci}), PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
+                      f"{len(p['cells_changed'])} of 20 cells changed"]
+    return "\n".join(lines)
+
+
+def drift_files(report: DriftReport) -> dict[str, str]:
+    """drift.json, drift_groups.csv and drift_worst.csv of a result folder."""
+    from ..io import csv_text, dumps
+
+    data = report.to_json()
+    groups = [{"group": k, **v} for k, v in data["groups"].items()]
+    return {"drift.json": dumps(data),
+            "drift_groups.csv": csv_text(groups, ["group", "n", "mean", "worst", "share_below", "worst_text", "failed",
+                                                  "probes"]),
+            "drift_worst.csv": csv_text(data["worst"], ["group", "text", "cosine"])}
+
+
+def to_exit_code(report: DriftReport, fail_below: float | None, fail_on_collisions: bool,
+                 expect_model: str | None = None) -> int:
+    """0 conforms, 1 drifts past what was asked (--fail-below, --fail-on-collisions, --expect-model); without a
+    gate 0."""
+    if fail_below is None and not fail_on_collisions and expect_model is None:
+        return 0
+    return 1 if report.verdict == "drifts" else 0
+
+
+def drift_junit(reports: list[DriftReport]) -> str:
+    """The reports as JUnit XML for a CI system, one test suite per candidate (under <testsuites> when there are
+    several): one test case per group (failing when a text in it drifted or it could not be embedded, with the
+    worst text), per invariance condition, one for the collisions, one for the identity; each behaviour a skipped
+    case that says what it is."""
+    from xml.etree import ElementTree as ET
+
+    suites = [_junit_suite(r) for r in reports]
+    root = suites[0] if len(suites) == 1 else ET.Element("testsuites", name="fasteval drift")
+    if len(suites) > 1:
+        root.extend(suites)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_suite(report: DriftReport):
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name=f"fasteval drift: {report.candidate}", tests="0", failures="0",
+                       skipped="0")
+    counts = {"tests": 0, "failures": 0, "skipped": 0}
+
+    def case(name: str, failure: str | None = None, skipped: str | None = None, out: str = "") -> None:
+        element = ET.SubElement(suite, "testcase", classname=f"drift.{report.candidate}", name=name)
+        counts["tests"] += 1
+        if failure is not None:
+            ET.SubElement(element, "failure", message=failure).text = failure
+            counts["failures"] += 1
+        elif skipped is not None:
+            ET.SubElement(element, "skipped", message=skipped)
+            counts["skipped"] += 1
+        if out:
+            ET.SubElement(element, "system-out").text = out
+
+    drifted = drifted_at(report.threshold)
+    for g in report.groups.values():
+        if g.failed:
+            case(f"group {g.name}", failure=f"could not be embedded: {g.failed}")
+        elif g.worst is not None and drifted(g.worst):
+            case(f"group {g.name}", failure=f"worst cosine {g.worst:.6f} < {report.threshold} for {g.worst_text!r}",
+                 out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
+        else:
+            case(f"group {g.name}", out=f"n {g.n}; mean {fmt_or_na(g.mean)}; worst {fmt_or_na(g.worst)}")
+    collided = f"{len(report.collisions)} collision(s)" if report.collisions else None
+    case("collisions", failure=collided if report.fail_on_collisions else None,
+         out=collided or "none")
+    case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
+    for r in report.invariance:
+        if "skipped" in r:
+            case(f"invariance {r['condition']}", skipped=r["skipped"])
+        else:
+            case(f"invariance {r['condition']}", out=f"worst {r['worst']:.6f} for {r['text']!r}",
+                 failure=None if r["worst"] >= INVARIANCE_MIN else
+                 f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone")
+    for b in report.behaviours:
+        case(f"behaviour {b['side']} {b['group']}", skipped=f"{b['behaviour']}: {b['texts']} input(s): "
+                                                         f"{b['message'][:160]}")
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    return suite
+
+
+LADDER_COLUMNS = ["candidate", "verdict", "worst", "mean", "groups_below", "delta_tau", "delta_tau_ci_low",
+                  "delta_tau_ci_high", "cells_changed", "batch_worst"]
+
+
+def ladder_rows(reports: list[DriftReport]) -> list[dict]:
+    """One row per candidate of a several-candidate drift (a quantization ladder, say): its verdict, worst and
+    mean cosine, how many groups drifted or failed, Δτ with its interval, the cells whose τ changed, and the worst
+    invariance cosine."""
+    rows = []
+    for r in reports:
+        drifted = drifted_at(r.threshold)
+        p = r.physscore or {}
+        batch = [x["worst"] for x in r.invariance if x.get("worst") is not None]
+        rows.append({"candidate": r.candidate, "verdict": r.verdict, "worst": r.worst_cosine, "mean": r.mean_cosine,
+                     "groups_below": sum(bool(g.failed) or (g.worst is not None and drifted(g.worst))
+                                         for g in r.groups.values()),
+                     "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
+                     "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
+                     "batch_worst": min(batch) if batch else None})
+    return rows
+
+
+def ladder_text(rows: list[dict], reference: str) -> str:
+    """The several-candidate table as the terminal shows it."""
+    def num(v, f="{:.5f}"):
+        return "n/a" if v is None else f.format(v)
+
+    width = max(len("candidate"), *(len(r["candidate"]) for r in rows))
+    lines = [f"fasteval drift: {len(rows)} candidates against {reference}", "",
+             f"  {'candidate':<{width}} {'verdict':<8} {'worst':>8} {'mean':>8} {'groups':>6} "
+             f"{'delta tau [95%]':>22} {'cells':>5} {'batch':>8}"]
+    for r in rows:
+        ci = "" if r["delta_tau_ci_low"] is None else f" [{r['delta_tau_ci_low']:.2f}, {r['delta_tau_ci_high']:.2f}]"
+        lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {num(r['worst']):>8} {num(r['mean']):>8} "
+                     f"{r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} {r['cells_changed']:>5} "
+                     f"{num(r['batch_worst'], '{:.4f}'):>8}")
+    return "\n".join(lines)
+
+
+def fmt_or_na(value) -> str:
+    return "n/a" if value is None else f"{value:.6f}"
+
+
+def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str, str], str]:
+    """What a drift of one or several candidates shows: (its JSON, its `--out` files, its text). One candidate:
+    its report as it is; several: each report, and the table of them all (``ladder``, ``ladder.csv``, one folder
+    per candidate)."""
+    from ..io import csv_text, dumps
+
+    if len(reports) == 1:
+        return reports[0].to_json(), drift_files(reports[0]), drift_text(reports[0])
+    rows = ladder_rows(reports)
+    files = {f"{k + 1}/{name}": text for k, r in enumerate(reports) for name, text in drift_files(r).items()}
+    files["ladder.json"] = dumps({"reference": reference, "ladder": rows})
+    files["ladder.csv"] = csv_text(rows, LADDER_COLUMNS)
+    text = "\n\n".join(drift_text(r) for r in reports) + "\n\n" + ladder_text(rows, reference)
+    return {"reference": reference, "candidates": [r.to_json() for r in reports], "ladder": rows}, files, text
