@@ -315,3 +315,18 @@ def read_json(path: Path) -> object:
     if size > MAX_RESULT_BYTES:
         raise ValueError(f"{size} bytes, more than a result holds ({MAX_RESULT_BYTES})")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def pack_texts(texts) -> tuple[np.ndarray, np.ndarray]:
+    """Texts as one UTF-8 byte array and their end offsets (for an npz: a long text costs its own length, not the
+    longest one's times the number of texts, as a fixed-width unicode array would)."""
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    return (np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            np.cumsum([len(e) for e in encoded], dtype=np.int64))
+
+
+def unpack_texts(text_bytes: np.ndarray, text_ends: np.ndarray) -> list[str]:
+    """``pack_texts``, undone."""
+    blob = text_bytes.tobytes()
+    starts = np.concatenate([[0], text_ends[:-1]]) if len(text_ends) else text_ends
+    return [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), text_ends.tolist())]

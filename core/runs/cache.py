@@ -29,7 +29,7 @@ import numpy as np
 
 from ..embeddings import EmbeddingTable, normalize_rows
 from ..errors import warn_rebuilt
-from ..io import atomic_write
+from ..io import atomic_write, pack_texts, unpack_texts
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +81,9 @@ class EmbeddingCache:
         if path is None or len(table) == 0:
             return
         texts, vectors = zip(*table.items())
-        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+        text_bytes, text_ends = pack_texts(texts)
         buf = io.BytesIO()
-        np.savez(buf, key=np.array(key), text_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
-                 text_ends=np.cumsum([len(e) for e in encoded], dtype=np.int64),
+        np.savez(buf, key=np.array(key), text_bytes=text_bytes, text_ends=text_ends,
                  vectors=np.stack(vectors).astype(np.float32))
         try:
             atomic_write(path, buf.getvalue())
@@ -100,9 +99,7 @@ class EmbeddingCache:
 def _texts_of(data) -> list[str]:
     """The texts of an entry: UTF-8 bytes and end offsets, or (entries written before) a unicode array."""
     if "text_bytes" in data:
-        blob, ends = data["text_bytes"].tobytes(), data["text_ends"]
-        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-        return [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())]
+        return unpack_texts(data["text_bytes"], data["text_ends"])
     return [str(t) for t in data["texts"]]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..io import unpack_texts
 
 MAGIC = "fasteval-receipt-1"
 
@@ -45,15 +46,14 @@ def is_receipt(value: Any) -> bool:
 def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str) -> None:
     """The receipt file, written atomically."""
     from ... import __version__
-    from ..io import atomic_write
+    from ..io import atomic_write, pack_texts
 
-    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    text_bytes, text_ends = pack_texts(texts)
     meta = {"name": name, "identity": identity, "texts": len(texts), "texts_sha256": texts_digest(texts),
             "fasteval_version": __version__}
     buf = io.BytesIO()
     np.savez(buf, magic=np.array(MAGIC), meta=np.array(json.dumps(meta, sort_keys=True, default=str)),
-             text_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
-             text_ends=np.cumsum([len(e) for e in encoded], dtype=np.int64),
+             text_bytes=text_bytes, text_ends=text_ends,
              vectors=np.asarray(vectors, dtype=np.float32))
     atomic_write(Path(path).expanduser(), buf.getvalue())
 
@@ -67,13 +67,11 @@ class ReceiptEncoder:
         try:
             with np.load(path, allow_pickle=False) as data:
                 self.meta = json.loads(str(data["meta"]))
-                blob, ends = data["text_bytes"].tobytes(), data["text_ends"]
+                texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
         except (OSError, ValueError, KeyError) as err:
             raise InputError(f"Cannot read the receipt {path}: {type(err).__name__}.",
                              "write it again with fasteval drift --save-receipt FILE REFERENCE.") from None
-        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-        texts = [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), ends.tolist())]
         if len(texts) != len(vectors) or texts_digest(texts) != self.meta.get("texts_sha256"):
             raise InputError(f"The receipt {path} does not hold what its digest says.",
                              "write it again with fasteval drift --save-receipt FILE REFERENCE.")

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import protocol as P
 from ..choices import EXECUTORS, OVERWRITE, check_choice, public_model
-from ..embeddings import describe
+from ..embeddings import EmbeddingTable, describe
 from ..errors import FastevalError, InputError
 from ..exams.statistics import DEFAULT_RESAMPLES
 from ..io import check_writable, clean_stale
@@ -163,6 +163,7 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     folder = out / P.model_id(view.name) / key
     cache, ekey = embedding_cache(settings, cache_root)
     rewrite = canonical_rewrite(job.normalize_quantities)
+    changed = None  # why a served model's finished result is no longer its deployment's
     if overwrite != "always" and folder.exists():
         existing = read_result(folder)
         changed = _deployment_changed(settings, cache, ekey, view, rewrite) if existing is not None else None
@@ -174,7 +175,11 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
             log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
         else:
             log.warning("%s: the deployment says what it said, but %s; redoing its result", view.name, changed)
-    table = verified(cache, ekey, view.encoder, view.name, rewrite, served=bool(settings.get("deployment")))
+    if changed is not None:  # its canaries were just checked against the cache: it goes, nothing is asked twice
+        cache.discard(ekey)
+        table = EmbeddingTable()
+    else:
+        table = verified(cache, ekey, view.encoder, view.name, rewrite, served=bool(settings.get("deployment")))
     cached = len(table)
     try:
         result = evaluate(view.encoder, exams=job.exams, metric=job.metric, name=view.name, settings=settings,

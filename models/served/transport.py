@@ -13,7 +13,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ...core.choices import public_url
 from ...core.errors import InputError, ModelError, first_line
@@ -41,11 +41,14 @@ class Endpoint:
     URL, sent as Basic auth), ``bearer`` (the API key from the environment) and ``public`` (what is shown and
     written: no credentials, no query)."""
     base: str
-    public: str
     params: tuple[tuple[str, str], ...] = ()
     auth: tuple[str, str] | None = field(default=None, repr=False)
     bearer: str | None = field(default=None, repr=False)
     key_env: str = ""
+
+    @property
+    def public(self) -> str:
+        return self.base
 
     @classmethod
     def parse(cls, url: str, api_key_env: str) -> Endpoint:
@@ -58,16 +61,13 @@ class Endpoint:
         if parts.scheme not in ("http", "https") or not host:
             raise InputError(f"{public_url(url)!r} is not an http(s) URL with a host.",
                              "pass a base URL as OpenAI's client takes it, e.g. http://127.0.0.1:8080/v1#my-model.")
-        netloc = host if ":" not in host else f"[{host}]"
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-        base = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+        base = public_url(url)  # what requests go to is what is shown: no credentials, no query
         auth = (unquote(parts.username or ""), unquote(parts.password or "")) if parts.username else None
         bearer = os.environ.get(api_key_env) or None
         if auth and bearer:
             raise InputError(f"Credentials for {base} both in the URL (user:password@) and in {api_key_env}.",
                              f"pass one: unset {api_key_env} for Basic auth, or drop user:password@ for the key.")
-        return cls(base, base, tuple(parse_qsl(parts.query, keep_blank_values=True)), auth, bearer, api_key_env)
+        return cls(base, tuple(parse_qsl(parts.query, keep_blank_values=True)), auth, bearer, api_key_env)
 
     @property
     def auth_kind(self) -> str:

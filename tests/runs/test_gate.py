@@ -72,7 +72,8 @@ def test_a_served_sweep_notices_a_changed_deployment(servers, tmp_path, caplog):
     server.faults.noise = 0.9
     texts = server.texts
     changed = sweep(server.url, out, home=tmp_path)
-    assert changed.returncode == 0 and "not what it embeds now" in changed.stderr, changed.stderr
+    assert changed.returncode == 0 and "the deployment says what it said, but" in changed.stderr, changed.stderr
+    assert changed.stderr.count("comes back at cosine") == 1, "its canaries asked and reported once"
     after = result_of(out)
     assert server.texts - texts > 400, "every text embedded again"
     assert after["key"] == before["key"]
