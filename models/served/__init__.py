@@ -132,7 +132,7 @@ class ServedEncoder:
         None (Exam 2 then leaves token Levenshtein out)."""
         if self._local_tokenizer is not None:
             return [list(e.ids) for e in self._local_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-        ids = self._server_token_ids(list(texts))
+        ids = self.server_token_ids(list(texts))
         if ids is None:
             log.warning("%s has no tokenizer endpoint (/tokenize): Exam 2's token Levenshtein is left out (null); "
                         "pass --tokenizer PATH (the model's tokenizer.json or folder) to have it.", self.url)
@@ -201,8 +201,9 @@ class ServedEncoder:
                     return body
         return None
 
-    def _server_token_ids(self, texts: list[str]) -> list[list[int]] | None:
-        """Token ids from the server's /tokenize, in the dialect that answers."""
+    def server_token_ids(self, texts: list[str]) -> list[list[int]] | None:
+        """The server's own token ids (without special tokens) from its /tokenize, in the dialect that answers;
+        None when it has none (never a local tokenizer: drift compares how the deployment tokenizes)."""
         known = self._tokenize is not None
         tries = [self._tokenize] if known else [(d, r) for d in DIALECTS if d.tokenize_body
                                                for r in self.endpoint.roots()]
@@ -215,12 +216,14 @@ class ServedEncoder:
                     out = dialect.tokenize_ids(ask(dialect.tokenize_body(texts, self.model)))
                 else:
                     out = [dialect.tokenize_ids(ask(dialect.tokenize_body(t, self.model))) for t in texts]
-            except (ModelError, Refused, KeyError, TypeError, ValueError):
+            except (ModelError, Refused, KeyError, TypeError, ValueError, AttributeError):
                 if known:
                     raise ModelError(f"{self.url}'s /tokenize stopped answering.", "rerun, or pass --tokenizer PATH.") \
                         from None
                 continue
-            if len(out) == len(texts) and all(isinstance(ids, list) for ids in out):
+            # no ids at all for texts that have words is no tokenizer's answer (a server ignoring a body it does not read)
+            if len(out) == len(texts) and all(isinstance(ids, list) for ids in out) and (
+                    any(out) or not any(t.strip() for t in texts)):
                 self._tokenize = (dialect, root)
                 return out
         return None

@@ -3,28 +3,24 @@
 * A 413, or a 400/422 that a smaller batch cures, splits the batch in two; after a 413 the smaller size is kept
   for the rest of the run (the server said the request was too large). The size a server forced is not a
   setting: it never enters a key.
-* A 400/422 for one text that is too long for the model (vLLM's "maximum context length", llama.cpp's "larger
-  than the max context size", TEI's "must have less than N tokens") is isolated by splitting, reported by name
-  (``InputRefused``), and changes nothing for the other texts or the batch size.
+* A refusal of one text that is too long for the model (``transport.too_long``: vLLM's "maximum context length",
+  llama.cpp's "larger than the max context size" or, with HTTP 500, "too large to process", TEI's "must have less
+  than N tokens") is isolated by splitting, reported by name (``InputRefused``), and changes nothing for the
+  other texts or the batch size.
 """
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 
 import numpy as np
 
 from ...core.errors import InputRefusedError, ModelError
-from .transport import Refused
+from .transport import Refused, too_long
 
 log = logging.getLogger(__name__)
 
 SPLIT_STATUSES = frozenset({400, 413, 422})
-# How servers say that one input is longer than the model takes.
-_TOO_LONG = re.compile(r"context length|context size|context window|too long|max_model_len|maximum.*tokens|"
-                       r"tokens.*(larger|longer|exceed|more) than|less than \d+ tokens|input.*(larger|longer)",
-                       re.IGNORECASE)
 
 
 class InputRefused(InputRefusedError):
@@ -34,10 +30,6 @@ class InputRefused(InputRefusedError):
         super().__init__(f"{shown} refuses the input {text[:60]!r} ({len(text)} characters): {message[:160]}",
                          "the model takes shorter inputs there; the reference may truncate where this server refuses.",
                          text=text, message=message)
-
-
-def too_long(message: str) -> bool:
-    return bool(_TOO_LONG.search(message))
 
 
 class Batcher:
@@ -56,7 +48,7 @@ class Batcher:
         try:
             return send(batch)
         except Refused as err:
-            if err.status not in SPLIT_STATUSES:
+            if err.status not in SPLIT_STATUSES and not too_long(err.message):
                 raise _refused(shown, err) from None
             if len(batch) == 1:
                 if too_long(err.message):

@@ -27,11 +27,26 @@ class Dialect:
 
 
 def _tei_ids(body) -> list[list[int]]:
+    """TEI's answer: one list of token records a text. Any other shape (llama.cpp answers a TEI-shaped request with
+    its own {"tokens": [...]}) is a ValueError, so that the next dialect is tried."""
+    if not isinstance(body, list) or not all(isinstance(row, list) and all(isinstance(t, dict) for t in row)
+                                             for row in body):
+        raise ValueError("not TEI's /tokenize answer")
     return [[int(t["id"]) for t in row if not t.get("special")] for row in body]
 
 
 def _single_ids(body) -> list[int]:
+    if not isinstance(body, dict) or not isinstance(body.get("tokens"), list):
+        raise ValueError("no token list in the /tokenize answer")
     return [int(i) for i in body["tokens"]]
+
+
+def _vllm_ids(body) -> list[int]:
+    """vLLM's answer carries its count (and max_model_len); llama.cpp answers a body without "content" with an
+    empty {"tokens": []}, which must not pass for vLLM's."""
+    if not isinstance(body, dict) or not isinstance(body.get("count"), int):
+        raise ValueError("not vLLM's /tokenize answer")
+    return _single_ids(body)
 
 
 DIALECTS: tuple[Dialect, ...] = (
@@ -40,7 +55,7 @@ DIALECTS: tuple[Dialect, ...] = (
             lambda texts, model: {"inputs": texts, "add_special_tokens": False}, _tei_ids, True),
     # vLLM: its /models entry carries max_model_len; /tokenize one text
     Dialect("vllm", None, lambda b: False,
-            lambda text, model: {"model": model, "prompt": text, "add_special_tokens": False}, _single_ids),
+            lambda text, model: {"model": model, "prompt": text, "add_special_tokens": False}, _vllm_ids),
     # llama.cpp's server: /tokenize one text (its /models entry carries "meta")
     Dialect("llama.cpp", None, lambda b: False,
             lambda text, model: {"content": text, "add_special": False}, _single_ids),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,17 @@ log = logging.getLogger(__name__)
 BACKOFF_BASE_S, BACKOFF_CAP_S = 0.5, 30.0
 MAX_RETRY_AFTER_S = 120.0  # a Retry-After beyond this is not waited for: the request fails
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+# How servers say that one input is longer than the model (or its batch) takes: vLLM's "maximum context length",
+# llama.cpp's "larger than the max context size" (400) and "input (N tokens) is too large to process. increase the
+# physical batch size" (500), TEI's "must have less than N tokens".
+_TOO_LONG = re.compile(r"context length|context size|context window|too long|too large to process|max_model_len|"
+                       r"maximum.*tokens|tokens.*(larger|longer|exceed|more) than|less than \d+ tokens|"
+                       r"input.*(larger|longer)", re.IGNORECASE)
+
+
+def too_long(message: str) -> bool:
+    """Whether a server's error message says that an input is too long for it."""
+    return bool(_TOO_LONG.search(message))
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
@@ -162,8 +174,6 @@ class _Deadline(Exception):
 
 def _safe(err: Exception) -> str:
     """An exception's first line with any URL in it reduced to its public form."""
-    import re
-
     return re.sub(r"https?://\S+", lambda m: public_url(m.group(0)), first_line(err, 100))
 
 
@@ -193,8 +203,9 @@ def _raise_for(status: int, headers, body: bytes, shown: str, endpoint: Endpoint
         raise ModelError(f"{shown} answered 404 (not found).",
                          "check the base URL (OpenAI-compatible servers usually serve under /v1) and the model "
                          "name after #.")
-    if status not in RETRY_STATUSES:
-        raise Refused(status, _error_text(body))
+    message = _error_text(body)
+    if status not in RETRY_STATUSES or too_long(message):  # an input too long is refused, not a passing fault
+        raise Refused(status, message)
 
 
 def _retry_after(headers) -> float | None:

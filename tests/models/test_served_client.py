@@ -104,6 +104,43 @@ def test_one_over_long_text_is_named_and_the_batch_size_is_kept():
     assert len(server.posts) - n == 2, "10 texts in batches of 8: still two requests"
 
 
+def test_llama_cpps_500_for_an_input_past_its_batch_is_a_refusal_not_a_retry():
+    """llama.cpp answers an input longer than its physical batch with HTTP 500 "input (N tokens) is too large to
+    process. increase the physical batch size": that text is refused by name at once (no retries), the others
+    embed, the batch size is kept."""
+    def past_batch(body):
+        if any(len(t) > 40 for t in body["input"]):
+            return httpx.Response(500, json={"error": {"code": 500, "type": "server_error", "message":
+                                  "input (1622 tokens) is too large to process. increase the physical batch size "
+                                  "(current batch size: 1024)"}})
+        return None
+
+    server = FakeServer(fault=past_batch)
+    enc = client(server, batch_size=8, retries=3)
+    long = "word " * 20
+    with pytest.raises(InputRefused) as err:
+        enc.encode(TEXTS[:3] + [long])
+    assert err.value.text == long and "too large to process" in str(err.value)
+    assert enc.usage.retries == 0 and len(server.posts) == 5, "isolated by halving (4, 2 + 2, 1 + 1), never retried"
+    assert enc.batcher.limit == 8
+
+
+def test_llama_cpps_tokenize_answers_after_the_tei_shaped_request():
+    """llama.cpp answers every /tokenize body with {"tokens": [...]}, empty when the body has no "content": TEI's
+    batched body is not taken for TEI's answer (it was an internal error), vLLM's not for vLLM's (it was every text
+    tokenized into no ids, so Exam 2's token distances were all 0); its own dialect is found and kept."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/tokenize"):
+            body = json.loads(request.content)
+            text = body.get("content") or ""
+            return httpx.Response(200, json={"tokens": [len(w) for w in text.split()]})
+        return FakeServer()(request)
+
+    enc = ServedEncoder("http://127.0.0.1:9/v1", transport=httpx.MockTransport(handler), retries=0)
+    assert enc.server_token_ids(["5 meters", "a bc def"]) == [[1, 6], [1, 2, 3]]
+    assert enc.token_ids(["12 kg"]) == [[2, 2]], "the dialect that answered is kept"
+
+
 def test_base64_refused_falls_back_to_floats_once():
     server = FakeServer(base64_ok=False)
     enc = client(server)
