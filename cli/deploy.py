@@ -105,15 +105,18 @@ def drift_command(
         "--no-conformance", help="Leave out the conformance set (accents, case, Unicode forms, whitespace, "
                                  "scripts, number formats, long texts, edge cases).")] = False,
     fail_below: Annotated[Optional[float], typer.Option(
-        help="Exit 1 when a text's cosine between the two is below this (a CI gate), e.g. 0.99.")] = None,
+        help="The cosine a text must reach (default 0.99); below it the candidate drifts (exit 1).")] = None,
     fail_on_collisions: Annotated[bool, typer.Option(
-        "--fail-on-collisions", help="Exit 1 when the candidate makes two texts the reference keeps apart "
-                                     "near-identical.")] = False,
+        "--fail-on-collisions", help="Drift (exit 1) also when the candidate makes two texts the reference keeps "
+                                     "apart near-identical.")] = False,
     no_invariance: Annotated[bool, typer.Option(
         "--no-invariance", help="Leave out the batch and concurrency invariance probes of the candidate.")] = False,
     expect_model: Annotated[Optional[str], typer.Option(
-        help="Exit 1 when the candidate says it is another model (a served model's /models id, else its name).")]
-        = None,
+        help="Drift (exit 1) when the candidate says it is another model (a served model's /models id, else its "
+             "name).")] = None,
+    expect_precision: Annotated[Optional[str], typer.Option(
+        help="The weights' precision the candidate must say it serves (f32, f16, q8_0, q4_0, ...); default: the "
+             "reference's, where both say theirs.")] = None,
     junit: Annotated[Optional[Path], typer.Option(
         help="Also write the report as JUnit XML (one test case per group, collisions, identity) for CI.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
@@ -133,8 +136,8 @@ def drift_command(
     retries: Retries = choices.SERVED_RETRIES,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
 ) -> None:
-    """Does this deployment embed like the reference? Exit 0: conforms (or no gate asked), 1: drifts past
-    --fail-below / --fail-on-collisions, 2: bad input."""
+    """Does this deployment embed like the reference? Exit 0: conforms, 1: drifts (at the default gates or those
+    asked for), 2: bad input or a fault."""
     with user_errors("nothing was written.", exit_code=2):  # 1 is "drifts": every error is 2
         set_quiet(quiet or json_out)
         from ..core.choices import public_model
@@ -167,7 +170,7 @@ def drift_command(
                          threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
                          fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                          labels=(public_model(reference), public_model(c)), expect_model=expect_model,
-                         invariance=not no_invariance,
+                         expect_precision=expect_precision, invariance=not no_invariance,
                          on_step=lambda name, c=c: say(quiet or json_out, f"fasteval: drift {public_model(c)}: {name}"))
                    for c in candidates]
         data, files, text = outputs(reports, public_model(reference))
@@ -176,7 +179,7 @@ def drift_command(
         if out is not None:
             write_output_folder(Path(out), files, what="the drift report", marker=marker)
         typer.echo(dumps(data).rstrip() if json_out else text)
-    raise typer.Exit(max(to_exit_code(r, fail_below, fail_on_collisions, expect_model) for r in reports))
+    raise typer.Exit(max(to_exit_code(r) for r in reports))
 
 
 def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str, junit: Path | None,

@@ -12,7 +12,9 @@ embedding tables of the same texts.)
 * the **PhysScore side**: Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ
   (candidate − reference) with its 95% interval (the ``compare`` machinery);
 * a **verdict**: "drifts" when the worst cosine is below the threshold, a group the reference embeds fails on
-  the candidate, or (when asked) there is a collision; else "conforms".
+  the candidate, the candidate depends on the batch, says it is another model or serves another precision than
+  expected, or (when asked) there is a collision; else "conforms". Every "drifts" names its reasons
+  (``DriftReport.reasons``).
 """
 from __future__ import annotations
 
@@ -68,16 +70,43 @@ class DriftReport:
     identity_mismatch: str | None = None  # --expect-model: why the candidate is not the model expected
     # the candidate's batch and concurrency invariance (core/runs/invariance.py): condition, worst, text | skipped
     invariance: list[dict[str, Any]] = field(default_factory=list)
+    # the weights' precision each side states (f32, f16, bf16, q8_0, q4_0, int8, ...; None: not stated), and why
+    # the candidate's is not the one expected (the reference's, or --expect-precision)
+    precision: dict[str, str | None] = field(default_factory=dict)
+    precision_mismatch: str | None = None
+    # how each side tokenizes the drifted texts, where both can say (a local tokenizer, a server's /tokenize):
+    # compared, differ (other ids), truncated (the same ids, one side cut short), examples
+    tokenization: dict[str, Any] = field(default_factory=dict)
+    cosines: dict[str, float] = field(default_factory=dict, repr=False)  # text -> cosine (not in the JSON)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the candidate drifts, each by name (empty: it conforms): a group whose worst text is below the
+        threshold (less the stated tolerance; a NaN never conforms) or that failed, a batch condition below
+        INVARIANCE_MIN, another identity or precision, (when asked) collisions; and, as the explanation of drifted
+        texts, that the candidate tokenizes them differently."""
+        drifted = drifted_at(self.threshold)
+        out = [f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}" for g in self.groups.values()
+               if g.failed or (g.worst is not None and drifted(g.worst))]
+        if drifted(self.worst_cosine) and not out:
+            out.append(f"worst cosine {self.worst_cosine:.4f}")
+        out += [f"batch: {r['condition']} {r['worst']:.4f}" for r in self.invariance
+                if r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN]
+        if self.identity_mismatch:
+            out.append("identity: " + self.identity_mismatch)
+        if self.precision_mismatch:
+            out.append("precision: " + self.precision_mismatch)
+        if self.fail_on_collisions and self.collisions:
+            out.append(f"{len(self.collisions)} collision(s)")
+        t = self.tokenization
+        if out and t.get("differ"):
+            out.append(f"tokenizer: {t['differ']} of {t['compared']} drifted texts tokenized differently")
+        return out
 
     @property
     def verdict(self) -> str:
-        """"conforms" only when every text's cosine is a number at or above the threshold (less the stated
-        tolerance), no group failed and (when asked) nothing collided; a NaN never conforms."""
-        failed = any(g.failed for g in self.groups.values())
-        collided = self.fail_on_collisions and bool(self.collisions)
-        below = drifted_at(self.threshold)(self.worst_cosine)
-        batch = any(r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN for r in self.invariance)
-        return "drifts" if below or failed or collided or self.identity_mismatch or batch else "conforms"
+        """"conforms" only when nothing is wrong (``reasons`` is empty)."""
+        return "drifts" if self.reasons else "conforms"
 
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
@@ -100,7 +129,8 @@ class DriftReport:
             "worst": self.worst, "collisions": self.collisions,
             "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
             "identity": self.identity, "identity_mismatch": self.identity_mismatch, "invariance": self.invariance,
-            **self.physscore})
+            "precision": self.precision, "precision_mismatch": self.precision_mismatch,
+            "tokenization": self.tokenization, "reasons": self.reasons, **self.physscore})
 
 
 def drifted_at(threshold: float):
@@ -154,7 +184,8 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
                    "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
                   for i, j, ra, cb in pairs]
     return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
-                       out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions)
+                       out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions,
+                       cosines=cosine)
 
 
 def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_dim: int | None) -> None:
@@ -210,6 +241,26 @@ def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
         tb = resample_exam1(rows[1], resamples, values).table1()[0]
         out["delta_tau_ci_low"], out["delta_tau_ci_high"] = percentile_interval(tb - ta)
     return out
+
+
+def compare_tokenizations(texts: list[str], reference: list[list[int]], candidate: list[list[int]],
+                          examples: int = 3) -> dict[str, Any]:
+    """How two tokenizers' ids of the same ``texts`` compare: how many were compared, how many the candidate
+    tokenizes into other ids (``differ``), how many into the same ids cut at another length (``truncated``), and
+    the first few differing ones (text, both sides' first ids and their counts)."""
+    differ, truncated, shown = 0, 0, []
+    for text, a, b in zip(texts, reference, candidate):
+        if list(a) == list(b):
+            continue
+        n = min(len(a), len(b))
+        if list(a[:n]) == list(b[:n]):
+            truncated += 1
+            continue
+        differ += 1
+        if len(shown) < examples:
+            shown.append({"text": _short(text), "reference_ids": list(a[:12]), "candidate_ids": list(b[:12]),
+                          "reference_tokens": len(a), "candidate_tokens": len(b)})
+    return {"compared": len(texts), "differ": differ, "truncated": truncated, "examples": shown}
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -21,7 +21,7 @@ from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
 from ..errors import FastevalError, InputRefusedError, first_line
 from ..errors import InputError
 from ..exams.drift import (
-    DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, physscore_drift, score_drift,
+    DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, drifted_at, physscore_drift, score_drift,
 )
 from ..protocol.conformance import TextGroup, conformance_groups, user_groups
 
@@ -35,15 +35,19 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
           resamples: int = DEFAULT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
-          invariance: bool = True) -> DriftReport:
+          expect_precision: str | None = None, invariance: bool = True) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (any two encoders: fasteval models, served models,
     sentence-transformers models). The texts: the paper's Exam 1 texts (embedded in the paper's grouping, so
     the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
     (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
     of Δτ (0: none); ``expect_model``: the model id the candidate must say it is (a served model's id, else
-    its name): another one drifts, whatever its vectors; ``invariance``: also embed a few texts with the
+    its name): another one drifts, whatever its vectors; ``expect_precision``: the weights' precision the
+    candidate must say it serves (``q8_0``, say; default: the reference's, where both say theirs: llama.cpp's
+    ``ftype``, TEI's ``dtype``, a local model's ``dtype``); ``invariance``: also embed a few texts with the
     candidate alone, in batches of several sizes and with several requests in flight
-    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts."""
+    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts. Where both sides
+    can tokenize (a local tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a
+    candidate that tokenizes them differently is named (``report.tokenization``)."""
     from ..exams import ExamInputs, exam
     from ..encoders import as_encoder
 
@@ -79,11 +83,79 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     said = report.identity["candidate"].get("model")
     if expect_model is not None and said != expect_model:
         report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
+    report.precision = {side: precision_of(report.identity[side]) for side in ("reference", "candidate")}
+    report.precision_mismatch = precision_mismatch(report.precision, expect_precision)
+    drifted = sorted(((c, t) for t, c in report.cosines.items() if drifted_at(threshold)(c)),
+                     key=lambda ct: (ct[0] == ct[0], ct[0]))[:MAX_TOKENIZED]  # NaN first, then the worst
+    if drifted:
+        report.tokenization = _tokenization(views, [t for _c, t in drifted])
     if PROTOCOL_GROUP not in failed:
         geometry = exam(1)
         results = [geometry.run(ExamInputs(table, "cos")) for table in tables]
         report.physscore = physscore_drift(results[0], results[1], resamples)
     return report
+
+
+MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compared
+# How servers and exports name a weight precision -> one name (the rest are compared as said, lower case).
+PRECISION_NAMES = {"f32": ("f32", "fp32", "float32"), "f16": ("f16", "fp16", "float16", "half"),
+                   "bf16": ("bf16", "bfloat16")}
+
+
+def normalize_precision(said: object) -> str | None:
+    """A precision as fasteval names it: "all F32" (llama.cpp), "float32" (TEI), "fp32" (an export) -> "f32";
+    "Q8_0" -> "q8_0"; None when nothing is said."""
+    if not isinstance(said, str) or not said.strip():
+        return None
+    name = said.strip().lower()
+    for prefix in ("all ", "mostly "):
+        name = name.removeprefix(prefix)
+    return next((k for k, names in PRECISION_NAMES.items() if name in names), name)
+
+
+def precision_of(identity: dict) -> str | None:
+    """The weights' precision an identity states: a local model's dtype, llama.cpp's /models ``meta.ftype``, TEI's
+    /info ``dtype``; None when it states none (vLLM, infinity, OpenAI)."""
+    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
+    meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
+    info = identity.get("info") if isinstance(identity.get("info"), dict) else {}
+    return normalize_precision(identity.get("dtype") or meta.get("ftype") or info.get("dtype"))
+
+
+def precision_mismatch(precision: dict, expected: str | None) -> str | None:
+    """Why the candidate's stated precision is not the one expected (``expected``, else the reference's where both
+    state one); None when it is."""
+    cand = precision.get("candidate")
+    if expected is not None:
+        want = normalize_precision(expected)
+        if cand != want:
+            return (f"the candidate serves {cand} weights, expected {want}" if cand else
+                    f"the candidate does not say its precision, expected {want}")
+        return None
+    ref = precision.get("reference")
+    if ref and cand and ref != cand:
+        return f"the candidate serves {cand} weights, the reference {ref}"
+    return None
+
+
+def _tokenization(views, texts: list[str]) -> dict:
+    """The two sides' token ids of ``texts`` compared (``compare_tokenizations``), where both can tokenize: a
+    served side by its server's /tokenize (never a local stand-in), a local one by its tokenizer; {} otherwise."""
+    from ..exams.drift import compare_tokenizations
+
+    ids = []
+    for view in views:
+        ask = getattr(view.encoder, "server_token_ids", None)
+        ask = ask if callable(ask) else view.token_ids
+        try:
+            got = ask(list(texts)) if ask is not None else None
+        except FastevalError as err:
+            log.info("%s could not tokenize the drifted texts: %s", view.name, first_line(err, 160))
+            got = None
+        if got is None or len(got) != len(texts):
+            return {}
+        ids.append(got)
+    return compare_tokenizations(texts, ids[0], ids[1])
 
 
 def identity_of(view) -> dict:

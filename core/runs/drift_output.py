@@ -10,12 +10,15 @@ def drift_text(report: DriftReport) -> str:
     name, the collisions, and the PhysScore side."""
     fmt = (lambda v: "  n/a" if v is None else f"{v:.4f}")
     who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
+    reasons = report.reasons
     lines = [f"fasteval drift: {report.candidate} against {report.reference} on {report.texts} texts: "
-             f"{report.verdict} (threshold {report.threshold})",
+             f"{report.verdict}" + (f": {'; '.join(reasons)}" if reasons else "") + f" (threshold {report.threshold})",
              "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
+                                        + (f", {report.precision[side]}" if report.precision.get(side) else "")
                                         + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
                                         + ")" for side, w in who.items() if w)
-             + (f" -- {report.identity_mismatch}" if report.identity_mismatch else ""),
+             + (f" -- {report.identity_mismatch}" if report.identity_mismatch else "")
+             + (f" -- {report.precision_mismatch}" if report.precision_mismatch else ""),
              f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
              f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {len(report.collisions)}", "",
              f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
@@ -33,6 +36,12 @@ def drift_text(report: DriftReport) -> str:
                   for c in report.collisions[:10]]
         if len(report.collisions) > 10:
             lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
+    t = report.tokenization
+    if t.get("differ") or t.get("truncated"):
+        lines += ["", f"  tokenizer: of the {t['compared']} worst drifted texts the candidate tokenizes {t['differ']} "
+                      f"into other ids and cuts {t['truncated']} at another length than the reference"]
+        lines += [f"    {e['text']!r}: {e['reference_tokens']} tokens {e['reference_ids'][:8]} against "
+                  f"{e['candidate_tokens']} {e['candidate_ids'][:8]}" for e in t["examples"]]
     if report.invariance:
         lines += ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
                       "it depends on the batch):"]
@@ -65,12 +74,9 @@ def drift_files(report: DriftReport) -> dict[str, str]:
             "drift_worst.csv": csv_text(data["worst"], ["group", "text", "cosine"])}
 
 
-def to_exit_code(report: DriftReport, fail_below: float | None, fail_on_collisions: bool,
-                 expect_model: str | None = None) -> int:
-    """0 conforms, 1 drifts past what was asked (--fail-below, --fail-on-collisions, --expect-model); without a
-    gate 0."""
-    if fail_below is None and not fail_on_collisions and expect_model is None:
-        return 0
+def to_exit_code(report: DriftReport) -> int:
+    """0 conforms, 1 drifts (at the default gates or those asked for): a gate is never passed by leaving out an
+    option."""
     return 1 if report.verdict == "drifts" else 0
 
 
@@ -120,6 +126,11 @@ def _junit_suite(report: DriftReport):
     case("collisions", failure=collided if report.fail_on_collisions else None,
          out=collided or "none")
     case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
+    case("precision", failure=report.precision_mismatch, out=str(report.precision))
+    t = report.tokenization
+    if t:
+        case("tokenizer", out=f"{t['differ']} of {t['compared']} drifted texts tokenized into other ids, "
+                              f"{t['truncated']} cut at another length; examples: {t['examples']}")
     for r in report.invariance:
         if "skipped" in r:
             case(f"invariance {r['condition']}", skipped=r["skipped"])
@@ -135,8 +146,8 @@ def _junit_suite(report: DriftReport):
     return suite
 
 
-LADDER_COLUMNS = ["candidate", "verdict", "worst", "mean", "groups_below", "delta_tau", "delta_tau_ci_low",
-                  "delta_tau_ci_high", "cells_changed", "batch_worst"]
+LADDER_COLUMNS = ["candidate", "verdict", "precision", "worst", "mean", "groups_below", "delta_tau",
+                  "delta_tau_ci_low", "delta_tau_ci_high", "cells_changed", "batch_worst", "reasons"]
 
 
 def ladder_rows(reports: list[DriftReport]) -> list[dict]:
@@ -148,12 +159,13 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
         drifted = drifted_at(r.threshold)
         p = r.physscore or {}
         batch = [x["worst"] for x in r.invariance if x.get("worst") is not None]
-        rows.append({"candidate": r.candidate, "verdict": r.verdict, "worst": r.worst_cosine, "mean": r.mean_cosine,
+        rows.append({"candidate": r.candidate, "verdict": r.verdict, "precision": r.precision.get("candidate"),
+                     "worst": r.worst_cosine, "mean": r.mean_cosine,
                      "groups_below": sum(bool(g.failed) or (g.worst is not None and drifted(g.worst))
                                          for g in r.groups.values()),
                      "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
                      "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
-                     "batch_worst": min(batch) if batch else None})
+                     "batch_worst": min(batch) if batch else None, "reasons": "; ".join(r.reasons)})
     return rows
 
 
@@ -164,13 +176,13 @@ def ladder_text(rows: list[dict], reference: str) -> str:
 
     width = max(len("candidate"), *(len(r["candidate"]) for r in rows))
     lines = [f"fasteval drift: {len(rows)} candidates against {reference}", "",
-             f"  {'candidate':<{width}} {'verdict':<8} {'worst':>8} {'mean':>8} {'groups':>6} "
-             f"{'delta tau [95%]':>22} {'cells':>5} {'batch':>8}"]
+             f"  {'candidate':<{width}} {'verdict':<8} {'weights':<8} {'worst':>8} {'mean':>8} {'groups':>6} "
+             f"{'delta tau [95%]':>22} {'cells':>5} {'batch':>8}  why"]
     for r in rows:
         ci = "" if r["delta_tau_ci_low"] is None else f" [{r['delta_tau_ci_low']:.2f}, {r['delta_tau_ci_high']:.2f}]"
-        lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {num(r['worst']):>8} {num(r['mean']):>8} "
-                     f"{r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} {r['cells_changed']:>5} "
-                     f"{num(r['batch_worst'], '{:.4f}'):>8}")
+        lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {r['precision'] or '?':<8} {num(r['worst']):>8} "
+                     f"{num(r['mean']):>8} {r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} "
+                     f"{r['cells_changed']:>5} {num(r['batch_worst'], '{:.4f}'):>8}  {r['reasons'][:120]}")
     return "\n".join(lines)
 
 

@@ -159,8 +159,10 @@ def test_cli_json_exit_codes_and_files(tiny_st_folder, fasteval_home, tmp_path):
     assert "drifts" in int8.stdout.splitlines()[0] and "PhysScore" in int8.stdout
     written = json.loads((out / "drift.json").read_text())
     assert written["verdict"] == "drifts" and (out / "drift_groups.csv").read_text().startswith("group,n,mean")
-    report_only = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-dtype", "int8", *common], env=env)
-    assert report_only.returncode == 0, "without a gate the report exits 0"
+    default_gate = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-dtype", "int8", *common], env=env)
+    assert default_gate.returncode == 1, "a gate is never passed by leaving out an option: the default one holds"
+    first = default_gate.stdout.splitlines()[0]
+    assert "drifts: " in first and "precision: the candidate serves int8 weights, the reference f32" in first, first
     one_line_error(run_cli(["drift", tiny_st_folder, tmp_path / "nope", *common], env=env), "does not exist")
     bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--fail-below", "2", *common], env=env)
     assert bad.returncode == 2 and "--fail-below" in bad.stderr

@@ -450,7 +450,9 @@ def test_several_candidates_end_with_one_table(servers, tmp_path):
     assert len(data["candidates"]) == 3 and data["candidates"][1]["verdict"] == "drifts"
     root = ET.parse(tmp_path / "j.xml").getroot()
     assert root.tag == "testsuites" and len(list(root)) == 3
-    assert (tmp_path / "out" / "ladder.csv").read_text().startswith("candidate,verdict,worst")
+    assert (tmp_path / "out" / "ladder.csv").read_text().startswith("candidate,verdict,precision,worst")
+    assert data["ladder"][0]["reasons"] == "" and "batch: in a batch of 32" in data["ladder"][2]["reasons"]
+    assert data["ladder"][1]["reasons"].startswith("protocol "), "another model: named by the group that drifts"
     assert json.loads((tmp_path / "out" / "1" / "drift.json").read_text())["verdict"] == "conforms"
 
 
