@@ -1,8 +1,12 @@
 """drift: `fasteval drift` on real deployments of the default model (its folder against the same model served by
-infinity, against its int8 export, against sentence-transformers on torch), and all-mpnet-base-v2 fp32 against
-int8 when that model is cached: per group mean and worst cosine, collisions, and Δτ with its interval."""
+infinity, by llama.cpp's server from GGUF files f32, q8_0, q4_0 and one with a tokenizer that keeps case, by vLLM's
+CPU build when FASTEVAL_TEST_VLLM=1 (a 3.5 GB environment, built once), against its int8 export, against
+sentence-transformers on torch), and all-mpnet-base-v2 fp32 against int8 when that model is cached: the verdict
+and its reasons, per group mean and worst cosine, collisions, and Δτ with its interval."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 
@@ -30,14 +34,21 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     from fasteval.core.runs.drift import drift
     from fasteval.models.loader import load_model
     from fasteval.models.registry import find_spec, is_cached
-    from servers import start_infinity
+    from servers import GGUF_KINDS, gguf_of, start_infinity, start_llama_server, start_vllm
 
     fp32 = load_model(ctx.model, provider="cpu")
-    candidates = [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8")),
-                  ("sentence-transformers (torch)", lambda: SentenceTransformersEncoder(ctx.folder))]
     lines = []
-    with start_infinity(ctx.folder, ctx.tmp) as url:
-        candidates.insert(0, ("served by infinity", lambda: load_model(url)))
+    with contextlib.ExitStack() as stack:
+        served = [("served by infinity", stack.enter_context(start_infinity(ctx.folder, ctx.tmp)))]
+        served += [(f"served by llama.cpp (GGUF {k})" if k != "cased-tokenizer" else
+                    "served by llama.cpp (GGUF f32, a tokenizer that keeps case)",
+                    stack.enter_context(start_llama_server(gguf_of(ctx.folder, k), ctx.tmp, parallel=2)))
+                   for k in GGUF_KINDS]
+        if os.environ.get("FASTEVAL_TEST_VLLM") == "1":
+            served.append(("served by vLLM (CPU build, float32)", stack.enter_context(start_vllm(ctx.folder, ctx.tmp))))
+        candidates = [(label, lambda url=url: load_model(url)) for label, url in served]
+        candidates += [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8")),
+                       ("sentence-transformers (torch)", lambda: SentenceTransformersEncoder(ctx.folder))]
         for label, make in candidates:
             lines.append(_line(ctx.model, label, fp32, make(), drift))
     if is_cached(find_spec(MPNET)):
@@ -51,10 +62,13 @@ def _line(model: str, label: str, reference, candidate, drift) -> Line:
     report = drift(reference, candidate, resamples=2000, cache_root=None)
     seconds = time.perf_counter() - start
     p = report.physscore
-    groups = "; ".join(f"{name} {g.mean:.4f}/{g.worst:.4f}" if g.mean is not None else f"{name} failed"
+    groups = "; ".join(f"{name} {g.mean:.4f}/{g.worst:.4f}" if g.mean is not None else
+                       f"{name} failed" if g.failed else f"{name} n/a (every text refused)"
                        for name, g in report.groups.items())
     return Line("drift", f"{model}: fp32 folder against {label}", seconds, None, "",
-                f"{report.verdict}: cosine mean {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; "
+                f"{report.verdict}" + (f" ({'; '.join(report.reasons)})" if report.reasons else "") +
+                f": cosine mean {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; "
                 f"collisions {len(report.collisions)}; Δτ {p['delta_tau']:+.2f} [{p['delta_tau_ci_low']:.2f}, "
                 f"{p['delta_tau_ci_high']:.2f}], {len(p['cells_changed'])} of 20 cells changed; per group mean/worst: "
-                f"{groups}", None, detail={"report": report.to_json()})
+                f"{groups}" + "".join(f"; {b['behaviour']}: {b['texts']} {b['group']} text(s) (takes {b['max_tokens']} "
+                                      f"tokens)" for b in report.behaviours), None, detail={"report": report.to_json()})

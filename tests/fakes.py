@@ -80,3 +80,20 @@ def one_line_error(proc, *fragments) -> str:
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     return lines[0]
+
+
+def assert_same_summaries(served: dict, local: dict, tolerances=(("exam1", 1e-9), ("exam2", 1e-3), ("exam3", 1e-9))
+                          ) -> None:
+    """A served run's exam summaries against the local folder's (two results.json): the same entries, Exam 2's
+    token Levenshtein among them (the server's own /tokenize, or the --tokenizer given), each within its exam's
+    tolerance (torch or ggml against onnxruntime differ in the last float bits: a few of Exam 2's 4,950 near-ties
+    flip)."""
+    import pytest
+
+    assert any("token" in k for k in local["exams"]["exam2"]["summary"])
+    for key, tolerance in tolerances:
+        a, b = served["exams"][key]["summary"], local["exams"][key]["summary"]
+        assert a.keys() == b.keys(), key
+        for name, value in a.items():
+            if isinstance(value, float):
+                assert value == pytest.approx(b[name], abs=tolerance), (key, name)

@@ -70,7 +70,6 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
     step("score")
     report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
-    report.behaviours = _behaviours(refused, names)
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
@@ -80,6 +79,7 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
     if isinstance(reference, ReceiptEncoder):
         report.identity["reference"] = reference.identity
+    report.behaviours = _behaviours(refused, names, report.identity)
     said = report.identity["candidate"].get("model")
     if expect_model is not None and said != expect_model:
         report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
@@ -160,16 +160,25 @@ def _tokenization(views, texts: list[str]) -> dict:
 
 def identity_of(view) -> dict:
     """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
-    and content hashes; anything else its name."""
+    and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
+    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx)."""
     info = view.info
     deployment = info.get("deployment")
     if isinstance(deployment, dict):
+        server = deployment.get("server") if isinstance(deployment.get("server"), dict) else {}
+        meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
         return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
-                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {})}
+                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
+                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx"))}
     if info.get("onnx_sha256") or info.get("source_sha256"):
         return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
-                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256")}
+                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
+                "max_tokens": _int_or_none(info.get("max_seq_length"))}
     return {"kind": "object", "model": view.name}
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def drift_groups(conformance: bool, texts: str | Path | None) -> tuple[list, list[TextGroup]]:
@@ -280,15 +289,18 @@ def _embed_isolating_refusals(encoder, texts: list[str], table: EmbeddingTable) 
     return refusals
 
 
-def _behaviours(refused: dict, names: list[str]) -> list[dict]:
+def _behaviours(refused: dict, names: list[str], identity: dict) -> list[dict]:
     """One finding per side and group that refused inputs the other side embedded: how many, the shortest
-    refused, and what the server said."""
+    refused, what the server said, and the longest input each side takes or truncates to, where it says."""
     out: dict[tuple[str, str], dict] = {}
     for text, hits in refused.items():
         for side, group, err in hits:
-            entry = out.setdefault((side, group), {"side": side, "model": names[side == "candidate"],
-                                                   "group": group, "behaviour": "refuses long inputs", "texts": 0,
-                                                   "shortest_chars": None, "message": err.message[:200]})
+            other = "candidate" if side == "reference" else "reference"
+            entry = out.setdefault((side, group), {
+                "side": side, "model": names[side == "candidate"], "group": group, "behaviour": "refuses long inputs",
+                "texts": 0, "shortest_chars": None, "message": err.message[:200],
+                "max_tokens": identity.get(side, {}).get("max_tokens"),
+                "other_truncates_at": identity.get(other, {}).get("max_tokens")})
             entry["texts"] += 1
             entry["shortest_chars"] = min(len(text), entry["shortest_chars"] or len(text))
     return list(out.values())

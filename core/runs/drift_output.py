@@ -49,8 +49,10 @@ def drift_text(report: DriftReport) -> str:
                                                    f"{r['worst']:.6f}  {r['text']!r}") for r in report.invariance]
     for b in report.behaviours:
         other = "the candidate" if b["side"] == "reference" else "the reference"
+        limits = ((f"; it takes at most {b['max_tokens']} tokens" if b.get("max_tokens") else "")
+                  + (f", {other} truncates at {b['other_truncates_at']}" if b.get("other_truncates_at") else ""))
         lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
-                      f"{other} embeds (the shortest {b['shortest_chars']} characters: {b['message'][:100]}); "
+                      f"{other} embeds (the shortest {b['shortest_chars']} characters{limits}: {b['message'][:100]}); "
                       "they are left out of the cosines, the rest of the group is scored"]
     p = report.physscore
     if p:

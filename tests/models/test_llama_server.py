@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from fakes import run_cli
+from fakes import assert_same_summaries, run_cli
 from servers import GGUF_KINDS, SERVED_NAME, gguf_of, minilm_folder_in, start_llama_server
 
 pytestmark = pytest.mark.slow  # a real server and the real default model (both built once, then cached)
@@ -115,3 +115,15 @@ def test_a_changed_tokenizer_is_caught_and_named(llama, minilm_folder, home):
     example = t["examples"][0]
     assert example["reference_ids"] != example["candidate_ids"]
     assert data["collisions"], "accented words become one [UNK] vector: texts the reference keeps apart collide"
+
+
+def test_exam_2_uses_llama_cpps_own_tokenizer(llama, minilm_folder, home, tmp_path):
+    """A served sweep reads token ids from llama.cpp's /tokenize (the same WordPiece vocabulary, so Exam 2 is the
+    local model's); before, llama.cpp's empty answer to vLLM's body passed for token ids."""
+    common = ["--exams", "2", "--bootstrap", "0", "--provider", "cpu"]
+    env = {"FASTEVAL_HOME": str(home)}
+    for model, out in ((llama["f32"], "served"), (minilm_folder, "local")):
+        proc = run_cli(["sweep", "--model", model, "--out", tmp_path / out, *common], env=env, timeout=1200)
+        assert proc.returncode == 0, proc.stderr
+    served, local = (json.loads(next((tmp_path / d).glob("*/*/results.json")).read_text()) for d in ("served", "local"))
+    assert_same_summaries(served, local, (("exam2", 0.05),))
