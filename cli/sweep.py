@@ -71,7 +71,8 @@ def sweep(
         from . import printing
         from ..core.io import check_writable
 
-        from ..core.runs.sweep import Job, read_models_file
+        from ..core.io import read_models_file
+        from ..core.runs.sweep import Job
 
         # a bad protocol file or exam selection fails here (the first job resolves them), before anything is written
         first = Job("", exams=exams, protocol=protocol)
@@ -204,7 +205,7 @@ def check_command(
     with user_errors("nothing was written."):
         set_quiet(quiet or json_out)
         from ..core.errors import InputError
-        from ..core.runs.sweep import read_models_file
+        from ..core.io import read_models_file
 
         if quantities and file:
             raise InputError("fasteval check got quantities both as arguments and with --file.",

@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OutputError
+from .errors import InputError, OutputError
 
 RESULT_FILE = "results.json"  # one result folder's main file (core/results reads and writes it)
 MAX_RESULT_BYTES = 256 * 2**20  # a JSON file fasteval reads back (a protocol result with every heatmap: a few MB)
@@ -330,3 +331,21 @@ def unpack_texts(text_bytes: np.ndarray, text_ends: np.ndarray) -> list[str]:
     blob = text_bytes.tobytes()
     starts = np.concatenate([[0], text_ends[:-1]]) if len(text_ends) else text_ends
     return [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), text_ends.tolist())]
+
+
+def read_text_lines(path: Path, what: str, fix: str) -> list[str]:
+    """The lines of a UTF-8 text file a user names (a models file, a quantities file, drift's texts); InputError
+    naming ``what`` and ``fix`` when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise InputError(f"Cannot read the {what} {path}: {reason}.", fix) from None
+
+
+def read_models_file(path: Path, what: str = "models file") -> list[str]:
+    """One entry a line (a model name, path or URL[#MODEL]; a quantity); blank lines and '#' comments ignored."""
+    lines = read_text_lines(path, what, "pass a UTF-8 text file with one entry a line.")
+    # '#' starts a comment at the start of a line or after white space, never inside a served model's URL#MODEL
+    models = [re.split(r"(?:^|\s)#", ln, maxsplit=1)[0].strip() for ln in lines]
+    return [m for m in models if m]

@@ -115,7 +115,7 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
                 all_discordant: bool = False) -> CheckResult:
     """Score precomputed candidate-to-anchor similarities against the physical distances; every discordant
     pair counted, the first ``DISCORDANT_LIST_LIMIT`` (largest gap first) listed unless ``all_discordant``."""
-    from ..kernels.kendall import kendall_tau_b, pairwise_accuracy
+    from ..kernels.small import kendall_tau_b, pairwise_accuracy  # a few values: numpy, no JIT to load
 
     sims = np.asarray(similarities, dtype=np.float64)
     distance = np.array(distances(anchor, candidates), dtype=np.float64)

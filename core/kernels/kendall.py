@@ -15,6 +15,7 @@ from numba import njit, prange
 
 from ..errors import InputError
 from ._threads import run_parallel
+from .inputs import VALUE_TIES, _as_float64, _as_pair, _value_ties_code  # noqa: F401 (VALUE_TIES re-exported)
 
 __all__ = [
     "DIRECT_MAX_N",
@@ -31,8 +32,6 @@ DIRECT_MAX_N = 160  # read at compile time (a Numba global): change it here, not
 # From this length one list's O(n log n) count runs on every thread (below it a parallel launch costs more).
 PARALLEL_MIN_N = 1 << 16
 
-# How a pair with equal values is scored by pairwise_accuracy (name -> kernel code).
-VALUE_TIES = {"wrong": 0, "as_greater": 1, "skip": 2}
 _WRONG = VALUE_TIES["wrong"]
 _AS_GREATER = VALUE_TIES["as_greater"]
 
@@ -355,31 +354,6 @@ def _statistic_rows(X, Y, code):
 
 
 # ----------------------------------------------------------------------------- public API
-def _as_float64(a, name: str) -> np.ndarray:
-    try:
-        return np.asarray(a, dtype=np.float64)  # not ascontiguousarray: it turns a scalar into shape (1,)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} is not numeric ({err}).", f"pass {name} as numbers.") from None
-
-
-def _as_vector(a, name: str) -> np.ndarray:
-    a = _as_float64(a, name)
-    if a.ndim != 1:
-        raise InputError(f"{name} must be 1-D, got shape {a.shape}.", f"pass a flat list or array as {name}.")
-    return np.ascontiguousarray(a)
-
-
-def _as_pair(x, y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    x = _as_vector(x, names[0])
-    y = _as_vector(y, names[1])
-    if x.shape != y.shape:
-        raise InputError(
-            f"{names[0]} and {names[1]} differ in length ({x.shape[0]} vs {y.shape[0]}).",
-            f"pass {names[0]} and {names[1]} of the same length, one entry per item.",
-        )
-    return x, y
-
-
 def _rows_statistic(X, Y, names: tuple[str, str], code: int) -> np.ndarray:
     X = _as_float64(X, names[0])
     Y = _as_float64(Y, names[1])
@@ -398,15 +372,6 @@ def _rows_statistic(X, Y, names: tuple[str, str], code: int) -> np.ndarray:
         return np.empty(0, dtype=np.float64)
     n = X2.shape[1]
     return run_parallel(_statistic_rows, max(X2.shape[0], Y2.shape[0]) * n * n, X2, Y2, code)
-
-
-def _value_ties_code(value_ties: str) -> int:
-    try:
-        return VALUE_TIES[value_ties]
-    except (KeyError, TypeError):
-        raise InputError(
-            f"Unknown value_ties {value_ties!r}.", f"use one of {', '.join(map(repr, VALUE_TIES))}."
-        ) from None
 
 
 def kendall_tau_b(x, y) -> float:

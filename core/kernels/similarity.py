@@ -16,11 +16,10 @@ from numba import njit, prange
 
 from ..errors import InputError
 from ._threads import run_parallel
+from .inputs import METRICS, _as_embedding_pair, _as_embeddings, _metric_code
 
 __all__ = ["METRICS", "anchor_similarity", "paired_similarity", "similarity_matrix"]
 
-# name -> kernel code. "cos" is "dot" on rows normalised first.
-METRICS = {"cos": 0, "dot": 1, "l2": 2}
 _L2 = METRICS["l2"]
 # From this many multiply-adds on, cos/dot matrices go through float64 BLAS (protocol cells stay far below).
 BLAS_MIN_WORK = 1 << 24
@@ -87,40 +86,9 @@ def _paired_similarity(a, b, code):
 
 
 # ----------------------------------------------------------------------------- public API
-def _metric_code(metric: str) -> int:
-    try:
-        return METRICS[metric]
-    except (KeyError, TypeError):
-        raise InputError(f"Unknown metric {metric!r}.", f"use one of {', '.join(map(repr, METRICS))}.") from None
-
-
-def _as_embeddings(a, name: str) -> np.ndarray:
-    try:
-        with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, reported below
-            a = np.asarray(a, dtype=np.float32)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} is not a numeric array ({err}).", f"pass {name} as an (n, d) float array.") from None
-    if a.ndim != 2:
-        raise InputError(f"{name} must be 2-D (n, d), got shape {a.shape}.", f"pass one row per text in {name}.")
-    if a.shape[0] and not a.shape[1]:
-        raise InputError(f"{name} has {a.shape[0]} rows of dimension 0.", "pass embeddings with d >= 1 columns.")
-    if not np.isfinite(a).all():
-        raise InputError(
-            f"{name} holds NaN or infinite values (or values beyond float32's range).",
-            "check the encoder output; a NaN embedding usually means an overflow in the model.",
-        )
-    return np.ascontiguousarray(a)
-
-
 def _prepare(a, b, metric: str, names: tuple[str, str]):
     code = _metric_code(metric)
-    a = _as_embeddings(a, names[0])
-    b = a if b is None else _as_embeddings(b, names[1])
-    if a.shape[1] != b.shape[1]:
-        raise InputError(
-            f"{names[0]} has dimension {a.shape[1]} but {names[1]} has {b.shape[1]}.",
-            "embed both sides with the same model.",
-        )
+    a, b = _as_embedding_pair(a, b, names)
     if code == METRICS["cos"]:
         same = b is a
         a = _unit_rows(a)

@@ -35,11 +35,9 @@ def conformance_groups(path: Path = CONFORMANCE_FILE) -> list[TextGroup]:
 
 def user_groups(path: Path) -> list[TextGroup]:
     """A user's texts (``--texts FILE``): one text a line ('#' comments, blank lines skipped), one group."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"Cannot read the texts file {path}: {getattr(err, 'strerror', None) or err}.",
-                         "pass a UTF-8 text file with one text a line.") from None
+    from ..io import read_text_lines
+
+    lines = read_text_lines(path, "texts file", "pass a UTF-8 text file with one text a line.")
     texts = [ln for ln in (raw.split("#", 1)[0].rstrip("\n") for raw in lines) if ln.strip()]
     if not texts:
         raise InputError(f"The texts file {path} has no text.", "write one text a line ('#' starts a comment).")

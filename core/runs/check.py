@@ -18,7 +18,7 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str =
     the first ``DISCORDANT_LIST_LIMIT``, largest gap first).
     """
     from ..encoders import as_encoder
-    from ..kernels.similarity import similarity_matrix
+    from ..kernels.small import similarity_matrix  # a few rows: numpy, no JIT to load
     from ..quantities import canonical_text
 
     metric = similarity(metric)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from ..choices import EXECUTORS, OVERWRITE, check_choice, public_model
 from ..embeddings import EmbeddingTable, describe
 from ..errors import FastevalError, InputError
 from ..exams.statistics import DEFAULT_RESAMPLES
-from ..io import check_writable, clean_stale
+from ..io import check_writable, clean_stale, read_models_file  # noqa: F401 (re-exported)
 from ..results.model import RESULT_FILE
 from .cache import EmbeddingCache, mismatch, verified
 
@@ -240,16 +239,3 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
         if on_model:
             on_model(outcome)
     return outcomes
-
-
-def read_models_file(path: Path, what: str = "models file") -> list[str]:
-    """One entry a line (a model name, path or URL[#MODEL]; a quantity); blank lines and '#' comments ignored."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
-        raise InputError(f"Cannot read the {what} {path}: {reason}.",
-                         "pass a UTF-8 text file with one entry a line.") from None
-    # '#' starts a comment at the start of a line or after white space, never inside a served model's URL#MODEL
-    models = [re.split(r"(?:^|\s)#", ln, maxsplit=1)[0].strip() for ln in lines]
-    return [m for m in models if m]
