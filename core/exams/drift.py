@@ -84,7 +84,7 @@ class DriftReport:
         """Why the candidate drifts, each by name (empty: it conforms): a group whose worst text is below the
         threshold (less the stated tolerance; a NaN never conforms) or that failed, a batch condition below
         INVARIANCE_MIN, another identity or precision, (when asked) collisions; and, as the explanation of drifted
-        texts, that the candidate tokenizes them differently."""
+        texts, that the candidate tokenizes them into other ids, or cuts them at another length."""
         drifted = drifted_at(self.threshold)
         out = [f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}" for g in self.groups.values()
                if g.failed or (g.worst is not None and drifted(g.worst))]
@@ -101,6 +101,10 @@ class DriftReport:
         t = self.tokenization
         if out and t.get("differ"):
             out.append(f"tokenizer: {t['differ']} of {t['compared']} drifted texts tokenized differently")
+        if out and t.get("truncated"):
+            limits = [self.identity.get(side, {}).get("max_tokens") for side in ("reference", "candidate")]
+            out.append(f"truncation: {t['truncated']} drifted text(s) cut at another length" +
+                       (f" (the reference takes {limits[0]} tokens, the candidate {limits[1]})" if all(limits) else ""))
         return out
 
     @property

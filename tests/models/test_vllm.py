@@ -50,6 +50,6 @@ def test_a_faithful_vllm_deployment_conforms_and_reports_what_it_refuses(vllm, m
     data = json.loads(proc.stdout)
     assert data["verdict"] == "conforms" and data["worst_cosine"] > 0.99999 and data["reasons"] == []
     (long,) = data["behaviours"]
-    assert (long["group"], long["texts"], long["max_tokens"], long["other_truncates_at"]) == ("length", 3, 256, 256)
+    assert (long["group"], long["texts"], long["max_tokens"], long["other_truncates_at"]) == ("length", 4, 256, 256)
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r)
     assert data["delta_tau"] == pytest.approx(0, abs=1e-9) and data["cells_changed"] == []
