@@ -8,7 +8,7 @@ from harness import Line
 
 
 SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
-            "evaluator")
+            "parity", "evaluator")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 

@@ -22,9 +22,11 @@ Sections:
 - served: fasteval's HTTP client against MTEB's OpenAI-compatible wrapper on a real infinity server;
 - drift: `fasteval drift` of the default model's folder against infinity, its int8 export and sentence-transformers,
   and all-mpnet-base-v2 fp32 against int8 (when cached);
+- parity: `fasteval drift` beside embed-parity 0.3.0 on the same deployments (llama.cpp's server with f32, q8_0, q4_0
+  and a changed tokenizer; a batch-dependent copy): what each catches, and how long each takes;
 - evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
 
-One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, evaluator_bench.py),
+One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py),
 the
 shared harness (harness.py) and the Markdown writer (results_md.py).
 """
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from check_bench import bench_check
 from drift_bench import bench_drift
+from parity import bench_parity
 from e2e import bench_e2e
 from evaluator_bench import bench_evaluator
 from encode import bench_encode
@@ -74,7 +77,8 @@ def main(argv=None) -> int:
     ctx = prepare(args)
     runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
                "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8,
-               "served": bench_served, "drift": bench_drift, "evaluator": bench_evaluator}
+               "served": bench_served, "drift": bench_drift, "parity": bench_parity,
+               "evaluator": bench_evaluator}
     lines: list[Line] = []
     try:
         for section in chosen:

@@ -161,7 +161,8 @@ def _tokenization(views, texts: list[str]) -> dict:
 def identity_of(view) -> dict:
     """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
     and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
-    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx)."""
+    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
+    n_params."""
     info = view.info
     deployment = info.get("deployment")
     if isinstance(deployment, dict):
@@ -169,7 +170,8 @@ def identity_of(view) -> dict:
         meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
         return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
                 "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
-                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx"))}
+                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
+                "parameters": _int_or_none(meta.get("n_params"))}
     if info.get("onnx_sha256") or info.get("source_sha256"):
         return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
                 "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),

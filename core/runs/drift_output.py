@@ -15,6 +15,8 @@ def drift_text(report: DriftReport) -> str:
              f"{report.verdict}" + (f": {'; '.join(reasons)}" if reasons else "") + f" (threshold {report.threshold})",
              "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
                                         + (f", {report.precision[side]}" if report.precision.get(side) else "")
+                                        + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters") else "")
+                                        + (f", {w['max_tokens']} tokens" if w.get("max_tokens") else "")
                                         + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
                                         + ")" for side, w in who.items() if w)
              + (f" -- {report.identity_mismatch}" if report.identity_mismatch else "")

@@ -78,7 +78,7 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
                                "truncation: 1 drifted text(s) cut at another length (the reference takes 256 tokens, "
                                "the candidate 512)"]
     assert data["precision"] == {"reference": "f32", "candidate": "f32"} and data["identity_mismatch"] is None
-    assert data["identity"]["candidate"]["server"]["meta"]["n_params"] == 22565376
+    assert data["identity"]["candidate"]["parameters"] == 22565376 and data["identity"]["candidate"]["max_tokens"] == 512
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
     assert abs(data["delta_tau"]) < 0.2 and len(data["cells_changed"]) <= 3
 
