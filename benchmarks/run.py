@@ -98,8 +98,11 @@ def main(argv=None) -> int:
             "machine": machine_info(), "model": args.model, "provider": args.provider,
             "peer_device": ctx.peer_device}
     kept = kept_lines(Path(args.json), chosen)
-    if kept:  # the sections not run this time stay as the earlier run measured them, and say so
-        meta["kept"] = {"sections": sorted({ln.section for ln in kept}), "date": kept[0].detail.get("_date", "?")}
+    if kept:  # the sections not run this time stay as the earlier runs measured them, and say when and where
+        runs: dict[tuple[str, str], set[str]] = {}
+        for ln in kept:
+            runs.setdefault((ln.detail["_date"], ln.detail["_machine"]), set()).add(ln.section)
+        meta["kept"] = [{"date": d, "machine": m, "sections": sorted(secs)} for (d, m), secs in sorted(runs.items())]
         lines = sorted(lines + kept, key=lambda ln: SECTIONS.index(ln.section))
     Path(args.json).write_text(json.dumps({"meta": meta, "lines": [
         {**asdict(ln), "ratio": ln.ratio, "met": ln.met} for ln in lines]}, indent=1, default=str) + "\n")
@@ -112,20 +115,30 @@ def main(argv=None) -> int:
 
 
 def kept_lines(path: Path, chosen: list[str]) -> list[Line]:
-    """The earlier run's lines of the sections not chosen now (results.json), each remembering its run's date."""
+    """The earlier runs' lines of the sections not chosen now (results.json), each remembering its run's date and
+    machine (a line the last run made takes them from that run's meta)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return []
     fields = set(Line.__dataclass_fields__)
-    date = (data.get("meta") or {}).get("date", "?")
+    meta = data.get("meta") or {}
+    machine = _machine_label(meta.get("machine") or {})
     out = []
     for row in data.get("lines", []):
         if row.get("section") in SECTIONS and row["section"] not in chosen:
             line = Line(**{k: v for k, v in row.items() if k in fields})
-            line.detail = {**(line.detail or {}), "_date": line.detail.get("_date", date) if line.detail else date}
+            detail = dict(line.detail or {})
+            made_last = "_date" not in detail
+            detail["_date"] = detail.get("_date") or meta.get("date", "?")
+            detail["_machine"] = detail.get("_machine") or (machine if made_last else "machine not recorded")
+            line.detail = detail
             out.append(line)
     return out
+
+
+def _machine_label(m: dict) -> str:
+    return f"{m.get('cpu', '?')} ({', '.join(m.get('simd') or [])})" if m else "machine not recorded"
 
 
 if __name__ == "__main__":

@@ -2,12 +2,19 @@
 (``mteb.models.openai_wrappers.OpenAIAPIEncodeWrapper``, 32 texts a request, one request at a time) on the same
 real server (infinity serving the model's folder on 127.0.0.1, started from its own virtual environment as the
 tests start it) and the same texts: every distinct text of the paper's Exams 1 and 2, then 256 long sentences.
-Both clients' embeddings are held equal before anything is timed."""
+Both clients' embeddings are held equal before anything is timed.
+
+Then the server's limit (issue 30): on infinity and on llama.cpp's server (GGUF f32), a bare client (httpx, JSON,
+nothing else) over a grid of batch sizes and requests in flight, and fasteval's client at its defaults (32 texts a
+request, 4 in flight) timed against the grid's best: fasteval should reach 95% of it."""
 from __future__ import annotations
 
 import sys
 
 from harness import HERE, Ctx, Line, alternate, med
+
+BARE_BATCHES = (8, 16, 32, 64, 128)
+BARE_IN_FLIGHT = (1, 2, 4)
 
 sys.path.insert(0, str(HERE.parent / "tests"))
 
@@ -41,6 +48,77 @@ def bench_served(ctx: Ctx) -> list[Line]:
                     f"max |Δ| of the normalised embeddings {worst:.1e}", worst < 1e-5,
                     detail={"texts": len(texts), "concurrency": concurrency, "fasteval_runs": tf, "peer_runs": tg,
                             "url": url}))
+    lines += _server_limit(ctx)
+    return lines
+
+
+def _bare_client(url: str, model: str, batch: int, in_flight: int):
+    """texts -> rows: httpx, JSON floats, ``batch`` texts a request, ``in_flight`` requests at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+    import numpy as np
+
+    client = httpx.Client(timeout=300, limits=httpx.Limits(max_connections=in_flight))
+
+    def one(chunk):
+        answer = client.post(url + "/embeddings", json={"input": chunk, "model": model})
+        answer.raise_for_status()
+        return [d["embedding"] for d in sorted(answer.json()["data"], key=lambda d: d["index"])]
+
+    def encode(texts):
+        chunks = [texts[i:i + batch] for i in range(0, len(texts), batch)]
+        with ThreadPoolExecutor(in_flight) as pool:
+            return np.asarray([row for rows in pool.map(one, chunks) for row in rows], dtype=np.float32)
+
+    return encode, client
+
+
+def _server_limit(ctx: Ctx) -> list[Line]:
+    """fasteval's client at its defaults against the best of a bare client's grid, on infinity and llama.cpp."""
+    import time
+
+    import numpy as np
+
+    from fasteval.core.choices import SERVED_CONCURRENCY
+    from fasteval.core.runs.bench import paper_texts
+    from fasteval.models.served import DEFAULT_BATCH_SIZE, ServedEncoder
+    from servers import SERVED_NAME, gguf_of, start_infinity, start_llama_server
+
+    texts = paper_texts()
+    lines = []
+    for label, start in (("infinity", lambda: start_infinity(ctx.folder, ctx.tmp, url_prefix="/v1")),
+                         ("llama.cpp (GGUF f32)",
+                          lambda: start_llama_server(gguf_of(ctx.folder, "f32"), ctx.tmp, parallel=4))):
+        with start() as url:
+            grid = {}
+            for batch in BARE_BATCHES:
+                for in_flight in BARE_IN_FLIGHT:
+                    encode, client = _bare_client(url, SERVED_NAME, batch, in_flight)
+                    encode(texts[:64])  # connections open, the server warm
+                    t = time.perf_counter()
+                    encode(texts)
+                    grid[(batch, in_flight)] = time.perf_counter() - t
+                    client.close()
+            (batch, in_flight), _ = min(grid.items(), key=lambda kv: kv[1])
+            bare, client = _bare_client(url, SERVED_NAME, batch, in_flight)
+            ours = ServedEncoder(url)
+            a, b = ours.encode(texts), bare(texts)
+            worst = float(np.abs(a / np.linalg.norm(a, axis=1, keepdims=True)
+                                 - b / np.linalg.norm(b, axis=1, keepdims=True)).max())
+            tf, tg = alternate(lambda: ours.encode(texts), lambda: bare(texts), 3 if ctx.quick else 5)
+            ours.close()
+            client.close()
+            lines.append(Line(
+                "served", f"{len(texts)} paper texts from {label}: fasteval's client at its defaults "
+                          f"({DEFAULT_BATCH_SIZE} a request, {SERVED_CONCURRENCY} in flight; texts/s "
+                          f"{len(texts) / med(tf):.0f}) against the best bare client of the grid ({batch} a request, "
+                          f"{in_flight} in flight; texts/s {len(texts) / med(tg):.0f})",
+                med(tf), med(tg), f"bare httpx client, best of {len(grid)} settings",
+                f"max |Δ| of the normalised embeddings {worst:.1e}", worst < 1e-5, target=0.95,
+                target_name=f"served at the server's limit ({label})",
+                detail={"grid_s": {f"{k[0]}x{k[1]}": v for k, v in grid.items()}, "fasteval_runs": tf,
+                        "peer_runs": tg}))
     return lines
 
 

@@ -114,6 +114,9 @@ def drift_command(
     expect_model: Annotated[Optional[str], typer.Option(
         help="Drift (exit 1) when the candidate says it is another model (a served model's /models id, else its "
              "name).")] = None,
+    accept: Annotated[Optional[list[str]], typer.Option(
+        "--accept", help="A group whose drift is known and accepted (llama.cpp's Hangul: scripts): measured and "
+                         "shown, not gated. Repeat for several.")] = None,
     expect_precision: Annotated[Optional[str], typer.Option(
         help="The weights' precision the candidate must say it serves (f32, f16, q8_0, q4_0, ...); default: the "
              "reference's, where both say theirs.")] = None,
@@ -148,7 +151,7 @@ def drift_command(
 
         candidates = list(candidates or [])
         marker = "drift.json" if len(candidates) <= 1 else "ladder.csv"  # what an earlier output of ours holds
-        _check_drift_inputs(fail_below, out, marker, junit, texts)
+        _check_drift_inputs(fail_below, out, marker, junit, texts, accept or [], not no_conformance)
         side = _side_loader(provider.value, batch_size,
                             served_options(api_key_env, concurrency, request_timeout, retries, None))
         if save_receipt is not None:
@@ -170,7 +173,7 @@ def drift_command(
                          threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
                          fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                          labels=(public_model(reference), public_model(c)), expect_model=expect_model,
-                         expect_precision=expect_precision, invariance=not no_invariance,
+                         expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
                          on_step=lambda name, c=c: say(quiet or json_out, f"fasteval: drift {public_model(c)}: {name}"))
                    for c in candidates]
         data, files, text = outputs(reports, public_model(reference))
@@ -183,7 +186,7 @@ def drift_command(
 
 
 def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str, junit: Path | None,
-                        texts: Path | None) -> None:
+                        texts: Path | None, accept: list[str], conformance: bool) -> None:
     """Everything a drift can refuse, refused before a model is loaded or a text sent."""
     from ..core.errors import InputError
     from ..core.io import check_output_folder, check_writable
@@ -199,6 +202,10 @@ def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str,
         from ..core.protocol.conformance import user_groups
 
         user_groups(texts)  # an unreadable or empty texts file
+    if accept:
+        from ..core.runs.drift import accepted_groups, drift_groups
+
+        accepted_groups(accept, drift_groups(conformance, texts)[1])
 
 
 def _side_loader(provider: str, batch_size: int, served: dict):

@@ -78,6 +78,8 @@ class DriftReport:
     # compared, differ (other ids), truncated (the same ids, one side cut short), examples
     tokenization: dict[str, Any] = field(default_factory=dict)
     cosines: dict[str, float] = field(default_factory=dict, repr=False)  # text -> cosine (not in the JSON)
+    # groups whose drift is known and accepted (--accept): measured and shown, never a reason to drift
+    accepted: list[str] = field(default_factory=list)
 
     @property
     def reasons(self) -> list[str]:
@@ -85,10 +87,8 @@ class DriftReport:
         threshold (less the stated tolerance; a NaN never conforms) or that failed, a batch condition below
         INVARIANCE_MIN, another identity or precision, (when asked) collisions; and, as the explanation of drifted
         texts, that the candidate tokenizes them into other ids, or cuts them at another length."""
-        drifted = drifted_at(self.threshold)
-        out = [f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}" for g in self.groups.values()
-               if g.failed or (g.worst is not None and drifted(g.worst))]
-        if drifted(self.worst_cosine) and not out:
+        out = [r for name, r in self._group_reasons() if name not in self.accepted]
+        if drifted_at(self.threshold)(self.worst_cosine) and not self._group_reasons():
             out.append(f"worst cosine {self.worst_cosine:.4f}")
         out += [f"batch: {r['condition']} {r['worst']:.4f}" for r in self.invariance
                 if r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN]
@@ -106,6 +106,16 @@ class DriftReport:
             out.append(f"truncation: {t['truncated']} drifted text(s) cut at another length" +
                        (f" (the reference takes {limits[0]} tokens, the candidate {limits[1]})" if all(limits) else ""))
         return out
+
+    @property
+    def accepted_drift(self) -> list[str]:
+        """The accepted groups that drifted, as ``reasons`` names them (shown beside a verdict they do not make)."""
+        return [r for name, r in self._group_reasons() if name in self.accepted]
+
+    def _group_reasons(self) -> list[tuple[str, str]]:
+        drifted = drifted_at(self.threshold)
+        return [(g.name, f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}") for g in self.groups.values()
+                if g.failed or (g.worst is not None and drifted(g.worst))]
 
     @property
     def verdict(self) -> str:
@@ -134,7 +144,8 @@ class DriftReport:
             "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
             "identity": self.identity, "identity_mismatch": self.identity_mismatch, "invariance": self.invariance,
             "precision": self.precision, "precision_mismatch": self.precision_mismatch,
-            "tokenization": self.tokenization, "reasons": self.reasons, **self.physscore})
+            "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
+            "accepted_drift": self.accepted_drift, **self.physscore})
 
 
 def drifted_at(threshold: float):

@@ -35,7 +35,8 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
           resamples: int = DEFAULT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
-          expect_precision: str | None = None, invariance: bool = True) -> DriftReport:
+          expect_precision: str | None = None, invariance: bool = True,
+          accept: list[str] | tuple[str, ...] = ()) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (any two encoders: fasteval models, served models,
     sentence-transformers models). The texts: the paper's Exam 1 texts (embedded in the paper's grouping, so
     the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
@@ -45,7 +46,9 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     candidate must say it serves (``q8_0``, say; default: the reference's, where both say theirs: llama.cpp's
     ``ftype``, TEI's ``dtype``, a local model's ``dtype``); ``invariance``: also embed a few texts with the
     candidate alone, in batches of several sizes and with several requests in flight
-    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts. Where both sides
+    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts; ``accept``: groups
+    whose drift is known and accepted (llama.cpp's Hangul, say): measured and shown, never a reason to drift
+    (InputError for a group drift does not have). Where both sides
     can tokenize (a local tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a
     candidate that tokenizes them differently is named (``report.tokenization``)."""
     from ..exams import ExamInputs, exam
@@ -58,6 +61,7 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     views = [describe(as_encoder(e)) for e in (reference, candidate)]
     names = list(labels) if labels else [v.name for v in views]
     calls, groups = drift_groups(conformance, texts)
+    accept = accepted_groups(accept, groups)
     if isinstance(reference, ReceiptEncoder):  # a receipt gates only the text set it was made for
         reference.require(_all_texts(groups))
     tables, failed, refused = [], {}, {}
@@ -70,6 +74,7 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
     step("score")
     report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
+    report.accepted = accept
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
@@ -181,6 +186,16 @@ def identity_of(view) -> dict:
 
 def _int_or_none(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def accepted_groups(accept, groups: list[TextGroup]) -> list[str]:
+    """``accept`` (group names) as a list without repeats; InputError naming drift's groups for one it has not."""
+    names = [g.name for g in groups]
+    unknown = [a for a in accept if a not in names]
+    if unknown:
+        raise InputError(f"drift has no group {', '.join(map(repr, unknown))} to accept.",
+                         f"name one of {', '.join(names)}.")
+    return list(dict.fromkeys(accept))
 
 
 def drift_groups(conformance: bool, texts: str | Path | None) -> tuple[list, list[TextGroup]]:

@@ -12,7 +12,9 @@ def drift_text(report: DriftReport) -> str:
     who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
     reasons = report.reasons
     lines = [f"fasteval drift: {report.candidate} against {report.reference} on {report.texts} texts: "
-             f"{report.verdict}" + (f": {'; '.join(reasons)}" if reasons else "") + f" (threshold {report.threshold})",
+             f"{report.verdict}" + (f": {'; '.join(reasons)}" if reasons else "")
+             + (f" (accepted: {'; '.join(report.accepted_drift)})" if report.accepted_drift else "")
+             + f" (threshold {report.threshold})",
              "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
                                         + (f", {report.precision[side]}" if report.precision.get(side) else "")
                                         + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters") else "")
@@ -119,7 +121,10 @@ def _junit_suite(report: DriftReport):
 
     drifted = drifted_at(report.threshold)
     for g in report.groups.values():
-        if g.failed:
+        if g.name in report.accepted and (g.failed or (g.worst is not None and drifted(g.worst))):
+            case(f"group {g.name}", skipped=f"accepted (--accept): worst {fmt_or_na(g.worst)} for {g.worst_text!r}"
+                                            if not g.failed else f"accepted (--accept): {g.failed}")
+        elif g.failed:
             case(f"group {g.name}", failure=f"could not be embedded: {g.failed}")
         elif g.worst is not None and drifted(g.worst):
             case(f"group {g.name}", failure=f"worst cosine {g.worst:.6f} < {report.threshold} for {g.worst_text!r}",
@@ -169,7 +174,8 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
                                          for g in r.groups.values()),
                      "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
                      "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
-                     "batch_worst": min(batch) if batch else None, "reasons": "; ".join(r.reasons)})
+                     "batch_worst": min(batch) if batch else None,
+                     "reasons": "; ".join(r.reasons + [f"accepted: {a}" for a in r.accepted_drift])})
     return rows
 
 

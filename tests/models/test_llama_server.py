@@ -83,6 +83,24 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     assert abs(data["delta_tau"]) < 0.2 and len(data["cells_changed"]) <= 3
 
 
+def test_a_deployer_accepts_what_is_known_and_still_gates_the_rest(llama, minilm_folder, home, tmp_path):
+    """llama.cpp's two known differences accepted (--accept scripts --accept length): the faithful deployment
+    conforms, both still shown; the same deployment under another expected id drifts by name."""
+    junit = tmp_path / "accepted.xml"
+    proc = drift(home, minilm_folder, llama["f32"], "--json", "--accept", "scripts", "--accept", "length",
+                 "--junit", junit)
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["verdict"] == "conforms" and data["reasons"] == []
+    assert [r.split()[0] for r in data["accepted_drift"]] == ["scripts", "length"]
+    skipped = {c.get("name"): c.find("skipped").get("message") for c in ET.parse(junit).getroot()
+               if c.find("skipped") is not None}
+    assert skipped["group scripts"].startswith("accepted (--accept): worst 0.7")
+    wrong = drift(home, minilm_folder, llama["f32"], "--json", "--no-conformance", "--no-invariance",
+                  "--expect-model", "all-mpnet-base-v2")
+    assert wrong.returncode == 1 and json.loads(wrong.stdout)["reasons"] == [
+        "identity: the candidate says it is 'all-MiniLM-L6-v2', expected 'all-mpnet-base-v2'"]
+
+
 def test_a_quantization_ladder_is_caught_by_its_precision_and_its_cosines(llama, minilm_folder, home, tmp_path):
     junit = tmp_path / "ladder.xml"
     proc = drift(home, minilm_folder, llama["f32"], llama["q8_0"], llama["q4_0"], "--json", "--junit", junit,

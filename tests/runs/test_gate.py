@@ -397,6 +397,14 @@ def test_expect_model_fails_a_deployment_that_serves_another_model(servers, tmp_
     assert report["identity"]["candidate"]["kind"] == "served" and report["identity_mismatch"] is None
 
 
+def test_an_unknown_group_to_accept_is_one_line_before_anything_is_sent(servers, tmp_path):
+    ref, cand = servers(), servers()
+    proc = drift(ref.url, cand.url, "--accept", "scripts", "--accept", "hangul", home=tmp_path)
+    assert proc.returncode == 2
+    one_line_error(proc, "no group 'hangul' to accept", "scripts")
+    assert cand.posts == 0 and ref.posts == 0
+
+
 def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
     from xml.etree import ElementTree as ET
 
