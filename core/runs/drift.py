@@ -24,6 +24,7 @@ from ..exams.drift import (
     DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, drifted_at, physscore_drift, score_drift,
 )
 from ..protocol.conformance import TextGroup, conformance_groups, user_groups
+from .identity import identity_of, precision_mismatch, precision_of
 
 log = logging.getLogger(__name__)
 
@@ -102,45 +103,6 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
 
 
 MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compared
-# How servers and exports name a weight precision -> one name (the rest are compared as said, lower case).
-PRECISION_NAMES = {"f32": ("f32", "fp32", "float32"), "f16": ("f16", "fp16", "float16", "half"),
-                   "bf16": ("bf16", "bfloat16")}
-
-
-def normalize_precision(said: object) -> str | None:
-    """A precision as fasteval names it: "all F32" (llama.cpp), "float32" (TEI), "fp32" (an export) -> "f32";
-    "Q8_0" -> "q8_0"; None when nothing is said."""
-    if not isinstance(said, str) or not said.strip():
-        return None
-    name = said.strip().lower()
-    for prefix in ("all ", "mostly "):
-        name = name.removeprefix(prefix)
-    return next((k for k, names in PRECISION_NAMES.items() if name in names), name)
-
-
-def precision_of(identity: dict) -> str | None:
-    """The weights' precision an identity states: a local model's dtype, llama.cpp's /models ``meta.ftype``, TEI's
-    /info ``dtype``; None when it states none (vLLM, infinity, OpenAI)."""
-    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
-    meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
-    info = identity.get("info") if isinstance(identity.get("info"), dict) else {}
-    return normalize_precision(identity.get("dtype") or meta.get("ftype") or info.get("dtype"))
-
-
-def precision_mismatch(precision: dict, expected: str | None) -> str | None:
-    """Why the candidate's stated precision is not the one expected (``expected``, else the reference's where both
-    state one); None when it is."""
-    cand = precision.get("candidate")
-    if expected is not None:
-        want = normalize_precision(expected)
-        if cand != want:
-            return (f"the candidate serves {cand} weights, expected {want}" if cand else
-                    f"the candidate does not say its precision, expected {want}")
-        return None
-    ref = precision.get("reference")
-    if ref and cand and ref != cand:
-        return f"the candidate serves {cand} weights, the reference {ref}"
-    return None
 
 
 def _tokenization(views, texts: list[str]) -> dict:
@@ -161,31 +123,6 @@ def _tokenization(views, texts: list[str]) -> dict:
             return {}
         ids.append(got)
     return compare_tokenizations(texts, ids[0], ids[1])
-
-
-def identity_of(view) -> dict:
-    """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
-    and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
-    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
-    n_params."""
-    info = view.info
-    deployment = info.get("deployment")
-    if isinstance(deployment, dict):
-        server = deployment.get("server") if isinstance(deployment.get("server"), dict) else {}
-        meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
-        return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
-                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
-                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
-                "parameters": _int_or_none(meta.get("n_params"))}
-    if info.get("onnx_sha256") or info.get("source_sha256"):
-        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
-                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
-                "max_tokens": _int_or_none(info.get("max_seq_length"))}
-    return {"kind": "object", "model": view.name}
-
-
-def _int_or_none(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def accepted_groups(accept, groups: list[TextGroup]) -> list[str]:

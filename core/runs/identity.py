@@ -1,0 +1,71 @@
+"""What each side of a drift says it is: a served model its id, URL, what /models and /info say, the longest
+input it takes and its parameters; a local model its name, dtype and content hashes (``identity_of``); and the
+weights' precision either states, in one name (``precision_of``), compared with what is expected
+(``precision_mismatch``)."""
+from __future__ import annotations
+
+
+def identity_of(view) -> dict:
+    """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
+    and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
+    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
+    n_params."""
+    info = view.info
+    deployment = info.get("deployment")
+    if isinstance(deployment, dict):
+        server = deployment.get("server") if isinstance(deployment.get("server"), dict) else {}
+        meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
+        return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
+                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
+                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
+                "parameters": _int_or_none(meta.get("n_params"))}
+    if info.get("onnx_sha256") or info.get("source_sha256"):
+        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
+                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
+                "max_tokens": _int_or_none(info.get("max_seq_length"))}
+    return {"kind": "object", "model": view.name}
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+# How servers and exports name a weight precision -> one name (the rest are compared as said, lower case).
+PRECISION_NAMES = {"f32": ("f32", "fp32", "float32"), "f16": ("f16", "fp16", "float16", "half"),
+                   "bf16": ("bf16", "bfloat16")}
+
+
+def normalize_precision(said: object) -> str | None:
+    """A precision as fasteval names it: "all F32" (llama.cpp), "float32" (TEI), "fp32" (an export) -> "f32";
+    "Q8_0" -> "q8_0"; None when nothing is said."""
+    if not isinstance(said, str) or not said.strip():
+        return None
+    name = said.strip().lower()
+    for prefix in ("all ", "mostly "):
+        name = name.removeprefix(prefix)
+    return next((k for k, names in PRECISION_NAMES.items() if name in names), name)
+
+
+def precision_of(identity: dict) -> str | None:
+    """The weights' precision an identity states: a local model's dtype, llama.cpp's /models ``meta.ftype``, TEI's
+    /info ``dtype``; None when it states none (vLLM, infinity, OpenAI)."""
+    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
+    meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
+    info = identity.get("info") if isinstance(identity.get("info"), dict) else {}
+    return normalize_precision(identity.get("dtype") or meta.get("ftype") or info.get("dtype"))
+
+
+def precision_mismatch(precision: dict, expected: str | None) -> str | None:
+    """Why the candidate's stated precision is not the one expected (``expected``, else the reference's where both
+    state one); None when it is."""
+    cand = precision.get("candidate")
+    if expected is not None:
+        want = normalize_precision(expected)
+        if cand != want:
+            return (f"the candidate serves {cand} weights, expected {want}" if cand else
+                    f"the candidate does not say its precision, expected {want}")
+        return None
+    ref = precision.get("reference")
+    if ref and cand and ref != cand:
+        return f"the candidate serves {cand} weights, the reference {ref}"
+    return None
