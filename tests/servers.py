@@ -200,8 +200,8 @@ def gguf_of(folder: Path, kind: str = "f32") -> Path:
     return out
 
 
-def _run(args: list[str], env: dict | None = None) -> None:
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
+def _run(args: list[str], env: dict | None = None, timeout: float = 900) -> None:
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:3])} failed: {proc.stderr[-3000:]}")
 
@@ -263,7 +263,7 @@ def vllm_python() -> Path:
         return py
     shutil.rmtree(VLLM_VENV, ignore_errors=True)
     _run([sys.executable, "-m", "venv", str(VLLM_VENV)])
-    _run([str(py), "-m", "pip", "install", "-q", VLLM])
+    _run([str(py), "-m", "pip", "install", "-q", VLLM], timeout=3600)
     _run([str(py), "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec"])
     (VLLM_VENV / ".complete").write_text(VLLM)
     return py
