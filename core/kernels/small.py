@@ -32,17 +32,25 @@ def _signs(a: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return (a[j] > a[i]).astype(np.int64) - (a[j] < a[i]).astype(np.int64)
 
 
+def _pair_signs(x, y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """sign(x_j - x_i) and sign(y_j - y_i) over the pairs i < j of two vectors (validated as the kernels validate
+    them); None for n < 2 or a NaN on either side."""
+    x, y = _as_pair(x, y, names)
+    n = x.shape[0]
+    if n < 2 or np.isnan(x).any() or np.isnan(y).any():
+        return None
+    i, j = _pairs(n)
+    return _signs(x, i, j), _signs(y, i, j)
+
+
 def kendall_tau_b(x, y) -> float:
     """``kendall.kendall_tau_b``: tau_b = S / sqrt(n0 - tx) / sqrt(n0 - ty), NaN for n < 2, a NaN or a constant
     side."""
-    x, y = _as_pair(x, y, ("x", "y"))
-    n = x.shape[0]
-    if n < 2 or np.isnan(x).any() or np.isnan(y).any():
+    signs = _pair_signs(x, y, ("x", "y"))
+    if signs is None:
         return float("nan")
-    i, j = _pairs(n)
-    dx, dy = _signs(x, i, j), _signs(y, i, j)
-    s, tx, ty = int((dx * dy).sum()), int((dx == 0).sum()), int((dy == 0).sum())
-    total = n * (n - 1) // 2
+    dx, dy = signs
+    s, tx, ty, total = int((dx * dy).sum()), int((dx == 0).sum()), int((dy == 0).sum()), len(dx)
     if tx == total or ty == total:
         return float("nan")
     tau = s / np.sqrt(np.float64(total - tx)) / np.sqrt(np.float64(total - ty))
@@ -53,12 +61,10 @@ def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
     """``kendall.pairwise_accuracy``: the share of pairs whose smaller value has the strictly larger score, equal
     values scored as ``value_ties`` says ("wrong", "as_greater", "skip"); NaN for n < 2, a NaN, or no pair."""
     code = _value_ties_code(value_ties)
-    values, scores = _as_pair(values, scores, ("values", "scores"))
-    n = values.shape[0]
-    if n < 2 or np.isnan(values).any() or np.isnan(scores).any():
+    signs = _pair_signs(values, scores, ("values", "scores"))
+    if signs is None:
         return float("nan")
-    i, j = _pairs(n)
-    dv, ds = _signs(values, i, j), _signs(scores, i, j)
+    dv, ds = signs
     # pairs scored as v_i > v_j (right iff s_i < s_j): those, and with "as_greater" the equal ones
     scored_greater = dv < 0 if code != VALUE_TIES["as_greater"] else dv <= 0
     correct = int(((dv > 0) & (ds < 0)).sum() + (scored_greater & (ds > 0)).sum())
