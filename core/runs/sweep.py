@@ -24,9 +24,9 @@ from typing import Any
 from .. import protocol as P
 from ..choices import EXECUTORS, OVERWRITE, check_choice, public_model
 from ..embeddings import EmbeddingTable, describe
-from ..errors import FastevalError, InputError
+from ..errors import FastevalError
 from ..exams.statistics import DEFAULT_RESAMPLES
-from ..io import check_writable, clean_stale, read_models_file  # noqa: F401 (re-exported)
+from ..io import check_writable, clean_stale
 from ..results.model import RESULT_FILE
 from .cache import EmbeddingCache, mismatch, verified
 

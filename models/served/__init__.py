@@ -216,7 +216,7 @@ class ServedEncoder:
                     out = dialect.tokenize_ids(ask(dialect.tokenize_body(texts, self.model)))
                 else:
                     out = [dialect.tokenize_ids(ask(dialect.tokenize_body(t, self.model))) for t in texts]
-            except (ModelError, Refused, KeyError, TypeError, ValueError, AttributeError):
+            except (ModelError, Refused, KeyError, TypeError, ValueError):
                 if known:
                     raise ModelError(f"{self.url}'s /tokenize stopped answering.", "rerun, or pass --tokenizer PATH.") \
                         from None

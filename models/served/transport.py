@@ -30,12 +30,12 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _TOO_LONG = re.compile(r"context length|context size|context window|too long|too large to process|max_model_len|"
                        r"maximum.*tokens|tokens.*(larger|longer|exceed|more) than|less than \d+ tokens|"
                        r"input.*(larger|longer)", re.IGNORECASE)
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 def too_long(message: str) -> bool:
     """Whether a server's error message says that an input is too long for it."""
     return bool(_TOO_LONG.search(message))
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 class Refused(Exception):

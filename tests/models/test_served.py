@@ -7,27 +7,20 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fakes import assert_same_summaries, one_line_error, run_cli
-from servers import SERVED_NAME, free_port, minilm_folder_in, start_infinity
+from servers import SERVED_NAME, free_port, start_infinity
 
 pytestmark = pytest.mark.slow  # a real server (infinity, its own virtual environment) and the real default model
 
 PAPER_ROW = "36.97  68.48  52.73"
-
-
-@pytest.fixture(scope="session")
-def minilm_folder():
-    return minilm_folder_in(os.environ.get("FASTEVAL_TEST_MODEL_HOME", str(Path.home() / ".cache" / "fasteval")))
 
 
 @pytest.fixture(scope="session")

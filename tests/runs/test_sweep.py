@@ -11,7 +11,8 @@ import time
 import pytest
 
 from fasteval.core.errors import InputError
-from fasteval.core.runs.sweep import Job, embedding_key, read_models_file, result_key, run_sweep
+from fasteval.core.io import read_models_file
+from fasteval.core.runs.sweep import Job, embedding_key, result_key, run_sweep
 
 from fakes import TESTS, CountingEncoder, FakeEncoder
 
@@ -162,7 +163,7 @@ def test_cli_two_models_resume(tiny_st_folder, tiny_encoder, fasteval_home, tmp_
 
 
 def test_a_models_file_keeps_a_served_models_name_after_the_hash(tmp_path):
-    from fasteval.core.runs.sweep import read_models_file
+    from fasteval.core.io import read_models_file
 
     f = tmp_path / "models.txt"
     f.write_text("# served and local\nhttp://127.0.0.1:8080/v1#my-model  # the deployment\nall-MiniLM-L6-v2#not a comment?\n"
