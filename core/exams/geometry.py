@@ -230,9 +230,9 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     protocol file's cells instead of the paper's (``fasteval.core.protocol.spec``), with the alignment of
     its variants to the reference variant."""
     from . import statistics as S
-    from scipy.ndimage import gaussian_filter1d
 
     from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.small import gaussian_smooth
     from ..kernels.similarity import paired_similarity, similarity_matrix
 
     cells = P.protocol_cells(protocol)
@@ -301,7 +301,7 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     for pair in P.CONVERSION_PAIRS:
         a_texts, b_texts = P.conversion_texts(pair)
         raw = paired_similarity(table[a_texts], table[b_texts], metric=metric).astype(np.float64)
-        smoothed = gaussian_filter1d(raw, sigma=P.CONVERSION_SIGMA)
+        smoothed = gaussian_smooth(raw, sigma=P.CONVERSION_SIGMA)
         result.conversions.append(ConversionCurve(pair.panel, pair.unit_a, pair.unit_b, x.tolist(), raw.tolist(),
                                                   smoothed.tolist()))
     return result

@@ -87,3 +87,24 @@ def test_sizes_past_the_numpy_forms_are_refused():
         small.kendall_tau_b(np.arange(small.MAX_VALUES + 1.0), np.arange(small.MAX_VALUES + 1.0))
     with pytest.raises(InputError, match="kernels.similarity"):
         small.similarity_matrix(np.ones((2048, 1024)), np.ones((8, 1024)))
+
+
+@given(x=st.lists(st.floats(-1e6, 1e6) | st.sampled_from([0.0, -0.0, 1.0, math.nan, math.inf, -math.inf]),
+                  max_size=40),
+       sigma=st.sampled_from([0.3, 0.8, 1.0, 2.5, 7.0]))
+def test_gaussian_smooth_is_scipys_to_the_bit(x, sigma):
+    """The same weights and float64 operations in the same order as scipy's symmetric correlation (reflect
+    edges, radii longer than the input, NaN and infinities carried as there)."""
+    from scipy.ndimage import gaussian_filter1d
+
+    ours, scipys = small.gaussian_smooth(np.array(x), sigma), gaussian_filter1d(np.array(x, dtype=np.float64), sigma)
+    assert ours.dtype == np.float64 and ours.shape == (len(x),)
+    np.testing.assert_array_equal(ours, scipys)
+
+
+def test_gaussian_smooth_refuses_what_has_no_smoothing():
+    with pytest.raises(InputError, match="1-D"):
+        small.gaussian_smooth(np.zeros((2, 3)), 0.8)
+    for sigma in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(InputError, match="sigma > 0"):
+            small.gaussian_smooth([1.0, 2.0], sigma)
