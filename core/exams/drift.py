@@ -80,6 +80,8 @@ class DriftReport:
     cosines: dict[str, float] = field(default_factory=dict, repr=False)  # text -> cosine (not in the JSON)
     # groups whose drift is known and accepted (--accept): measured and shown, never a reason to drift
     accepted: list[str] = field(default_factory=list)
+    # seconds per step: each side's embedding, the batch probe, the tokenizer comparison, the scoring and Table 1
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def reasons(self) -> list[str]:
@@ -149,7 +151,7 @@ class DriftReport:
             "identity": self.identity, "identity_mismatch": self.identity_mismatch, "invariance": self.invariance,
             "precision": self.precision, "precision_mismatch": self.precision_mismatch,
             "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
-            "accepted_drift": self.accepted_drift, **self.physscore})
+            "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings})
 
 
 def drifted_at(threshold: float):

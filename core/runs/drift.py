@@ -12,6 +12,8 @@ dimensions are refused: they are different models, and no cosine compares them.
 from __future__ import annotations
 
 import logging
+import time
+from contextlib import contextmanager
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,10 +56,19 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     candidate that tokenizes them differently is named (``report.tokenization``)."""
     from ..exams import ExamInputs, exam
     from ..encoders import as_encoder
+    from ..kernels import warm_up_in_background
 
     from .receipts import ReceiptEncoder, is_receipt
 
-    step = on_step or (lambda _name: None)
+    timings: dict[str, float] = {}
+
+    @contextmanager
+    def timed(name: str, shown: str | None = None):
+        (on_step or (lambda _name: None))(shown or name)
+        start = time.perf_counter()
+        yield
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
     reference = ReceiptEncoder(reference) if is_receipt(reference) else reference
     views = [describe(as_encoder(e)) for e in (reference, candidate)]
     names = list(labels) if labels else [v.name for v in views]
@@ -66,22 +77,26 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     if isinstance(reference, ReceiptEncoder):  # a receipt gates only the text set it was made for
         reference.require(_all_texts(groups))
     tables, failed, refused = [], {}, {}
+    warming = warm_up_in_background()  # numba loads the kernels while the encoders work
     for side, view in zip(("reference", "candidate"), views):
-        step(f"embed the {side}")
-        tables.append(_embed_side(side, view, calls, groups[1:], tables, names, cache_root, failed, refused))
+        with timed(f"embed {side}", f"embed the {side}"):
+            tables.append(_embed_side(side, view, calls, groups[1:], tables, names, cache_root, failed, refused))
+    warming.join()
     # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is
     # scored on the texts both embed (it is neither failed nor shrunk further).
     scored = [TextGroup(g.name, g.probes, [t for t in g.texts if t not in refused]) for g in groups]
     maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
-    step("score")
-    report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
+    with timed("score"):
+        report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
     report.accepted = accept
+    report.timings = timings
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
-        step("batch and concurrency invariance")
         long_texts = next((g.texts for g in groups if g.name == "length"), [])
-        report.invariance = probe(views[1].encoder, groups[0].texts, [t for t in long_texts if t not in refused])
+        with timed("invariance", "batch and concurrency invariance"):
+            report.invariance = probe(views[1].encoder, groups[0].texts,
+                                      [t for t in long_texts if t not in refused])
     report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
     if isinstance(reference, ReceiptEncoder):
         report.identity["reference"] = reference.identity
@@ -94,11 +109,13 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     drifted = sorted(((c, t) for t, c in report.cosines.items() if drifted_at(threshold)(c)),
                      key=lambda ct: (ct[0] == ct[0], ct[0]))[:MAX_TOKENIZED]  # NaN first, then the worst
     if drifted:
-        report.tokenization = _tokenization(views, [t for _c, t in drifted])
+        with timed("tokenization", "compare the drifted texts' tokens"):
+            report.tokenization = _tokenization(views, [t for _c, t in drifted])
     if PROTOCOL_GROUP not in failed:
-        geometry = exam(1)
-        results = [geometry.run(ExamInputs(table, "cos")) for table in tables]
-        report.physscore = physscore_drift(results[0], results[1], resamples)
+        with timed("physscore", "Table 1 of both sides"):
+            geometry = exam(1)
+            results = [geometry.run(ExamInputs(table, "cos")) for table in tables]
+            report.physscore = physscore_drift(results[0], results[1], resamples)
     return report
 
 
