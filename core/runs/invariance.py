@@ -2,7 +2,8 @@
 
 A deployment can answer one text differently in another batch (padding in fp16 kernels, per-batch activation
 quantization, a router that batches concurrent requests: TEI #882, cosine 1.0000 -> 0.16). A few probe texts are
-embedded alone (the baseline), then in batches of several sizes, first and last in a batch, beside long
+embedded alone (the baseline), then in batches of several sizes (the probes side by side, filled up with other
+texts: 46 texts for the three sizes, where a batch a probe took 252), first and last in a batch, beside long
 neighbours, and with several requests in flight at once; each condition's worst cosine to the baseline is
 reported, and one below ``INVARIANCE_MIN`` drifts.
 """
@@ -47,11 +48,12 @@ def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
         return {"condition": condition, "worst": cos[k], "text": probes[pairs[k][0]]}
 
     rows = []
-    for size in BATCH_SIZES:
+    for size in BATCH_SIZES:  # the probes side by side, each batch filled up to its size with other texts
         pairs = []
-        for i, p in enumerate(probes):
-            batch = [p] + fillers[i * size: i * size + size - 1]
-            pairs.append((i, _unit(encoder, batch)[0]))
+        for start in range(0, len(probes), size):
+            group = probes[start:start + size]
+            out = _unit(encoder, group + fillers[:size - len(group)])
+            pairs += [(start + k, out[k]) for k in range(len(group))]
         rows.append(worst(f"in a batch of {size}", pairs))
     batch = probes + fillers[:16]
     rows.append(worst("first in a batch", [(0, _unit(encoder, batch)[0])]))
