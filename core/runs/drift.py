@@ -12,8 +12,6 @@ dimensions are refused: they are different models, and no cosine compares them.
 from __future__ import annotations
 
 import logging
-import time
-from contextlib import contextmanager
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,17 +56,11 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
     from ..encoders import as_encoder
     from ..kernels import warm_up_in_background
 
+    from .evaluate import step_timer
     from .receipts import ReceiptEncoder, is_receipt
 
     timings: dict[str, float] = {}
-
-    @contextmanager
-    def timed(name: str, shown: str | None = None):
-        (on_step or (lambda _name: None))(shown or name)
-        start = time.perf_counter()
-        yield
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
-
+    timed = step_timer(on_step, timings)
     reference = ReceiptEncoder(reference) if is_receipt(reference) else reference
     views = [describe(as_encoder(e)) for e in (reference, candidate)]
     names = list(labels) if labels else [v.name for v in views]

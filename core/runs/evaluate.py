@@ -77,20 +77,12 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
                                normalize_quantities=normalize_quantities, bootstrap=bootstrap)
     result = ModelResult(model=view.name, model_id=P.model_id(view.name), settings=dict(settings),
                          protocol=protocol.key, fasteval_version=__version__)
-    step = on_step or (lambda _name: None)
+    timed = step_timer(on_step, result.timings)
     batching = check_choice(batching or view.info.get("batching", "paper"), BATCHINGS, "batching", "--batching")
     groups = protocol_groups(exams, protocol)
     if batching == "packed":  # one call; the encoder sorts and cuts it (fasteval's by a token budget)
         groups = [list(dict.fromkeys(t for group in groups for t in group))]
     rewrite = canonical_rewrite(normalize_quantities)
-
-    @contextmanager
-    def timed(name: str):
-        step(name)
-        start = time.perf_counter()
-        yield
-        result.timings[name] = time.perf_counter() - start
-
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
         table = embed_groups(view.encoder, groups, table, rewrite=rewrite)
@@ -106,6 +98,20 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
     if view.usage is not None:  # a served model: what it sent and got
         result.usage = view.usage.as_dict()
     return result
+
+
+def step_timer(on_step: Callable[[str], None] | None, timings: dict[str, float]):
+    """``with timed(name, shown=None):`` tells ``on_step`` (shown or name) a step begins, and adds the seconds
+    of its block to ``timings[name]`` (a run's record of where its time went)."""
+    @contextmanager
+    def timed(name: str, shown: str | None = None):
+        if on_step is not None:
+            on_step(shown or name)
+        start = time.perf_counter()
+        yield
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
+    return timed
 
 
 def canonical_rewrite(normalize_quantities: bool) -> Callable[[str], str] | None:

@@ -2,8 +2,8 @@
 
 A deployment can answer one text differently in another batch (padding in fp16 kernels, per-batch activation
 quantization, a router that batches concurrent requests: TEI #882, cosine 1.0000 -> 0.16). A few probe texts are
-embedded alone (the baseline), then in batches of several sizes (the probes side by side, filled up with other
-texts: 46 texts for the three sizes, where a batch a probe took 252), first and last in a batch, beside long
+embedded alone (the baseline), then side by side in batches of several sizes (filled up with other texts),
+first and last in a batch, beside long
 neighbours, and with several requests in flight at once; each condition's worst cosine to the baseline is
 reported, and one below ``INVARIANCE_MIN`` drifts.
 """

@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from fakes import assert_same_summaries, run_cli
-from servers import GGUF_KINDS, SERVED_NAME, gguf_of, start_llama_server
+from servers import GGUF_KINDS, SERVED_NAME, gguf_of, start_llama_server, started_or_failed
 
 pytestmark = pytest.mark.slow  # a real server and the real default model (both built once, then cached)
 
@@ -26,12 +26,9 @@ def llama(minilm_folder, tmp_path_factory):
     """llama-server serving each GGUF kind at its own http://127.0.0.1:PORT/v1; stopped by process id at the end."""
     work = tmp_path_factory.mktemp("llama")
     with contextlib.ExitStack() as stack:
-        try:
-            urls = {k: stack.enter_context(start_llama_server(gguf_of(minilm_folder, k), work, parallel=2))
-                    for k in GGUF_KINDS}
-        except RuntimeError as err:
-            pytest.fail(str(err))
-        yield urls
+        yield {k: stack.enter_context(started_or_failed(start_llama_server(gguf_of(minilm_folder, k), work,
+                                                                           parallel=2)))
+               for k in GGUF_KINDS}
 
 
 @pytest.fixture(scope="session")

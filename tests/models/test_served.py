@@ -16,21 +16,16 @@ import numpy as np
 import pytest
 
 from fakes import assert_same_summaries, one_line_error, run_cli
-from servers import SERVED_NAME, free_port, start_infinity
+from servers import PAPER_ROW, SERVED_NAME, free_port, start_infinity, started_or_failed
 
 pytestmark = pytest.mark.slow  # a real server (infinity, its own virtual environment) and the real default model
-
-PAPER_ROW = "36.97  68.48  52.73"
 
 
 @pytest.fixture(scope="session")
 def infinity(minilm_folder, tmp_path_factory):
     """infinity serving the default model at http://127.0.0.1:PORT; stopped by its process id at the end."""
-    try:
-        with start_infinity(minilm_folder, tmp_path_factory.mktemp("infinity")) as url:
-            yield url
-    except RuntimeError as err:
-        pytest.fail(str(err))
+    with started_or_failed(start_infinity(minilm_folder, tmp_path_factory.mktemp("infinity"))) as url:
+        yield url
 
 
 class FaultProxy:

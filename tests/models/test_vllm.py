@@ -10,7 +10,7 @@ import os
 import pytest
 
 from fakes import assert_same_summaries, run_cli
-from servers import SERVED_NAME, start_vllm
+from servers import PAPER_ROW, SERVED_NAME, start_vllm, started_or_failed
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("FASTEVAL_TEST_VLLM") != "1",
@@ -19,11 +19,8 @@ pytestmark = [pytest.mark.slow,
 
 @pytest.fixture(scope="module")
 def vllm(minilm_folder, tmp_path_factory):
-    try:
-        with start_vllm(minilm_folder, tmp_path_factory.mktemp("vllm")) as url:
-            yield url
-    except RuntimeError as err:
-        pytest.fail(str(err))
+    with started_or_failed(start_vllm(minilm_folder, tmp_path_factory.mktemp("vllm"))) as url:
+        yield url
 
 
 def test_a_served_sweep_is_the_paper_row_with_vllms_own_tokenizer(vllm, minilm_folder, tmp_path):
@@ -32,7 +29,7 @@ def test_a_served_sweep_is_the_paper_row_with_vllms_own_tokenizer(vllm, minilm_f
     served = run_cli(["sweep", "--model", vllm, "--out", tmp_path / "served", *common], env=env, timeout=1200)
     local = run_cli(["sweep", "--model", minilm_folder, "--out", tmp_path / "local", *common], env=env, timeout=1200)
     assert served.returncode == 0 and local.returncode == 0, served.stderr + local.stderr
-    assert "36.97  68.48  52.73" in served.stdout
+    assert PAPER_ROW in served.stdout
     a, b = (json.loads(next((tmp_path / d).glob("*/*/results.json")).read_text()) for d in ("served", "local"))
     assert_same_summaries(a, b)
 
