@@ -5,7 +5,9 @@ Importing this package is cheap: numba, onnxruntime and torch load only when a c
 """
 
 import importlib
+import importlib.util
 import logging
+import sys
 
 __version__ = "0.1.0"
 
@@ -14,25 +16,40 @@ __version__ = "0.1.0"
 logging.getLogger("fasteval").addHandler(logging.NullHandler())
 
 # The public names, each loaded on first use (PEP 562), so `import fasteval` (and `fasteval --help`) never pulls
-# in numba, onnxruntime or torch: name -> (module, attribute; None for the module itself).
+# in numba, onnxruntime or torch: name -> (module, attribute).
 _LAZY = {
     "evaluate": (".core.runs.evaluate", "evaluate"),
     "check": (".core.runs.check", "check"),
     "drift": (".core.runs.drift", "drift"),
     "load_model": (".models.loader", "load_model"),
-    "mteb": (".core.mteb", None),  # the MTEB integration (the mteb extra); its import path is fasteval.core.mteb
     "PhysScoreEvaluator": (".core.runs.training", "PhysScoreEvaluator"),  # sentence-transformers (the train extra)
 }
 
-__all__ = [*_LAZY, "__version__"]
+__all__ = [*_LAZY, "mteb", "__version__"]
+
+
+def _register_lazily(public: str, module: str) -> None:
+    """``import fasteval.mteb`` and ``from fasteval.mteb import tasks`` as users write them: the module of
+    ``module`` is registered under both names now, and runs on first use (importlib's own LazyLoader; no import
+    hook, one file, one module object)."""
+    spec = importlib.util.find_spec(module)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    lazy = importlib.util.module_from_spec(spec)
+    sys.modules[module] = sys.modules[public] = lazy
+    spec.loader.exec_module(lazy)
+    globals()[public.rpartition(".")[2]] = lazy  # the attribute, as the import system sets it for a submodule
+
+
+# the MTEB integration (the mteb extra), fasteval.core.mteb
+if "fasteval.mteb" not in sys.modules:
+    _register_lazily("fasteval.mteb", "fasteval.core.mteb")
 
 
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'fasteval' has no attribute {name!r}")
     module, attribute = _LAZY[name]
-    value = importlib.import_module(module, __name__)
-    return value if attribute is None else getattr(value, attribute)
+    return getattr(importlib.import_module(module, __name__), attribute)
 
 
 def __dir__():

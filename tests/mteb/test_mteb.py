@@ -176,19 +176,17 @@ def test_the_direct_writer_writes_what_mteb_writes(tmp_path):
 
 
 def test_one_module_under_its_public_name():
-    """fasteval.mteb is a lazy attribute (PEP 562) for fasteval.core.mteb: one module object, one MtebEncoder
-    class, no import hook, and `import fasteval` alone does not load it."""
-    import fasteval
-    import fasteval.core.mteb as inner
-    from fasteval import mteb as public
-    from fasteval.core.mteb import MtebEncoder
-
-    assert public is inner is fasteval.mteb and MtebEncoder is inner.MtebEncoder
-    code = ("import sys, fasteval; hooks = [f for f in sys.meta_path if 'fasteval' in type(f).__module__]; "
-            "before = 'fasteval.core.mteb' in sys.modules; m = fasteval.mteb; "
-            "print(before, len(hooks), m is sys.modules['fasteval.core.mteb'], 'fasteval.mteb' in sys.modules)")
+    """`import fasteval.mteb`, `import fasteval.mteb as fm` and `from fasteval.mteb import tasks` as an MTEB user
+    writes them (each failed with ModuleNotFoundError when fasteval.mteb was only an attribute): one module object
+    under both names, one MtebEncoder class, no import hook, and it runs on first use."""
+    code = ("import sys; n = len(sys.meta_path); import fasteval.mteb as fm; "
+            "loaded = 'numpy' in sys.modules; "
+            "from fasteval.mteb import tasks, MtebEncoder; import fasteval, fasteval.mteb; "
+            "import fasteval.core.mteb as inner; "
+            "print(loaded, len(sys.meta_path) - n, fm is inner is fasteval.mteb is sys.modules['fasteval.mteb'], "
+            "MtebEncoder is inner.MtebEncoder, [t.metadata.name for t in tasks()][0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "0", "True", "False"], "loaded on first use, under its one import path"
+    assert out.split() == ["False", "0", "True", "True", "PhysScoreMeasurementGeometry"], out
 
 
 def test_the_export_still_works_beside_mteb(tiny_encoder):
