@@ -4,6 +4,7 @@ numba, onnxruntime and torch load inside the commands that need them, so `fastev
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from contextlib import contextmanager
 from enum import Enum
@@ -13,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..core import choices
-from ..core.errors import FastevalError
+from ..core.errors import FastevalError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
@@ -115,10 +116,17 @@ def _fail(err: FastevalError, exit_code: int | None = None) -> None:
     raise typer.Exit(exit_code if exit_code is not None else err.exit_code)
 
 
+def internal_error_line(err: BaseException) -> str:
+    """The one line of a fault that is not the user's (a bug): its type and first line, and how to learn more."""
+    return (f"fasteval: internal error: {type(err).__name__}: {first_line(err)} "
+            "(rerun with FASTEVAL_DEBUG=1 for the traceback, and please report it)")
+
+
 @contextmanager
 def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code: int | None = None):
-    """A FastevalError becomes one line and its exit code (``exit_code`` for every error, where a command's
-    codes say more: drift's 1 is "drifts"); Ctrl-C exits 130 with ``on_interrupt``."""
+    """A FastevalError becomes one line and its exit code; Ctrl-C exits 130 with ``on_interrupt``. ``exit_code``,
+    for a command whose codes say more (drift's 1 is "drifts"), is the code of every error, the unexpected ones
+    (a bug: one line, FASTEVAL_DEBUG=1 for the traceback) included, so no fault reads as a verdict."""
     try:
         yield
     except FastevalError as err:
@@ -126,6 +134,13 @@ def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code:
     except KeyboardInterrupt:
         typer.echo(f"fasteval: interrupted; {on_interrupt}", err=True)
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # typer's own way out, and its usage errors
+        raise
+    except Exception as err:
+        if exit_code is None or os.environ.get("FASTEVAL_DEBUG"):
+            raise  # main() reports it (exit 1), or the user asked for the traceback
+        typer.echo(internal_error_line(err), err=True)
+        raise typer.Exit(exit_code) from None
 
 
 def say(quiet: bool, message: str) -> None:

@@ -97,8 +97,8 @@ def drift_command(
         help="The deployments to check: registry names, folders or URL[#MODEL]s; several end with one table "
              "(none with --save-receipt).", show_default=False, metavar="CANDIDATE...")] = None,
     save_receipt: Annotated[Optional[Path], typer.Option(
-        help="Embed drift's texts with REFERENCE and write them to this .npz receipt; then `fasteval drift "
-             "RECEIPT CANDIDATE` gates a deployment with no model weights.")] = None,
+        help="Embed drift's texts with REFERENCE and write them to this receipt (an .npz file, whatever its name); "
+             "then `fasteval drift RECEIPT CANDIDATE` gates a deployment with no model weights.")] = None,
     texts: Annotated[Optional[Path], typer.Option(
         help="Your own texts too, one a line ('#' comments), scored as their own group.")] = None,
     no_conformance: Annotated[bool, typer.Option(
@@ -196,6 +196,9 @@ def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str,
     if out is not None:
         check_output_folder(Path(out), "the drift report", marker)
     if junit is not None:
+        if Path(junit).expanduser().is_dir():
+            raise InputError(f"--junit {junit} is a folder; it takes the file to write.",
+                             f"pass a file name, such as --junit {Path(junit) / 'drift.xml'}.")
         check_writable(Path(junit).expanduser().parent, "the folder of --junit",
                        "pass --junit FILE in a folder you can write.")
     if texts is not None or accept:  # an unreadable or empty texts file, too many texts, a group drift has not
@@ -212,6 +215,12 @@ def _side_loader(provider: str, batch_size: int, served: dict):
     def side(name: str, dtype, prompt: str | None):
         if is_receipt(name):
             return ReceiptEncoder(name)
+        if Path(name).expanduser().is_file():
+            from ..core.errors import InputError
+
+            raise InputError(f"{name} is a file, neither a receipt nor a model folder.",
+                             "pass a model folder, a name, a URL, or a receipt written by fasteval drift "
+                             "--save-receipt.")
         return load_model(name, provider=provider, dtype=dtype.value, prompt=prompt, batch_size=batch_size,
                           served=served)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.errors import FastevalError, first_line
+from ..core.errors import FastevalError
 # the commands register on the app as their modules load, in the order `fasteval --help` lists them
 from . import sweep  # noqa: F401, I001
 from . import results  # noqa: F401, I001
 from . import deploy  # noqa: F401, I001
-from .app import _log_to_stderr, app  # noqa: F401 (the app, and the log handler tests install)
+from .app import _log_to_stderr, app, internal_error_line  # noqa: F401 (_log_to_stderr: the handler tests install)
 
 
 def main() -> None:
@@ -22,6 +22,5 @@ def main() -> None:
     except Exception as err:  # a bug, not bad input: one line unless the user asks for the traceback
         if os.environ.get("FASTEVAL_DEBUG"):
             raise
-        print(f"fasteval: internal error: {type(err).__name__}: {first_line(err)} "
-              "(rerun with FASTEVAL_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+        print(internal_error_line(err), file=sys.stderr)
         sys.exit(1)

@@ -12,15 +12,17 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, first_line
 from ..io import unpack_texts
 
 MAGIC = "fasteval-receipt-1"
+ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -32,14 +34,15 @@ def texts_digest(texts: list[str]) -> str:
 
 
 def is_receipt(value: Any) -> bool:
-    """Whether ``value`` names a receipt file (a .npz that says it is one)."""
-    if not isinstance(value, (str, Path)) or not str(value).endswith(".npz"):
+    """Whether ``value`` names a file to read as a receipt: an existing file (not a folder) that begins as a zip
+    does, whatever its name. Whether it really is one (and is whole) is ``ReceiptEncoder``'s to say, in one line."""
+    if not isinstance(value, (str, Path)):
         return False
     path = Path(value).expanduser()
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return "magic" in data and str(data["magic"]) == MAGIC
-    except (OSError, ValueError):
+        with path.open("rb") as f:
+            return f.read(4) in ZIP_SIGNATURES
+    except OSError:  # missing, a folder, unreadable: not a receipt (load_model names what it is)
         return False
 
 
@@ -64,17 +67,21 @@ class ReceiptEncoder:
 
     def __init__(self, path: str | Path):
         path = Path(path).expanduser()
+        fix = "write it again with fasteval drift --save-receipt FILE REFERENCE."
         try:
             with np.load(path, allow_pickle=False) as data:
+                if "magic" not in data or str(data["magic"]) != MAGIC:
+                    raise InputError(f"{path} is a zip (.npz) file but not a fasteval receipt (no "
+                                     f"{MAGIC!r} in it).", "pass a file written by fasteval drift --save-receipt.")
                 self.meta = json.loads(str(data["meta"]))
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
-        except (OSError, ValueError, KeyError) as err:
-            raise InputError(f"Cannot read the receipt {path}: {type(err).__name__}.",
-                             "write it again with fasteval drift --save-receipt FILE REFERENCE.") from None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            raise InputError(f"The receipt {path} is damaged or cut short ({type(err).__name__}: "
+                             f"{first_line(err, 80)}).", fix) from None
         if len(texts) != len(vectors) or texts_digest(texts) != self.meta.get("texts_sha256"):
             raise InputError(f"The receipt {path} does not hold what its digest says.",
-                             "write it again with fasteval drift --save-receipt FILE REFERENCE.")
+                             fix)
         self.path, self.texts = path, texts
         self._rows = {t: vectors[i] for i, t in enumerate(texts)}
         self.name = f"{self.meta.get('name')} (receipt)"

@@ -173,7 +173,7 @@ def test_a_receipt_gates_as_the_reference_does(tiny_st_folder, fasteval_home, tm
     and numbers with no model for the reference; a receipt of another text set is refused."""
     env = {"FASTEVAL_HOME": str(fasteval_home)}
     common = ["--provider", "cpu", "--bootstrap", "200", "-q"]
-    receipt = tmp_path / "reference.npz"
+    receipt = tmp_path / "minilm.receipt"  # known by what it holds, not by its name
     made = run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common], env=env)
     assert made.returncode == 0 and "Receipt of tiny-bert written" in made.stdout, made.stderr
     gate = ["--candidate-dtype", "int8", "--json", "--fail-below", "0.999999", *common]
@@ -191,6 +191,52 @@ def test_a_receipt_gates_as_the_reference_does(tiny_st_folder, fasteval_home, tm
     one_line_error(other, "another text set")
     one_line_error(run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, tiny_st_folder, *common], env=env),
                    "takes the reference alone")
+
+
+def test_drift_exits_1_only_for_a_verdict(tiny_st_folder, fasteval_home, tmp_path):
+    """A damaged or foreign receipt, --junit naming a folder, a file that is no receipt, and a bug forced inside
+    drift each give one line and exit 2: 1 is "drifts", and a CI job must never read a fault as a verdict (a
+    truncated receipt was "internal error: BadZipFile" with exit 1, a --junit folder IsADirectoryError, exit 1)."""
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--provider", "cpu", "--bootstrap", "0", "-q", "--no-invariance"]
+    receipt = tmp_path / "ref.npz"
+    assert run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common], env=env).returncode == 0
+    data = receipt.read_bytes()
+    cut = tmp_path / "cut.receipt"
+    cut.write_bytes(data[: len(data) // 2])
+    proc = run_cli(["drift", cut, tiny_st_folder, *common], env=env)
+    assert proc.returncode == 2
+    one_line_error(proc, f"The receipt {cut} is damaged or cut short", "--save-receipt")
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, vectors=np.zeros((2, 3)))
+    proc = run_cli(["drift", foreign, tiny_st_folder, *common], env=env)
+    assert proc.returncode == 2
+    one_line_error(proc, "not a fasteval receipt")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    proc = run_cli(["drift", text, tiny_st_folder, *common], env=env)
+    assert proc.returncode == 2
+    one_line_error(proc, "neither a receipt nor a model folder")
+    proc = run_cli(["drift", receipt, tiny_st_folder, "--junit", tmp_path, *common], env=env)
+    assert proc.returncode == 2
+    one_line_error(proc, f"--junit {tmp_path} is a folder", "drift.xml")
+
+
+def test_an_unexpected_fault_in_drift_exits_2_not_1(monkeypatch, tiny_st_folder):
+    """A bug forced inside the library's drift: one internal-error line, exit 2 (never 1, "drifts")."""
+    from typer.testing import CliRunner
+
+    import fasteval.core.runs.drift as library
+    from fasteval.cli.main import app
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("forced")
+
+    monkeypatch.setattr(library, "drift", broken)
+    monkeypatch.delenv("FASTEVAL_DEBUG", raising=False)
+    result = CliRunner().invoke(app, ["drift", str(tiny_st_folder), str(tiny_st_folder), "-q", "--provider", "cpu"])
+    assert result.exit_code == 2, result.output
+    assert "internal error: ZeroDivisionError: forced" in result.output and "Traceback" not in result.output
 
 
 def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
