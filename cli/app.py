@@ -73,8 +73,50 @@ def _log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
+def version_lines() -> list[str]:
+    """What a bug report needs: fasteval's version, Python's, and the onnxruntime build with the execution
+    providers it offers here (CUDAExecutionProvider only where the GPU build is installed)."""
+    import platform
+    from importlib import metadata
+
+    from .. import __version__
+
+    lines = [f"fasteval {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"]
+    builds = [f"{name} {metadata.version(name)}" for name in ("onnxruntime-gpu", "onnxruntime")
+              if _installed(name)]
+    try:
+        import onnxruntime
+
+        providers = ", ".join(onnxruntime.get_available_providers())
+    except Exception as err:  # a broken install is what the report should show, not a traceback
+        providers = f"cannot be imported ({type(err).__name__}: {first_line(err, 120)})"
+    lines.append(f"onnxruntime: {' and '.join(builds) or 'not installed'}; providers built in: {providers}")
+    return lines
+
+
+def _installed(distribution: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        for line in version_lines():
+            typer.echo(line)
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _every_command() -> None:
+def _every_command(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print fasteval's version and onnxruntime's providers here, and exit.")] = False,
+) -> None:
     _log_to_stderr()
 
 

@@ -21,6 +21,25 @@ def test_help_imports_nothing_heavy():
     assert out.stdout.strip() == "", f"--help imported {out.stdout.strip()}"
 
 
+def test_version_names_fasteval_python_and_the_onnxruntime_build():
+    """`fasteval --version` (was "No such option"): fasteval's version, then the onnxruntime build installed and
+    the providers it offers, what a GPU bug report needs."""
+    from importlib import metadata
+
+    import onnxruntime
+
+    import fasteval
+
+    proc = run_cli(["--version"])
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first.startswith(f"fasteval {fasteval.__version__} (Python {sys.version_info[0]}.{sys.version_info[1]}.")
+    build = next(n for n in ("onnxruntime-gpu", "onnxruntime") if n in {d.metadata["Name"] for d in
+                                                                        metadata.distributions()})
+    assert second == (f"onnxruntime: {build} {metadata.version(build)}; providers built in: "
+                      + ", ".join(onnxruntime.get_available_providers()))
+
+
 def test_missing_model_path(tmp_path):
     proc = run_cli(["sweep", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
     one_line_error(proc, "does not exist", "Fix:")
