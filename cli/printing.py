@@ -108,14 +108,28 @@ def print_check(result) -> None:
          + (f" (quantities normalized: embedded as {result.anchor_encoded_as!r})" if result.normalized else ""))
     ratios = any(c.log_ratio is not None for c in result.candidates)  # none for temperatures (see the note)
     ratio_head = f"  {'log10 ratio':>11}" if ratios else ""
-    echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}{ratio_head}  rank: sim  dist")
-    sim_rank, dist_rank = result.ranks()
-    for c in result.by_similarity():
+    ranks_head = "  rank: sim  dist" if len(result.candidates) > 1 else ""
+    echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}{ratio_head}{ranks_head}")
+    def row(c, ranks: str = "") -> str:
         distance = f"{c.distance:g} {short_unit(c.unit)}"
         encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
         ratio = f"  {num(c.log_ratio):>11}" if ratios else ""
-        echo(f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}{ratio}  "
-             f"{sim_rank[c.text]:>9} {dist_rank[c.text]:>5}{encoded}")
+        return f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}{ratio}{ranks}{encoded}"
+
+    if len(result.candidates) == 1:  # "how similar are these two?": similarity and distance, no ranking
+        echo(row(result.candidates[0]))
+        echo("  one candidate: no ranking (pass two or more candidates to see whether similarity follows distance)")
+    else:
+        _print_ranking(result, row, num)
+    for note in result.notes:
+        echo(f"  note: {terminal_safe(note)}")
+
+
+def _print_ranking(result, row, num) -> None:
+    """The candidates by similarity with both ranks, tau, PACC and the discordant pairs."""
+    sim_rank, dist_rank = result.ranks()
+    for c in result.by_similarity():
+        echo(row(c, f"  {sim_rank[c.text]:>9} {dist_rank[c.text]:>5}"))
     verdict = "the physical order" if not result.discordant_count else "not the physical order"
     echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
     for line in result.discordant_lines():
@@ -124,8 +138,6 @@ def print_check(result) -> None:
     if unlisted > 0:
         echo(f"  ... and {unlisted} more discordant pairs ({result.discordant_count} in all; the largest gaps are "
              "listed first; --all-discordant lists every one)")
-    for note in result.notes:
-        echo(f"  note: {terminal_safe(note)}")
 
 
 def print_comparison(comparison) -> None:

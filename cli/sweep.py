@@ -176,7 +176,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
 def check_command(
     quantities: Annotated[Optional[list[str]], typer.Argument(
-        help="The anchor, then two or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
+        help="The anchor, then one or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
         show_default=False)] = None,
     model: Annotated[Optional[str], typer.Option(
         help="Registry name, model folder or a served model's URL[#MODEL] (default: all-MiniLM-L6-v2).")] = None,
@@ -199,7 +199,8 @@ def check_command(
     retries: Retries = choices.SERVED_RETRIES,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
 ) -> None:
-    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict.
+    """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict. With one
+    candidate: how similar the two are, and how far apart.
 
     Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
     with user_errors("nothing was written."):
@@ -212,7 +213,7 @@ def check_command(
                              "pass them one way: as arguments, or one a line in the --file FILE.")
         texts = list(quantities or []) + (read_models_file(file, what="quantities file") if file else [])
         if not texts:
-            raise InputError("fasteval check needs an anchor and two or more candidates.",
+            raise InputError("fasteval check needs an anchor and one or more candidates.",
                              "pass them as arguments or with --file FILE (one a line, the anchor first).")
         from ..core.exams.quantity_check import parse_check_inputs
 

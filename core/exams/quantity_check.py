@@ -1,7 +1,7 @@
 """`fasteval check`: does a model order your own quantities by physical distance?
 
-One anchor and two or more candidates of the same dimension. Each candidate's physical distance from the
-anchor (in the anchor's unit) against its similarity to the anchor: Kendall τ-b of similarity against
+One anchor and one or more candidates of the same dimension. Each candidate's physical distance from the
+anchor (in the anchor's unit) and its similarity to the anchor; with two or more candidates, the ranking: Kendall τ-b of similarity against
 distance (scipy's sign convention: τ = kendalltau(similarity, −distance), positive = closer is more similar),
 pairwise accuracy over the candidate pairs whose distances differ (right when the closer one is strictly more
 similar), and the discordant pairs (the physically farther one is strictly more similar), in words.
@@ -90,10 +90,10 @@ class CheckResult:
 
 
 def parse_check_inputs(anchor: str, candidates: list[str]) -> tuple[ParsedQuantity, list[ParsedQuantity]]:
-    """Parse the anchor and candidates; InputError for an unreadable text, another dimension, or < 2."""
-    if len(candidates) < 2:
-        raise InputError(f"fasteval check needs at least two candidates, got {len(candidates)}.",
-                         "pass an anchor and two or more candidates, e.g. \"2 kilometers\" \"2000 meters\" "
+    """Parse the anchor and candidates; InputError for an unreadable text, another dimension, or none."""
+    if not candidates:
+        raise InputError("fasteval check needs a candidate besides the anchor, got none.",
+                         "pass an anchor and one or more candidates, e.g. \"2 kilometers\" \"2000 meters\" "
                          "\"2 meters\".")
     if len(candidates) > MAX_CHECK_CANDIDATES:
         raise InputError(f"fasteval check takes at most {MAX_CHECK_CANDIDATES} candidates, got {len(candidates)}.",
@@ -114,7 +114,8 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
                 model: str, similarity: str = "cos", encoded_as: list[str] | None = None,
                 all_discordant: bool = False) -> CheckResult:
     """Score precomputed candidate-to-anchor similarities against the physical distances; every discordant
-    pair counted, the first ``DISCORDANT_LIST_LIMIT`` (largest gap first) listed unless ``all_discordant``."""
+    pair counted, the first ``DISCORDANT_LIST_LIMIT`` (largest gap first) listed unless ``all_discordant``. One
+    candidate has its similarity and distance and no ranking: τ and PACC are NaN (null in JSON)."""
     from ..kernels.small import kendall_tau_b, pairwise_accuracy  # a few values: numpy, no JIT to load
 
     sims = np.asarray(similarities, dtype=np.float64)
@@ -137,8 +138,10 @@ def score_check(anchor: ParsedQuantity, candidates: list[ParsedQuantity], simila
     if on_a_scale:
         notes.append(f"no log10 ratio: {anchor.unit} readings sit on a scale whose zero is not 'no temperature', so "
                      "their ratio means nothing (distances are temperature differences)")
-    return CheckResult(model=model, anchor=anchor.text, candidates=rows, tau=kendall_tau_b(sims, -distance),
-                       pacc=pairwise_accuracy(distance, sims, "skip"),
+    ranked = len(candidates) > 1
+    return CheckResult(model=model, anchor=anchor.text, candidates=rows,
+                       tau=kendall_tau_b(sims, -distance) if ranked else math.nan,
+                       pacc=pairwise_accuracy(distance, sims, "skip") if ranked else math.nan,
                        discordant_pairs=[(candidates[closer[k]].text, candidates[farther[k]].text) for k in listed],
                        similarity=similarity, notes=notes, discordant_count=int(len(closer)),
                        anchor_encoded_as=anchor.text,

@@ -94,7 +94,7 @@ def test_check_bad_inputs():
     import fasteval
 
     enc = FakeEncoder()
-    for candidates, fragment in ((["2000 meters"], "at least two candidates"),
+    for candidates, fragment in (([], "a candidate besides the anchor"),
                                  (["2000 meters", "3 seconds"], "'3 seconds' is a [time]"),
                                  (["2000 meters", "2 blorps"], "does not know the unit"),
                                  (["2000 meters", "meters"], "Cannot read a number")):
@@ -116,7 +116,7 @@ def test_check_normalized_gives_the_model_canonical_texts():
 
 @pytest.mark.parametrize("args, fragment", [
     (["2 kilometers", "2000 meters", "3 seconds"], "'3 seconds' is a [time]"),
-    (["2 kilometers", "2000 meters"], "at least two candidates"),
+    (["2 kilometers"], "a candidate besides the anchor"),
     (["2 kilometers", "2000 meters", "2 blorps"], "'2 blorps'"),
     ([], "needs an anchor"),
 ])
@@ -124,6 +124,32 @@ def test_cli_check_bad_input_is_one_line_and_exit_2(args, fragment, tmp_path):
     proc = run_cli(["check", *args, "--model", tmp_path / "no-model"], timeout=120)
     assert proc.returncode == 2
     one_line_error(proc, fragment, "Fix:")
+
+
+def test_one_candidate_answers_how_similar_and_how_far(tiny_st_folder, fasteval_home):
+    """"How similar are these two?" (refused before: "needs at least two candidates"): the similarity (numpy's
+    cosine of sentence-transformers' embeddings) and the physical distance, no ranking, tau and PACC null."""
+    from sentence_transformers import SentenceTransformer
+
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    st = SentenceTransformer(str(tiny_st_folder), device="cpu")
+    a, b = st.encode(["2 kilometers", "2000 meters"], normalize_embeddings=True)
+    expected = float(np.dot(a, b))
+    proc = run_cli(["check", "2 kilometers", "2000 meters", "--model", tiny_st_folder, "--json", "--provider", "cpu"],
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["tau"] is None and data["pacc"] is None and data["discordant_count"] == 0
+    (only,) = data["candidates"]
+    assert only["similarity"] == pytest.approx(expected, abs=1e-5)
+    assert only["distance"] == pytest.approx(0.0, abs=1e-9) and only["unit"] == "kilometer"
+    text = run_cli(["check", "2 kilometers", "2 meters", "--model", tiny_st_folder, "--provider", "cpu", "-q"],
+                   env=env)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert "rank" not in lines[1] and "Kendall" not in text.stdout
+    assert lines[2].split()[:3] == ["2", "meters", lines[2].split()[2]] and "1.998 km" in lines[2]
+    assert "one candidate: no ranking" in lines[3]
 
 
 def test_cli_check_file_and_json(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
