@@ -11,10 +11,14 @@ def drift_text(report: DriftReport) -> str:
     fmt = (lambda v: "  n/a" if v is None else f"{v:.4f}")
     who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
     reasons = report.reasons
-    lines = [f"fasteval drift: {report.candidate} against {report.reference} on {report.texts} texts: "
-             f"{report.verdict}" + (f": {'; '.join(reasons)}" if reasons else "")
-             + (f" (accepted: {'; '.join(report.accepted_drift)})" if report.accepted_drift else "")
-             + f" (threshold {report.threshold})",
+    n = len(reasons)
+    lines = [f"fasteval drift: {report.verdict}" + (f", {n} reason{'s' * (n != 1)}" if n else "")
+             + f" (exit {to_exit_code(report)})",
+             f"  {report.candidate} against {report.reference} on {report.texts} texts, threshold {report.threshold}"]
+    lines += [f"  reason: {r}" for r in reasons]
+    lines += [f"  accepted (--accept, shown, not gated): {a}" for a in report.accepted_drift]
+    lines += hint_lines(report)
+    lines += [
              "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
                                         + (f", {report.precision[side]}" if report.precision.get(side) else "")
                                         + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters") else "")
@@ -68,6 +72,20 @@ def drift_text(report: DriftReport) -> str:
     return "\n".join(lines)
 
 
+def hint_lines(report: DriftReport) -> list[str]:
+    """For a candidate of a kind of server known to differ on some groups (llama.cpp: scripts, length), the
+    --accept that gates the rest, when those groups drifted and are not accepted yet."""
+    from .identity import known_differences
+
+    pending = [g for g in report.drifted_groups if g not in report.accepted]
+    kind, known = known_differences(report.identity.get("candidate", {}), pending)
+    if not known:
+        return []
+    why = "; ".join(f"{g}: {reason}" for g, reason in known.items())
+    flags = " ".join(f"--accept {g}" for g in known)
+    return [f"  hint: {kind} is known to differ here ({why}); if that is accepted, add {flags} to gate the rest"]
+
+
 def drift_files(report: DriftReport) -> dict[str, str]:
     """drift.json, drift_groups.csv and drift_worst.csv of a result folder."""
     from ..io import csv_text, dumps
@@ -100,6 +118,21 @@ def drift_junit(reports: list[DriftReport]) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+JUNIT_MESSAGE_CHARS = 300  # a failure message a CI viewer shows in one piece; the whole text stays in --json
+
+
+def junit_name(text: str) -> str:
+    """A name CI viewers show as one: a class name of letters, digits, '_' and '-' only (a URL's dots and
+    slashes would be split into a package tree)."""
+    import re
+
+    return re.sub(r"[^0-9A-Za-z_-]+", "_", text).strip("_") or "candidate"
+
+
+def _cut(text: str, limit: int = JUNIT_MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _junit_suite(report: DriftReport):
     from xml.etree import ElementTree as ET
 
@@ -108,13 +141,14 @@ def _junit_suite(report: DriftReport):
     counts = {"tests": 0, "failures": 0, "skipped": 0}
 
     def case(name: str, failure: str | None = None, skipped: str | None = None, out: str = "") -> None:
-        element = ET.SubElement(suite, "testcase", classname=f"drift.{report.candidate}", name=name)
+        element = ET.SubElement(suite, "testcase", classname=f"fasteval_drift_{junit_name(report.candidate)}",
+                                name=name)
         counts["tests"] += 1
         if failure is not None:
-            ET.SubElement(element, "failure", message=failure).text = failure
+            ET.SubElement(element, "failure", message=_cut(failure)).text = failure
             counts["failures"] += 1
         elif skipped is not None:
-            ET.SubElement(element, "skipped", message=skipped)
+            ET.SubElement(element, "skipped", message=_cut(skipped))
             counts["skipped"] += 1
         if out:
             ET.SubElement(element, "system-out").text = out

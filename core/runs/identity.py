@@ -69,3 +69,26 @@ def precision_mismatch(precision: dict, expected: str | None) -> str | None:
     if ref and cand and ref != cand:
         return f"the candidate serves {cand} weights, the reference {ref}"
     return None
+
+
+# What a kind of server is known to embed differently from sentence-transformers on a faithful deployment (seen on
+# the real servers of the tests): the drift groups it moves, and why. A deployer who accepts that gates the rest
+# with --accept GROUP.
+KNOWN_DIFFERENCES = {
+    "llama.cpp": {"scripts": "its WordPiece tokenizes Hangul differently",
+                  "length": "it embeds up to its context (512 tokens) where sentence-transformers cuts at 256"},
+}
+
+
+def server_kind(identity: dict) -> str | None:
+    """The kind of server an identity comes from, where it is one of KNOWN_DIFFERENCES' (llama.cpp's /models entry
+    carries ``meta``); None otherwise."""
+    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
+    return "llama.cpp" if isinstance(server.get("meta"), dict) else None
+
+
+def known_differences(identity: dict, drifted: list[str]) -> tuple[str | None, dict[str, str]]:
+    """(the server kind, {group: why}) for the drifted groups that this kind of server is known to move."""
+    kind = server_kind(identity)
+    known = KNOWN_DIFFERENCES.get(kind or "", {})
+    return kind, {g: known[g] for g in drifted if g in known}

@@ -72,6 +72,11 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
     # ggml's and onnxruntime's last float bits differ (ggml's by instruction set too): a few near-ties flip
     assert abs(data["delta_tau"]) < 0.5 and len(data["cells_changed"]) <= 8
+    # as a person reads it: the verdict first, then the reasons, and the --accept that gates the rest
+    text = drift(home, minilm_folder, llama["f32"], "--no-invariance").stdout.splitlines()
+    assert text[0] == "fasteval drift: drifts, 4 reasons (exit 1)", text[:3]
+    hint = next(line for line in text if line.startswith("  hint: llama.cpp is known to differ here"))
+    assert hint.endswith("add --accept scripts --accept length to gate the rest"), hint
 
 
 def test_a_deployer_accepts_what_is_known_and_still_gates_the_rest(llama, minilm_folder, home, tmp_path):

@@ -70,6 +70,14 @@ class DropsLastOfBatch(TextEncoder):
         return out
 
 
+class ChangesHangul(TextEncoder):
+    """llama.cpp's known difference, in small: Hangul syllables seen as other text."""
+    name = "changes-hangul"
+
+    def see(self, text):
+        return "".join("?" if "\uac00" <= ch <= "\ud7a3" else ch for ch in text)
+
+
 def run(candidate, **kw):
     from fasteval.core.runs.drift import drift
 
@@ -161,8 +169,10 @@ def test_cli_json_exit_codes_and_files(tiny_st_folder, fasteval_home, tmp_path):
     assert written["verdict"] == "drifts" and (out / "drift_groups.csv").read_text().startswith("group,n,mean")
     default_gate = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-dtype", "int8", *common], env=env)
     assert default_gate.returncode == 1, "a gate is never passed by leaving out an option: the default one holds"
-    first = default_gate.stdout.splitlines()[0]
-    assert "drifts: " in first and "precision: the candidate serves int8 weights, the reference f32" in first, first
+    lines = default_gate.stdout.splitlines()
+    n = sum(line.startswith("  reason: ") for line in lines)
+    assert lines[0] == f"fasteval drift: drifts, {n} reason{'s' * (n != 1)} (exit 1)", lines[0]
+    assert "  reason: precision: the candidate serves int8 weights, the reference f32" in lines[2:2 + n], lines
     one_line_error(run_cli(["drift", tiny_st_folder, tmp_path / "nope", *common], env=env), "does not exist")
     bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--fail-below", "2", *common], env=env)
     assert bad.returncode == 2 and "--fail-below" in bad.stderr
@@ -256,3 +266,26 @@ def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
     case = next(r for r in rows if r["group"] == "case")
     assert case["worst"] == pytest.approx(report.groups["case"].worst)
     assert "Drift: does the candidate embed like the reference?" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
+    """drift's first line is short (verdict, reasons, exit code), each reason on its own line below; a llama.cpp
+    candidate (its /models entry carries meta) whose known groups drifted gets the --accept that gates the rest,
+    another candidate no hint, and once accepted no hint either."""
+    from fasteval.core.runs.drift_output import drift_text
+
+    report = run(ChangesHangul(), invariance=False)
+    assert report.verdict == "drifts" and list(report.drifted_groups) == ["scripts"]
+    plain = drift_text(report).splitlines()
+    assert plain[0] == f"fasteval drift: drifts, {len(report.reasons)} reason{'s' * (len(report.reasons) != 1)} (exit 1)"
+    assert len(plain[0]) < 60 and plain[2:2 + len(report.reasons)] == [f"  reason: {r}" for r in report.reasons]
+    assert not any("hint:" in line for line in plain)
+    report.identity["candidate"] = {"kind": "served", "model": "m", "server": {"id": "m", "meta": {"n_ctx": 512}}}
+    hint = [line for line in drift_text(report).splitlines() if "hint:" in line]
+    assert hint == ["  hint: llama.cpp is known to differ here (scripts: its WordPiece tokenizes Hangul differently); "
+                    "if that is accepted, add --accept scripts to gate the rest"]
+    accepted = run(ChangesHangul(), invariance=False, accept=["scripts"])
+    accepted.identity["candidate"] = report.identity["candidate"]
+    text = drift_text(accepted).splitlines()
+    assert text[0] == "fasteval drift: conforms (exit 0)" and not any("hint:" in line for line in text)
+    assert any(line.startswith("  accepted (--accept, shown, not gated): scripts ") for line in text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -420,6 +421,11 @@ def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
     assert failure is not None and "worst cosine" in failure.get("message") and "'" in failure.get("message")
     assert int(suite.get("failures")) >= 1 and int(suite.get("tests")) == len(cases)
     assert cases["identity"].find("failure") is None
+    # names CI viewers show as one (a URL's dots made a package tree), messages of a readable length
+    assert {c.get("classname") for c in cases.values()} == {"fasteval_drift_" + "_".join(
+        part for part in re.split(r"[^0-9A-Za-z_-]+", cand.url) if part)}
+    messages = [e.get("message") for c in cases.values() for e in c if e.tag in ("failure", "skipped")]
+    assert messages and all(len(m) <= 300 for m in messages)
 
 
 def test_a_batch_dependent_deployment_is_caught_and_a_faithful_one_is_not(servers, tmp_path):
