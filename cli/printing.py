@@ -141,14 +141,23 @@ def _print_ranking(result, row, num) -> None:
 
 
 def print_comparison(comparison) -> None:
-    """One line per pair: delta tau x100, its 95% interval, p and Holm's p, significant or not."""
-    width = max(len(m) for m in comparison.models) + 2
+    """One line per pair of models: delta tau x100, its 95% interval, p and Holm's p, significant or not; then
+    each other run of a model against its model, apart."""
+    width = max(len(m) for m in [*comparison.models, *(p.model_a for p in comparison.runs)]) + 2
+
+    def row(p) -> str:
+        mark = "" if p.significant else "  n.s."
+        return (f"{p.model_a:<{width}} {p.model_b:<{width}} {p.delta_tau:>9.2f} "
+                f"{f'[{p.ci_low:.2f}, {p.ci_high:.2f}]':>17} {p.p_value:>7.4f} {p.p_holm:>9.4f}{mark}")
+
     echo(f"Paired bootstrap of delta tau x100 ({comparison.resamples} resamples; {comparison.group})")
     echo(f"{'model A':<{width}} {'model B':<{width}} {'delta tau':>9} {'95% interval':>17} {'p':>7} "
          f"{'p (Holm)':>9}")
     for p in sorted(comparison.pairs, key=lambda p: p.p_holm):
-        mark = "" if p.significant else "  n.s."
-        echo(f"{p.model_a:<{width}} {p.model_b:<{width}} {p.delta_tau:>9.2f} "
-             f"{f'[{p.ci_low:.2f}, {p.ci_high:.2f}]':>17} {p.p_value:>7.4f} {p.p_holm:>9.4f}{mark}")
+        echo(row(p))
+    if comparison.runs:
+        echo("\nOther runs of a model against their own model (not other models; Holm within these):")
+        for p in comparison.runs:
+            echo(row(p))
     for line in comparison.skipped:
         echo(f"skipped: {line}")

@@ -88,4 +88,7 @@ def compare_command(
 
         comparison, dest = run_compare(results_dir, out=out, resamples=bootstrap, png=png)
         printing.print_comparison(comparison)
-        typer.echo(f"Comparison of {len(comparison.models)} models written to {dest}")
+        runs = len(comparison.runs)
+        typer.echo(f"Comparison of {len(comparison.models)} models"
+                   + (f" (and {runs} other run{'s' * (runs != 1)} of a model, apart)" if runs else "")
+                   + f" written to {dest}")

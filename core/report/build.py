@@ -54,7 +54,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     tables = report_tables(entries)
     comparison = _comparison(entries, resamples, warnings)
     if comparison is not None:
-        tables.append(comparison.table())
+        tables += [t for t in (comparison.table(), comparison.runs_table()) if t is not None]
     drift = drift_table(results_dir)
     if drift is not None:
         tables.append(drift)

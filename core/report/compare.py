@@ -4,8 +4,10 @@ For every pair of models found under a sweep's results folder, a paired bootstra
 both models are resampled with the same items (``fasteval.core.exams.statistics``; possible because both
 embedded the same strings), so the resampled differences carry the pairing. Reported: Δτ, its percentile 95%
 interval, a two-sided bootstrap p-value (twice the smaller share of resampled differences on either side of
-0, with the +1 correction) and Holm's adjustment across all pairs. Works from results.json files alone: the
-cells' anchor similarities are the first rows of the stored heatmaps.
+0, with the +1 correction) and Holm's adjustment across all pairs of models. A model's other runs (other settings,
+another deployment of it) are not other models, as in Table 1: each is compared with its own model's main run,
+apart, in a family of its own (``Comparison.runs``), and never enters the models' family. Works from results.json
+files alone: the cells' anchor similarities are the first rows of the stored heatmaps.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES
 from ..errors import InputError
-from .entries import LoadedResult, load_results
+from .entries import LoadedResult, by_model, load_results
 from .table import Table
 
 SIGNIFICANCE = 0.05
@@ -46,12 +48,13 @@ class PairComparison:
 
 @dataclass
 class Comparison:
-    models: list[str]
-    taus: dict[str, float]  # the Table 1 tau x100 of each model
-    pairs: list[PairComparison]
+    models: list[str]  # each model's main run (Table 1's row of it)
+    taus: dict[str, float]  # the Table 1 tau x100 of each model and each other run
+    pairs: list[PairComparison]  # model against model; Holm over these
     resamples: int
     skipped: list[str] = field(default_factory=list)
     group: str = ""
+    runs: list[PairComparison] = field(default_factory=list)  # another run (A) against its own model's main run (B)
 
     def table(self) -> Table:
         rows = [{c: getattr(p, c) for c in COMPARISON_COLUMNS} for p in self.pairs]
@@ -59,7 +62,20 @@ class Comparison:
                      COMPARISON_COLUMNS, ["Model A", "Model B", "Δτ", "95% low", "95% high", "p", "p (Holm)"],
                      rows, digits=3,
                      note=f"Δτ = Table 1 τ of A − B. Significant (Holm-adjusted p < {SIGNIFICANCE}): "
-                          f"{sum(p.significant for p in self.pairs)} of {len(self.pairs)} pairs.")
+                          f"{sum(p.significant for p in self.pairs)} of {len(self.pairs)} pairs of models."
+                          + (f" A model's other runs are not other models: {len(self.runs)} compared with their own "
+                             "model apart (comparison_runs)." if self.runs else ""))
+
+    def runs_table(self) -> Table | None:
+        """Each other run against its own model's main run (Holm within these), or None when there is none."""
+        if not self.runs:
+            return None
+        rows = [{c: getattr(p, c) for c in COMPARISON_COLUMNS} for p in self.runs]
+        return Table("comparison_runs", f"Other runs of a model against the model ({self.resamples} resamples)",
+                     COMPARISON_COLUMNS, ["Run", "Its model", "Δτ", "95% low", "95% high", "p", "p (Holm)"],
+                     rows, digits=3,
+                     note="Δτ = Table 1 τ of the run − its model's main run; Holm's adjustment within these "
+                          "comparisons, apart from the models' family.")
 
 
 def bootstrap_p_value(deltas: np.ndarray) -> float:
@@ -159,15 +175,23 @@ def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
     taus = {e.label: float(table1_row(e.result.exams["exam1"].cells)["tau"]) for e, _ in members}
     resampled = {e.label: resample_exam1(rows, resamples, cell_values(e.result.exams["exam1"])).table1()[0]
                  for e, rows in members}
-    pairs = []
-    for (a, _), (b, _) in combinations(members, 2):
+
+    def paired(a: LoadedResult, b: LoadedResult) -> PairComparison:
         deltas = resampled[a.label] - resampled[b.label]
         low, high = percentile_interval(deltas)
-        pairs.append(PairComparison(a.label, b.label, taus[a.label] - taus[b.label], low, high,
-                                    bootstrap_p_value(deltas)))
-    for p, adjusted in zip(pairs, holm([p.p_value for p in pairs])):
-        p.p_holm = adjusted
-    return Comparison([e.label for e, _ in members], taus, pairs, resamples, skipped, group)
+        return PairComparison(a.label, b.label, taus[a.label] - taus[b.label], low, high, bootstrap_p_value(deltas))
+
+    models = by_model([e for e, _ in members])  # other runs of a model are not other models
+    if len(models) < 2:
+        raise InputError(f"compare needs two or more models with Exam 1, found {len(models)} (with "
+                         f"{len(members) - len(models)} other run(s) of it).",
+                         "run `fasteval sweep --exams 1` on two or more models into one --out folder.")
+    pairs = [paired(a, b) for (a, _), (b, _) in combinations(models, 2)]
+    runs = [paired(other, main) for main, others in models for other in others]
+    for family in (pairs, runs):
+        for p, adjusted in zip(family, holm([p.p_value for p in family])):
+            p.p_holm = adjusted
+    return Comparison([m.label for m, _ in models], taus, pairs, resamples, skipped, group, runs)
 
 
 def comparison_figure(comparison: Comparison, title: str = "Δτ ×100 (row − column)"):
@@ -246,6 +270,9 @@ def run_compare(results_dir: Path, out: Path | None = None, resamples: int = DEF
     comparison = compare(load_results(results_dir), resamples)
     table = comparison.table()
     files: dict[str, str | bytes] = {"comparison.csv": table.csv(), "comparison.md": table.markdown()}
+    runs = comparison.runs_table()
+    if runs is not None:
+        files.update({"comparison_runs.csv": runs.csv(), "comparison_runs.md": runs.markdown()})
     if png:
         files["comparison.png"] = png_bytes(comparison_figure(comparison), dpi or DEFAULT_DPI)
     out = Path(out).expanduser() if out is not None else results_dir / "comparison"

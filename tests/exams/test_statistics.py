@@ -148,6 +148,40 @@ def test_compare_is_paired_and_consistent(sweep_dir):
     assert "bootstrap" not in next(s for s in settings if s["similarity"] == "l2"), "off: not in the key"
 
 
+def test_another_run_of_a_model_is_not_another_model(sweep_dir, tmp_path):
+    """A model's other run (here: normalized quantities) beside three models: compare still compares 3 models with
+    the same pairs and Holm p-values as without it (it counted as a 4th model and widened Holm's family), and
+    compares the run with its own model apart; the CLI, its files and the report's tables say the same."""
+    import shutil
+
+    from fasteval.core.report.build import build_report
+    from fasteval.core.report.compare import compare
+    from fasteval.core.report.entries import load_results
+    from fasteval.core.runs.sweep import Job, run_sweep
+    from fakes import CountingEncoder
+
+    with_run = tmp_path / "with-run"
+    shutil.copytree(sweep_dir, with_run)
+    run_sweep([Job("good", exams=(1,), normalize_quantities=True, bootstrap=0)], with_run,
+              lambda name, **o: CountingEncoder(name, noise=0.1))
+    alone, both = compare(load_results(sweep_dir), resamples=500), compare(load_results(with_run), resamples=500)
+    assert both.models == alone.models and len(both.pairs) == 3
+    assert [(p.model_a, p.model_b, p.p_value, p.p_holm) for p in both.pairs] == \
+        [(p.model_a, p.model_b, p.p_value, p.p_holm) for p in alone.pairs]
+    (run,) = both.runs
+    assert (run.model_a, run.model_b) == ("good [normalized]", "good") and run.p_holm == run.p_value
+    assert run.delta_tau == pytest.approx(both.taus["good [normalized]"] - both.taus["good"])
+    proc = run_cli(["compare", with_run, "--out", tmp_path / "cmp", "--bootstrap", "500", "--no-png"])
+    assert proc.returncode == 0, proc.stderr
+    assert "Comparison of 3 models (and 1 other run of a model, apart)" in proc.stdout
+    assert "Other runs of a model against their own model" in proc.stdout
+    runs_csv = list(csv.DictReader(io.StringIO((tmp_path / "cmp" / "comparison_runs.csv").read_text())))
+    assert [(r["model_a"], r["model_b"]) for r in runs_csv] == [("good [normalized]", "good")]
+    assert len(list(csv.DictReader(io.StringIO((tmp_path / "cmp" / "comparison.csv").read_text())))) == 3
+    rep = build_report(with_run, out=tmp_path / "rep", png=False, resamples=500)
+    assert len(rep.tables["comparison"].rows) == 3 and len(rep.tables["comparison_runs"].rows) == 1
+
+
 def test_paired_bootstrap_of_a_model_and_a_near_copy_is_narrow():
     """Pairing: two models whose similarities differ by tiny noise have a Δτ interval far narrower than
     either model's own τ interval (an unpaired bootstrap would add the two widths)."""
