@@ -58,13 +58,18 @@ def report_command(
     dpi: Annotated[int, typer.Option(min=10, max=1200, help="PNG resolution (the paper's PDFs: 300).")] = 120,
     bootstrap: Annotated[int, typer.Option(min=0, help="Resamples of the models' paired comparison "
                                                        "(0: no comparison).")] = choices.DEFAULT_RESAMPLES,
+    heatmap_scale: Annotated[str, typer.Option(
+        metavar="<" + "|".join(choices.HEATMAP_SCALES) + ">",
+        help="Heatmap colours over each figure's own range (data; where a model's cosines sit in 0.6-1.0 the "
+             "structure shows) or the paper's fixed 0-1 (paper).")]
+        = choices.HEATMAP_SCALES[0],
 ) -> None:
     """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
     with user_errors():
         from ..core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
-                           png=png, dpi=dpi, resamples=bootstrap)
+                           png=png, dpi=dpi, resamples=bootstrap, heatmap_scale=heatmap_scale)
         if "table1" in rep.tables:
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "

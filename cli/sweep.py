@@ -121,8 +121,16 @@ class _StageLines:
             typer.echo(f"fasteval:   {self.name} {self.clock() - self.start:.2f} s", err=True)
         self.name = None
 
-    def next_model(self) -> None:
+    def next_model(self, result=None) -> None:
+        """The last stage's line, then what was one-time work (numba compiling the kernels while the model
+        embedded: the first run after an install) apart from the embedding."""
+        from ..core.runs.evaluate import ONE_TIME_COMPILATION
+
         self.done()
+        compiled = (result.timings.get(ONE_TIME_COMPILATION) if result is not None else None)
+        if self.on and compiled:
+            typer.echo(f"fasteval:   (one-time: numba compiled the kernels in {compiled:.2f} s alongside the "
+                       "embedding, once per install; later runs load them from its cache)", err=True)
         self.model += 1
 
 
@@ -155,7 +163,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                 job.options["served"]["progress"] = on_request
 
         def on_model(o) -> None:
-            stages.next_model()
+            stages.next_model(o.result)
             if bars:
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)

@@ -34,6 +34,9 @@ BATCH_ORDERS: tuple[str, ...] = ("text-length", "token-length")
 BATCHINGS: tuple[str, ...] = ("paper", "packed")
 PACKED_BATCH_TOKENS = 1024  # tokens (rows x the longest row, padding included) per packed batch: the fastest
                             # of 128..4096 measured here
+# The report's heatmap colours: "data", each figure's own range (one scale for all its panels, so they compare),
+# where a model's cosines sit in 0.6-1.0 and the structure shows; "paper", the paper's fixed 0-1.
+HEATMAP_SCALES: tuple[str, ...] = ("data", "paper")
 # Where a sweep runs.
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Bootstrap resamples for Exam 1's intervals (--bootstrap; 0 turns them off).

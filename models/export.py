@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import time
 import logging
 import shutil
 from pathlib import Path
@@ -174,6 +175,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch.",
                          "install the export extra: pip install 'fasteval[export]'.") from None
     log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
+    started = time.perf_counter()
     if dest.exists():  # an empty --out folder: the staged export takes its place
         dest.rmdir()
     weights = folder.transformer_path
@@ -200,6 +202,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
                 "dtype": dtype, "optimum": optimum.version.__version__,
                 "onnx_sha256": sha256_of_file(staging / "model.onnx")}
         (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
+    log.info("exported %s in %.1f s (once: later runs read the cached export)", folder.path.name,
+             time.perf_counter() - started)
     return dest
 
 

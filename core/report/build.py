@@ -36,13 +36,17 @@ def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
 
 
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
-                 png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES) -> Report:
+                 png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES,
+                 heatmap_scale: str = "data") -> Report:
     """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
 
     A skipped file or unknown model is logged as a warning and listed in ``Report.warnings`` (and the page).
+    ``heatmap_scale``: "data" (each figure's own range, where the structure shows) or "paper" (the paper's 0-1).
     """
+    from ..choices import HEATMAP_SCALES, check_choice
     from .plots import DEFAULT_DPI
 
+    check_choice(heatmap_scale, HEATMAP_SCALES, "heatmap scale", "--heatmap-scale")
     warnings: list[str] = []
 
     results_dir = Path(results_dir).expanduser()
@@ -66,7 +70,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
         if t.name != "sources":
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
-    pngs = figures(entries, dpi) if png else []
+    pngs = figures(entries, dpi, heatmap_scale) if png else []
     if png:
         from .compare import comparison_figure, forest_figure
         from .plots import png_bytes

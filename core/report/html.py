@@ -41,8 +41,9 @@ def _file_stem(label: str, limit: int = 60) -> str:
     return stem if len(stem) <= limit else f"{stem[:limit - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
-def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
-    """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has."""
+def figures(entries: list[LoadedResult], dpi: int, heatmap_scale: str = "data") -> list[Figure]:
+    """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has; the heatmaps on
+    ``heatmap_scale`` (choices.HEATMAP_SCALES)."""
     from ..exams import registry
     from . import plots
 
@@ -60,7 +61,8 @@ def figures(entries: list[LoadedResult], dpi: int) -> list[Figure]:
             for exam, name in ((x.key, name) for x in registry() for name in x.figures):
                 if exam not in exams or (variant is not None and exam != "exam1"):
                     continue
-                fig = plots.FIGURES[name](exams[exam], title)
+                options = {"scale": heatmap_scale} if name in plots.HEATMAPS else {}
+                fig = plots.FIGURES[name](exams[exam], title, **options)
                 if fig is not None:
                     out.append(Figure(f"{FIGURE_DIR}/{stem}_{name}.png", plots.png_bytes(fig, dpi), e.label,
                                       f"{title}: {CAPTIONS.get(name, name)}"))
@@ -75,11 +77,13 @@ def summary_figure(name: str, png: bytes) -> Figure:
 # --- HTML -----------------------------------------------------------------------------------------------------
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:110em}
-table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.7em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{padding:0.2em 0.5em;border-bottom:1px solid #ddd}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.rule td{border-bottom:2px solid #888}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:0.3em 0}.note{color:#555;font-size:0.9em}
-code{background:#f4f4f4;padding:0 0.2em}td:not(.num){overflow-wrap:anywhere}td:first-child{white-space:nowrap;overflow-wrap:normal}"""
+code{background:#f4f4f4;padding:0 0.2em}div.wide{overflow-x:auto;max-width:100%}
+td:not(.num){overflow-wrap:break-word;word-break:normal}td:first-child{white-space:nowrap}
+h2#sources+div.wide td:first-child{white-space:normal;min-width:10em}"""
 
 
 def html_page(tables: list[Table], pngs: list[Figure], entries: list[LoadedResult], root: Path,

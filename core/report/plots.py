@@ -17,7 +17,7 @@ from .. import protocol as P
 from ..errors import FastevalError
 from ..exams.geometry import Exam1Result
 
-CMAP, VMIN, VMAX = "viridis", 0.0, 1.0
+CMAP, VMIN, VMAX = "viridis", 0.0, 1.0  # the paper's heatmaps: a fixed 0-1 scale (PROTOCOL.md 1.9)
 OVERVIEW_SIZE = (13.2, 8.0)
 DIGITS_WORDS_SIZE = (13.2, 3.9)
 CONVERSION_SIZE = (7.5, 6.0)
@@ -54,8 +54,29 @@ def masked_upper(matrix: Sequence[Sequence[float | None]]) -> np.ndarray:
     return m
 
 
-def _show(ax, matrix: np.ndarray):
-    return ax.imshow(matrix, cmap=CMAP, vmin=VMIN, vmax=VMAX, origin="lower", interpolation="nearest",
+def color_limits(matrices: Sequence[np.ndarray], scale: str) -> tuple[float, float]:
+    """(vmin, vmax) of a figure's heatmaps (``scale``: choices.HEATMAP_SCALES): the paper's 0-1, or the smallest
+    and largest value its panels show (NaN, the masked triangle, left out; 0-1 when there is none or all are one
+    value)."""
+    if scale == "paper":
+        return VMIN, VMAX
+    values = np.concatenate([np.ravel(m) for m in matrices]) if matrices else np.array([])
+    values = values[np.isfinite(values)]
+    if not values.size or values.min() == values.max():
+        return VMIN, VMAX
+    return float(values.min()), float(values.max())
+
+
+def _say_scale(fig, limits: tuple[float, float], scale: str) -> None:
+    """Under a heatmap figure on its own range, which range that is (the paper's figures use 0 to 1)."""
+    if scale != "paper":
+        fig.text(0.99, 0.005, f"colours span this figure's values, {limits[0]:.2f} to {limits[1]:.2f} (the paper's "
+                              "figures: 0 to 1; fasteval report --heatmap-scale paper)", ha="right", va="bottom",
+                 fontsize=7, color="#555555")
+
+
+def _show(ax, matrix: np.ndarray, limits: tuple[float, float] = (VMIN, VMAX)):
+    return ax.imshow(matrix, cmap=CMAP, vmin=limits[0], vmax=limits[1], origin="lower", interpolation="nearest",
                      aspect="equal")
 
 
@@ -88,24 +109,30 @@ def _digits_words_labels(exam1: Exam1Result, quantity: str) -> tuple[list[str], 
     return list(texts[1]), list(texts[0])
 
 
-def _digits_words_panel(ax, exam1: Exam1Result, quantity: str, fontsize: float) -> object:
+def _digits_words_panel(ax, exam1: Exam1Result, quantity: str, fontsize: float,
+                        limits: tuple[float, float] = (VMIN, VMAX)) -> object:
     """Rows = words (y), columns = digits (x), drawn in full (PROTOCOL.md 1.7, 1.9)."""
     matrix = np.array(exam1.digits_words[quantity], dtype=float)
-    image = _show(ax, matrix)
+    image = _show(ax, matrix, limits)
     digits, words = _digits_words_labels(exam1, quantity)
     ax.set_xticks(range(matrix.shape[1]), digits, fontsize=fontsize, rotation=90)
     ax.set_yticks(range(matrix.shape[0]), words, fontsize=fontsize)
     return image
 
 
-def overview_figure(exam1: Exam1Result, title: str):
-    """4 rows (quantities) x 6 columns (5 range heatmaps, digits <-> words), width ratios 1:1:1:1:1:2."""
+def overview_figure(exam1: Exam1Result, title: str, scale: str = "data"):
+    """4 rows (quantities) x 6 columns (5 range heatmaps, digits <-> words), width ratios 1:1:1:1:1:2, on one
+    colour scale (``scale``: choices.HEATMAP_SCALES)."""
     require_matplotlib()
     quantities = [q for q in dict.fromkeys(c.quantity for c in exam1.cells)
                   if any(k.startswith(q + "/") for k in exam1.heatmaps)]
     ranges = list(dict.fromkeys(c.range_name for c in exam1.cells))
     if not quantities:
         return None
+    limits = color_limits([masked_upper(exam1.heatmaps[f"{q}/{r}"]) for q in quantities for r in ranges
+                           if f"{q}/{r}" in exam1.heatmaps]
+                          + [np.array(exam1.digits_words[q], dtype=float) for q in quantities
+                             if q in exam1.digits_words], scale)
     # A fixed layout: constrained layout would double the drawing time of these 24 panels.
     fig = _figure(OVERVIEW_SIZE)
     grid = fig.add_gridspec(len(quantities), len(ranges) + 1, width_ratios=[1] * len(ranges) + [2],
@@ -123,7 +150,7 @@ def overview_figure(exam1: Exam1Result, title: str):
             if matrix is None:
                 ax.set_axis_off()
                 continue
-            image = _show(ax, masked_upper(matrix))
+            image = _show(ax, masked_upper(matrix), limits)
             ticks, labels = range_ticks(range_name, len(matrix))
             ax.set_xticks(ticks, labels if bottom else [], fontsize=6, rotation=90)
             ax.set_yticks(ticks, [])
@@ -131,30 +158,34 @@ def overview_figure(exam1: Exam1Result, title: str):
         if row == 0:
             ax.set_title("Digits ↔ Words", fontweight="bold", fontsize=10)
         if quantity in exam1.digits_words:
-            image = _digits_words_panel(ax, exam1, quantity, fontsize=5.5)
+            image = _digits_words_panel(ax, exam1, quantity, fontsize=5.5, limits=limits)
             ax.set_anchor("E")  # the square sits right in its double-width slot: the word labels fill the left
         else:
             ax.set_axis_off()
     if image is not None:
         fig.colorbar(image, cax=fig.add_axes((0.945, 0.3, 0.012, 0.4)), label=_similarity_label(exam1.metric))
+    _say_scale(fig, limits, scale)
     fig.suptitle(title, fontweight="bold")
     return fig
 
 
-def digits_words_figure(exam1: Exam1Result, title: str):
-    """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (PROTOCOL.md 1.7)."""
+def digits_words_figure(exam1: Exam1Result, title: str, scale: str = "data"):
+    """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (PROTOCOL.md 1.7), on one colour
+    scale (``scale``: choices.HEATMAP_SCALES)."""
     require_matplotlib()
     quantities = [q for q in dict.fromkeys(c.quantity for c in exam1.cells) if q in exam1.digits_words]
     if not quantities:
         return None
+    limits = color_limits([np.array(exam1.digits_words[q], dtype=float) for q in quantities], scale)
     fig = _figure(DIGITS_WORDS_SIZE, layout="constrained")
     axes = fig.subplots(1, len(quantities), squeeze=False)[0]
     for ax, quantity in zip(axes, quantities):
-        image = _digits_words_panel(ax, exam1, quantity, fontsize=7)
+        image = _digits_words_panel(ax, exam1, quantity, fontsize=7, limits=limits)
         ax.set_title(quantity, fontweight="bold", fontsize=10)
         ax.set_xlabel("digits", fontsize=8)
     axes[0].set_ylabel("words", fontsize=8)
     fig.colorbar(image, ax=list(axes), shrink=0.8, pad=0.01, label=_similarity_label(exam1.metric))
+    _say_scale(fig, limits, scale)
     fig.suptitle(f"{title}: digits vs words", fontweight="bold")
     return fig
 
@@ -214,3 +245,4 @@ def conversion_scores_figure(conversion, title: str):
 # figure name (as exam records name their figures: core/exams Exam.figures) -> the drawing function of its result
 FIGURES = {"embedding_overview": overview_figure, "digits_words": digits_words_figure,
            "conversions": conversion_figure, "conversion_scores": conversion_scores_figure}
+HEATMAPS = ("embedding_overview", "digits_words")  # the figures that take a heatmap ``scale``

@@ -86,12 +86,19 @@ class Table:
         body = []
         for i, row in enumerate(self.rows):
             cls = ' class="rule"' if i in self.rules_after else ""
-            cells = "".join(f'<td{"" if c in text_cols else " class=num"}>{html.escape(self.cell_text(row, c))}</td>'
+            cells = "".join(f'<td{"" if c in text_cols else " class=num"}>{_breakable(self.cell_text(row, c))}</td>'
                             for c in self.columns)
             body.append(f"<tr{cls}>{cells}</tr>")
         note = f"<p class=note>{html.escape(self.note)}</p>" if self.note else ""
-        return (f'<h2 id="{self.name}">{html.escape(self.title)}</h2>\n<table>\n<thead>{head}</thead>\n<tbody>\n'
-                + "\n".join(body) + f"\n</tbody>\n</table>\n{note}\n")
+        # a table wider than the page scrolls within its own box; the page and the other tables keep their width
+        return (f'<h2 id="{self.name}">{html.escape(self.title)}</h2>\n<div class=wide><table>\n<thead>{head}</thead>'
+                "\n<tbody>\n" + "\n".join(body) + f"\n</tbody>\n</table></div>\n{note}\n")
+
+
+def _breakable(text: str) -> str:
+    """A cell's text as HTML that may wrap after each '/' and '_' (a path, an organisation/model id, a folder
+    name) rather than squeeze its column to a few characters a line or push the table past the page."""
+    return html.escape(text).replace("/", "/<wbr>").replace("_", "_<wbr>")
 
 
 def latex_number(value: float | None, digits: int = 2) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from .. import protocol as P
 from ..exams.geometry import CellResult, Exam1Result, table1_row
 from .entries import LoadedResult, by_model, is_paper
 from .table import Number, Table
@@ -74,13 +75,15 @@ def table1(entries: list[LoadedResult]) -> Table | None:
     rows, heads = model_rows(entries, lambda e: "exam1" in e.result.exams,
                              lambda label, e: row(label, e.result.exams["exam1"].cells),
                              lambda r: (-_sort_value(r["avg"]), r["model"]))
-    rows.append(row("all", [c for main in mains for c in main.result.exams["exam1"].cells]))
+    pooled = len(mains) > 1  # with one model, `all` would only repeat its row
+    if pooled:
+        rows.append(row("all", [c for main in mains for c in main.result.exams["exam1"].cells]))
     rows.append(random_row([c.values for c in mains[0].result.exams["exam1"].cells]))
-    note = OTHER_RUNS_NOTE + " " if len(heads) < len(rows) - 2 else ""
+    note = OTHER_RUNS_NOTE + " " if len(heads) < len(rows) - 1 - pooled else ""
     note += (f"{RANDOM_EXPECTED}: the exact expectation under random similarities on these cells (the anchor's "
              f"self-pair always ranks first, so τ is above 0); {PAPER_PRINTED_RANDOM}.")
     return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
-                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 3}, note=note)
+                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 2 - pooled}, note=note)
 
 
 def random_row(cell_values: list) -> dict[str, Any]:
@@ -131,7 +134,8 @@ def _sort_value(value: Number) -> float:
 
 
 def table2(entries: list[LoadedResult]) -> Table | None:
-    """Per quantity and range (alphabetical): mean, min, max of the cell tau x100 across models; AVG rows."""
+    """Per quantity and range, in the paper's order (meter, kilogram, liter, second; its ranges as Exam 1 prints
+    them): mean, min, max of the cell tau x100 across models; AVG rows."""
     taus: dict[tuple[str, str], list[Fraction | float]] = {}
     mains = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
     for e in mains:  # a model once (its main run): another protocol's cells are not the paper's cells
@@ -140,9 +144,10 @@ def table2(entries: list[LoadedResult]) -> Table | None:
     if not taus:
         return None
     rows, rules = [], set()
-    for quantity in sorted({q for q, _ in taus}):
+    order = (lambda names, paper: sorted(set(names), key=lambda n: (paper.index(n) if n in paper else len(paper), n)))
+    for quantity in order((q for q, _ in taus), P.QUANTITIES):
         block = []
-        for range_name in sorted(r for q, r in taus if q == quantity):
+        for range_name in order((r for q, r in taus if q == quantity), P.RANGE_NAMES):
             values = _finite(taus[(quantity, range_name)])
             block.append({"quantity": quantity, "range": range_name, "mean": _mean(values),
                           "min": min(values, default=None), "max": max(values, default=None)})
@@ -197,14 +202,15 @@ def probe_table(entries: list[LoadedResult]) -> Table | None:
     rows, heads = model_rows(entries, lambda e: "exam3" in e.result.exams, make,
                              lambda r: (-_sort_value(r["kendall"]), r["model"]))
     others = len(rows) > len(heads)
-    rows.append({"model": "all", **{k: _mean(r[k] for r in heads) for k in (*keys, "delta_tau")}})
+    if len(heads) > 1:  # with one model, `all` would only repeat its row
+        rows.append({"model": "all", **{k: _mean(r[k] for r in heads) for k in (*keys, "delta_tau")}})
     metrics = sorted({e.result.exams["exam3"].metric for e in entries if "exam3" in e.result.exams})
     note = "" if metrics == ["cos"] else f"Similarity columns use: {', '.join(metrics)} (the paper: cos)."
     note = (OTHER_RUNS_NOTE + " " + note).strip() if others else note
     return Table("probe", "Recalibration probe vs cosine (×100), sorted by probe τ",
                  ["model", *keys, "delta_tau"],
                  ["Model", "Cosine τ", "Cosine PACC", "Probe τ", "Probe PACC", "Δτ"], rows,
-                 rules_after={len(rows) - 2}, note=note)
+                 rules_after={len(rows) - 2} if len(heads) > 1 else set(), note=note)
 
 
 def conversion_table(entries: list[LoadedResult]) -> Table | None:

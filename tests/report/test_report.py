@@ -144,9 +144,10 @@ def test_table2_mean_min_max(results, report):
     cells = [c for r in objs.values() if "exam1" in r.exams for c in r.exams["exam1"].cells]
     rows = read_csv(rep.out / "table2.csv")
     tex = (rep.out / "table2.tex").read_text()
-    quantities = sorted(P.QUANTITIES)
+    quantities = ["meter", "kilogram", "liter", "second"]  # the paper's order (it was alphabetical)
+    assert list(P.QUANTITIES) == quantities
     assert [r["quantity"] for r in rows] == [q for q in quantities for _ in range(len(P.RANGE_NAMES) + 1)]
-    assert [r["range"] for r in rows[:6]] == sorted(P.RANGE_NAMES) + ["AVG"]
+    assert [r["range"] for r in rows[:6]] == list(P.RANGE_NAMES) + ["AVG"]
     negatives = 0
     for q in quantities:
         block = []
@@ -258,6 +259,52 @@ def test_html_is_self_contained(report):
     assert "broken" in page  # the warning is on the page too
 
 
+def test_heatmaps_span_their_own_values_unless_the_paper_scale_is_asked(results):
+    """A model's cosines sit in 0.6-1.0, where the paper's fixed 0-1 scale hid the structure: every heatmap of a
+    figure shares one colour scale, the smallest to the largest value its panels show (the masked triangle left
+    out); --heatmap-scale paper gives the paper's 0-1; an unknown scale is one line."""
+    from fasteval.core.report import plots
+
+    _, objs = results
+    exam1 = objs["fake-smooth"].exams["exam1"]
+    shown = [plots.masked_upper(m) for m in exam1.heatmaps.values()] + [np.array(m, float)
+                                                                          for m in exam1.digits_words.values()]
+    values = np.concatenate([m.ravel() for m in shown])
+    expected = (np.nanmin(values), np.nanmax(values))
+    assert expected[0] < expected[1] and expected != (0.0, 1.0)
+    for scale, limits in (("data", expected), ("paper", (0.0, 1.0))):
+        fig = plots.overview_figure(exam1, "t", scale=scale)
+        clims = {tuple(round(v, 12) for v in im.get_clim()) for ax in fig.axes for im in ax.get_images()}
+        assert clims == {tuple(round(float(v), 12) for v in limits)}, scale
+        words = plots.digits_words_figure(exam1, "t", scale=scale)
+        dw = np.concatenate([np.ravel(m) for m in exam1.digits_words.values()]).astype(float)
+        want = (dw.min(), dw.max()) if scale == "data" else (0.0, 1.0)
+        assert {im.get_clim() for ax in words.axes for im in ax.get_images()} == {want}
+    assert plots.color_limits([np.full((2, 2), 0.7)], "data") == (0.0, 1.0), "one value: nothing to stretch"
+
+
+def test_cli_report_heatmap_scale_bad_input(results, tmp_path):
+    root, _ = results
+    proc = run_cli(["report", root, "--out", tmp_path / "r", "--heatmap-scale", "papr", "--no-png"])
+    assert proc.returncode == 2
+    one_line_error(proc, "Unknown heatmap scale 'papr'", "paper")
+
+
+def test_wide_tables_scroll_in_their_box_and_paths_wrap_at_slashes(results, tmp_path):
+    """The "Result files" table overflowed a 1280 px page with its path squeezed to 3 characters a line: every
+    table now sits in its own horizontally scrolling box, and paths and ids may wrap after '/' and '_' (looked at
+    in a 1280 px screenshot of Chromium)."""
+    from fasteval.core.report.build import build_report
+
+    root, _ = results
+    rep = build_report(root, out=tmp_path / "rep", png=False)
+    page = (rep.out / "report.html").read_text()
+    assert page.count("<div class=wide><table>") == page.count("<table>") == len(rep.tables)
+    path = next(r["path"] for r in rep.tables["sources"].rows if "/" in r["path"])
+    assert f"<td>{path.replace('/', '/<wbr>').replace('_', '_<wbr>')}</td>" in page
+    assert "overflow-wrap:anywhere" not in page, "it squeezed a text column to its widest character"
+
+
 def test_missing_exams_leave_rows_out(report):
     rep, _ = report
     assert "fake-partial" not in {r["model"] for r in rep.tables["table1"].rows}
@@ -286,6 +333,18 @@ def test_models_filter_and_replacing(results, tmp_path, caplog):
     assert (root / "fake_smooth" / "results.json").is_file()
 
 
+
+
+def test_one_model_has_no_all_row_repeating_it(results, tmp_path):
+    """With one model, Table 1 and the probe table end without an `all` row (it only repeated the model's)."""
+    from fasteval.core.report.build import build_report
+
+    root, _ = results
+    one = build_report(root, out=tmp_path / "one", models=["fake-smooth"], png=False)
+    assert [r["model"] for r in one.tables["table1"].rows] == ["fake-smooth", "random (expected)"]
+    assert [r["model"] for r in one.tables["probe"].rows] == ["fake-smooth"]
+    two = build_report(root, out=tmp_path / "two", png=False)
+    assert two.tables["table1"].rows[-2]["model"] == "all" and two.tables["probe"].rows[-1]["model"] == "all"
 
 
 def test_cli_report(results, tmp_path):
@@ -409,9 +468,9 @@ def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_pat
     t2 = {(r["quantity"], r["range"]): r for r in rep.tables["table2"].rows}
     cell = plain.exams["exam1"].cells[0]
     assert float(t2[(cell.quantity, cell.range_name)]["mean"]) == pytest.approx(cell.tau * 100), "a model once"
-    probe_all = rep.tables["probe"].rows[-1]
-    assert probe_all["model"] == "all" and float(probe_all["kendall"]) == pytest.approx(
-        plain.exams["exam3"].summary()["kendall_mean"] * 100)
+    probe = {r["model"]: r for r in rep.tables["probe"].rows}
+    assert "all" not in probe and "all" not in t1, "one model: no `all` row repeating it"
+    assert float(probe["all-MiniLM-L6-v2"]["kendall"]) == pytest.approx(plain.exams["exam3"].summary()["kendall_mean"] * 100)
     for name in ("table1_intervals", "lexical", "probe"):
         models = [r["model"] for r in rep.tables[name].rows]
         assert models.index("all-MiniLM-L6-v2") < models.index("  └ all-MiniLM-L6-v2 [normalized]"), name
