@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import time
 import logging
 import shutil
+import time
 from pathlib import Path
 
 from ..core.choices import DTYPES, check_choice
@@ -114,6 +114,36 @@ def cuda_usable() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _exporter(folder: ModelFolder):
+    """Optimum's main_export, or one line saying why it cannot be had: the export extra is not installed, or it
+    is but cannot be imported beside what else is installed (a version conflict: sentence-transformers 6, which
+    the train extra allows, needs transformers 5; optimum-onnx needs transformers below 4.58)."""
+    try:
+        from optimum.exporters.onnx import main_export
+    except ImportError as err:
+        from importlib import metadata
+
+        def version(name: str) -> str | None:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                return None
+
+        missing = [name for name in ("optimum-onnx", "torch") if version(name) is None]
+        if missing:
+            raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch "
+                             f"({' and '.join(missing)} not installed).",
+                             "install the export extra: pip install 'fasteval[export]'.") from None
+        wants = "; ".join(r.split(";")[0] for r in metadata.requires("optimum-onnx") or []
+                          if r.replace(" ", "").startswith(("transformers>", "transformers<", "transformers=")))
+        raise ModelError(f"Optimum is installed but cannot be imported beside the packages here, a version "
+                         f"conflict ({first_line(err, 160)}): transformers {version('transformers')} is installed, "
+                         f"optimum-onnx {version('optimum-onnx')} needs {wants or 'another transformers'}.",
+                         "install the extras in one resolver run (pip install 'fasteval[export,train]' keeps "
+                         "transformers below 4.58), or give the export its own environment.") from None
+    return main_export
+
+
 @contextlib.contextmanager
 def _quiet_exporters():
     """Silence the tracer's and transformers' chatter during an export (errors still raise)."""
@@ -169,11 +199,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         raise ModelError("fp16 export needs a CUDA GPU, and torch sees none here.",
                          "export fp32 (the default), or run on a machine with an NVIDIA GPU and a CUDA build "
                          "of torch.")
-    try:
-        from optimum.exporters.onnx import main_export
-    except ImportError:
-        raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch.",
-                         "install the export extra: pip install 'fasteval[export]'.") from None
+    main_export = _exporter(folder)
     log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()
     if dest.exists():  # an empty --out folder: the staged export takes its place

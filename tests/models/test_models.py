@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -10,6 +11,8 @@ import pytest
 from fasteval.core.errors import ModelError
 from fasteval.models.folder import PoolingConfig, content_hash, load_folder, parse_pooling
 from fasteval.models.pooling import pool
+
+from fakes import one_line_error
 
 TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter",
          "one-hundred kilogram", "1e+06 grams", "", "a much longer text with many many words " * 3]
@@ -161,6 +164,28 @@ def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
     with pytest.raises(ModelError, match="could not export"):
         export(load_folder(bad), home)
     assert not any((home / "onnx").iterdir()), "a failed export leaves no folder in the cache"
+
+
+def test_an_export_that_cannot_import_says_version_conflict_not_missing_extra(tmp_path, tiny_st_folder):
+    """With the export extra installed but not importable beside the rest (transformers 5 from the train extra's
+    sentence-transformers 6: optimum fails to import), `fasteval export` said "needs Optimum and torch. Fix:
+    install the export extra" although both were installed. Simulated from outside with an `optimum` that fails to
+    import as it does then; the line names the conflict, transformers' version and optimum-onnx's requirement."""
+    from importlib import metadata
+
+    from fakes import run_cli
+
+    fake = tmp_path / "site" / "optimum"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"cannot import name 'GenerationMixin' from 'transformers'\")\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
+           "FASTEVAL_HOME": str(tmp_path / "home")}
+    proc = run_cli(["export", tiny_st_folder, "--out", tmp_path / "out"], env=env)
+    assert proc.returncode == 2
+    line = one_line_error(proc, "a version conflict", "cannot import name 'GenerationMixin'",
+                          f"transformers {metadata.version('transformers')} is installed",
+                          f"optimum-onnx {metadata.version('optimum-onnx')} needs transformers<", "one resolver run")
+    assert "install the export extra" not in line
 
 
 def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
