@@ -227,7 +227,7 @@ def test_report_shows_intervals_forest_and_comparison(sweep_dir, tmp_path):
 
 def test_random_baselines_are_exact_per_protocol():
     """The paper's exact values (issue: 8.914 and 54.457, where a 400-draw simulation printed 8.83), a
-    protocol's own values (the glucose example's 20.17 in the README), and the simulation agreeing with the
+    protocol's own values (the glucose example's 20.17 in docs/protocols.md), and the simulation agreeing with the
     closed forms within four standard errors, ties in the values included."""
     b = S.random_baselines()
     assert round(b["tau"], 3) == 8.914 and round(b["pacc"], 3) == 54.457

@@ -155,12 +155,12 @@ def test_builtin_protocols_on_the_default_model(real_model, both_results):
     formats = evaluate(encoder, exams=(1,), protocol="formats", bootstrap=0).exams["exam1"].summary()["by_variant"]
     assert set(formats) == {"digits", "thousands", "scientific", "words"}
     assert formats["thousands"]["alignment_recall_at_1"] > formats["scientific"]["alignment_recall_at_1"]
-    # The README's paragraph on the built-in protocols quotes these runs: it is held to them, number by number.
+    # docs/protocols.md's paragraph on the built-in protocols quotes these runs: it is held to them, number by number.
     import re
 
     from fakes import ROOT
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "protocols.md").read_text()
     text = " ".join(readme.split("Measured on all-MiniLM-L6-v2 with `fasteval sweep --protocol multilingual`", 1)[1]
                     .split("**Your own protocol.**", 1)[0].split())
     languages = {"Korean": "ko", "Japanese": "ja", "Chinese": "zh", "German": "de", "French": "fr", "Spanish": "es"}
@@ -211,8 +211,8 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
 
 
 def test_the_readmes_check_example_and_normalization_rows_are_what_the_commands_give(real_model):
-    """The README quotes `fasteval check "2 kilometers" "2000 meters" "2 meters"` as a console session and the
-    all-MiniLM-L6-v2 rows of its normalisation table: both are held to a run."""
+    """The README quotes `fasteval check "2 kilometers" "2000 meters" "2 meters"` as a console session, and
+    docs/sweep.md the all-MiniLM-L6-v2 rows of its normalisation table: both are held to a run."""
     import re
 
     from fasteval.core import protocol as P
@@ -239,5 +239,6 @@ def test_the_readmes_check_example_and_normalization_rows_are_what_the_commands_
                      f"{conversion['recall_at_1'] * 100:.1f}", f"{conversion['lexical_trap_rate'] * 100:.1f}"]
     assert [e.key for e in registry()] == ["exam1", "exam2", "exam3", "conversion"]
     for run, values in rows.items():
-        line = re.search(rf"^\| all-MiniLM-L6-v2 \| {run} \| (.*) \|$", readme, re.M).group(1)
+        line = re.search(rf"^\| all-MiniLM-L6-v2 \| {run} \| (.*) \|$", (ROOT / "docs" / "sweep.md").read_text(),
+                         re.M).group(1)
         assert [v.strip() for v in line.split(" | ")] == values, run

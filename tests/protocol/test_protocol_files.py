@@ -250,8 +250,8 @@ def test_scientific_range_follows_each_languages_plural_and_english_stays_the_pa
     assert texts[("liter", "es")][0] == "1e-06 litros" and texts[("liter", "es")][12] == "1e+00 litro"
 
 
-def test_readme_glucose_example_is_the_test_file_and_each_unit_has_its_own_range():
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_glucose_example_is_the_test_file_and_each_unit_has_its_own_range():
+    readme = (ROOT / "docs" / "protocols.md").read_text()
     block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
     assert block == (TESTS / "data" / "glucose.toml").read_text()
     p = load_protocol(TESTS / "data" / "glucose.toml")
