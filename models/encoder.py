@@ -16,22 +16,11 @@ import numpy as np
 from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
 from ..core.errors import ModelError, first_line
 from .folder import ModelFolder
+from .gpu import cuda_fix, cuda_problem, driver_loads
 from ..core.embeddings import normalize_rows
 from .pooling import dense, pool
 
 log = logging.getLogger(__name__)
-
-
-
-def _gpu_driver_present() -> bool:
-    """True when the NVIDIA driver library loads (asking onnxruntime for CUDA without it prints errors)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
 
 
 def planned_provider(provider: str) -> str:
@@ -40,18 +29,19 @@ def planned_provider(provider: str) -> str:
     A session may still fall back from a planned "cuda" (CUDA libraries missing); the encoder then says so."""
     if provider == "cpu":
         return "cpu"
-    if _gpu_driver_present():
+    if driver_loads():
         import onnxruntime as ort
 
         if "CUDAExecutionProvider" in ort.get_available_providers():
             return "cuda"
     if provider == "cuda":
-        raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
-                         "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
+        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
     return "cpu"
 
 
-def _session(onnx_file: Path, provider: str, threads: int | None):
+def _session(onnx_file: Path | bytes, provider: str, threads: int | None):
+    """An onnxruntime session of a graph (a file, or its bytes) on ``provider`` and the provider it runs on;
+    ModelError, naming why, when "cuda" is asked for and the session falls back to the CPU."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -60,7 +50,7 @@ def _session(onnx_file: Path, provider: str, threads: int | None):
         options.intra_op_num_threads = threads
     available = ort.get_available_providers()
     wanted = []
-    if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and _gpu_driver_present():
+    if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and driver_loads():
         if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
             try:
                 ort.preload_dlls()
@@ -69,17 +59,18 @@ def _session(onnx_file: Path, provider: str, threads: int | None):
         wanted.append("CUDAExecutionProvider")
     wanted.append("CPUExecutionProvider")
     try:
-        session = ort.InferenceSession(str(onnx_file), sess_options=options, providers=wanted)
+        session = ort.InferenceSession(onnx_file if isinstance(onnx_file, bytes) else str(onnx_file),
+                                       sess_options=options, providers=wanted)
     except Exception as err:  # onnxruntime raises its own exception types
-        raise ModelError(f"onnxruntime cannot load {onnx_file}: {first_line(err)}",
+        where = "the graph" if isinstance(onnx_file, bytes) else onnx_file
+        raise ModelError(f"onnxruntime cannot load {where}: {first_line(err)}",
                          "re-export the model (delete the cached export folder).") from None
     used = session.get_providers()
     on_gpu = "CUDAExecutionProvider" in used
     if provider == "cuda" and not on_gpu:
-        raise ModelError("The CUDA execution provider is not usable here (no GPU, or CUDA libraries missing).",
-                         "run with --provider cpu, or install CUDA 12 and cuDNN 9 for onnxruntime-gpu.")
+        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
     if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu:
-        log.warning("onnxruntime-gpu could not use the GPU; running on the CPU.")
+        log.warning("onnxruntime-gpu could not use the GPU (%s); running on the CPU.", cuda_problem())
     return session, ("cuda" if on_gpu else "cpu")
 
 

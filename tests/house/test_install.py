@@ -25,7 +25,7 @@ def _extras() -> list[str]:
 
 def test_every_extra_resolves_in_one_run_within_the_limit():
     names = _extras()
-    assert {"export", "report", "train", "ray", "mteb", "test"} <= set(names)
+    assert {"export", "report", "train", "ray", "mteb", "gpu", "test"} <= set(names)
     start = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
@@ -40,4 +40,5 @@ def test_every_extra_resolves_in_one_run_within_the_limit():
     transformers = tuple(int(x) for x in would["transformers"].split(".")[:2])
     assert transformers < (4, 58), "the export extra's optimum-onnx needs transformers below 4.58"
     assert "sentence-transformers" in would and "optimum-onnx" in would and "ray" in would and "mteb" in would
+    assert any(name.startswith("nvidia-cudnn") for name in would), "the gpu extra: cuDNN's wheel, for preload_dlls"
     assert seconds < RESOLVE_LIMIT_S

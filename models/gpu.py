@@ -1,0 +1,142 @@
+"""Why onnxruntime can or cannot run on the GPU here, in one line: the onnxruntime build and the CUDA major it was
+built for, the NVIDIA driver found, and the first CUDA library that does not load.
+
+onnxruntime-gpu 1.31 is a CUDA 13 build (a driver of the 580 series or newer); its CUDA libraries come from the
+system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'`` (``onnxruntime.preload_dlls()`` loads those).
+When a session asked for CUDA falls back to the CPU, onnxruntime only logs; ``cuda_problem`` names the cause.
+``readiness`` is what ``benchmarks/gpu.sh`` asks before a GPU run (``python -m fasteval.models.gpu``).
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+from pathlib import Path
+
+GPU_EXTRA = "pip install 'fasteval[gpu]'"
+# The libraries onnxruntime's CUDA provider loads, by the CUDA major of its build ({major}: 12 or 13; cuDNN 9 for
+# both), in the order a fallback is explained: the runtime, cuBLAS, cuBLASLt, cuFFT, cuRAND, cuDNN.
+CUDA_LIBRARIES = ("libcudart.so.{major}", "libcublas.so.{major}", "libcublasLt.so.{major}", "libcufft.so.{cufft}",
+                  "libcurand.so.10", "libcudnn.so.9")
+NVIDIA_DRIVER_VERSION = Path("/proc/driver/nvidia/version")
+
+
+def driver_loads() -> bool:
+    """Whether the NVIDIA driver's library loads (without it, asking onnxruntime for CUDA only prints errors)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def driver_version() -> str | None:
+    """The NVIDIA kernel driver's version ("580.159.03"), None where there is none."""
+    try:
+        text = NVIDIA_DRIVER_VERSION.read_text()
+    except OSError:
+        return None
+    found = re.search(r"\b(\d{3,}\.\d+(?:\.\d+)?)\b", text)
+    return found.group(1) if found else None
+
+
+def build() -> tuple[str, str | None]:
+    """(onnxruntime's package and version, the CUDA version it was built for, None for a CPU build)."""
+    import onnxruntime as ort
+
+    try:
+        from onnxruntime.capi import build_and_package_info as info
+        package, cuda = getattr(info, "package_name", "onnxruntime"), getattr(info, "cuda_version", None)
+    except ImportError:
+        package, cuda = "onnxruntime", None
+    return f"{package} {ort.__version__}", cuda or None
+
+
+def missing_library(cuda: str | None) -> str | None:
+    """The first CUDA library of ``CUDA_LIBRARIES`` (for the build's CUDA major) that does not load, after
+    onnxruntime has preloaded those of the nvidia-* wheels; None when they all load."""
+    import onnxruntime as ort
+
+    if hasattr(ort, "preload_dlls"):
+        try:
+            ort.preload_dlls()
+        except Exception:  # noqa: BLE001 - a failed preload leaves the system libraries to be found
+            pass
+    major = (cuda or "12").split(".")[0]
+    for pattern in CUDA_LIBRARIES:
+        name = pattern.format(major=major, cufft="12" if major == "13" else "11")
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            return name
+    return None
+
+
+def cuda_problem() -> str:
+    """Why onnxruntime's CUDA provider is not usable here, in one sentence naming the build, the driver and the
+    library that failed to load."""
+    try:
+        package, cuda = build()
+    except ImportError:
+        return "onnxruntime is not installed"
+    if cuda is None:
+        return f"{package} is a CPU build (no CUDA provider)"
+    driver = driver_version()
+    if not driver_loads():
+        return f"{package} is a CUDA {cuda} build, and no NVIDIA driver loads here (libcuda.so.1)"
+    where = f"{package} is a CUDA {cuda} build on NVIDIA driver {driver or '(version unknown)'}"
+    library = missing_library(cuda)
+    if library is not None:
+        return f"{where}, and {library} does not load"
+    return f"{where}; its CUDA libraries load, but the session fell back to the CPU (see onnxruntime's log)"
+
+
+def cuda_fix() -> str:
+    """The fix that goes with ``cuda_problem``."""
+    return (f"run with --provider cpu, or install the CUDA and cuDNN libraries of the build ({GPU_EXTRA}; "
+            "CUDA 13 needs an NVIDIA driver of the 580 series or newer).")
+
+
+def readiness() -> tuple[str, str]:
+    """("ready", what runs) when a session on the GPU works; ("skip", why) on a machine without a GPU or a GPU
+    build of onnxruntime; ("broken", why) when both are there and a session still falls back to the CPU."""
+    try:
+        package, cuda = build()
+    except ImportError:
+        return "skip", "onnxruntime is not installed"
+    import onnxruntime as ort
+
+    if cuda is None or "CUDAExecutionProvider" not in ort.get_available_providers():
+        return "skip", f"{package} has no CUDA provider ({', '.join(ort.get_available_providers())})"
+    if not driver_loads():
+        return "skip", "no NVIDIA driver (libcuda.so.1 does not load)"
+    from ..core.errors import ModelError
+    from .encoder import _session
+
+    try:
+        _session(_tiny_graph(), "cuda", None)
+    except ModelError as err:
+        return "broken", str(err)
+    return "ready", f"{package} (CUDA {cuda}) on NVIDIA driver {driver_version() or '(version unknown)'}"
+
+
+def _tiny_graph() -> bytes:
+    """A one-node ONNX graph (y = x + x) to open a session with, without a model."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "probe", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # what every onnxruntime of fasteval's range reads
+    return model.SerializeToString()
+
+
+def main() -> int:
+    """``python -m fasteval.models.gpu``: one line, and 0 ready, 2 skip (no GPU here), 1 broken."""
+    state, reason = readiness()
+    print(f"{state}: {reason}")
+    return {"ready": 0, "skip": 2, "broken": 1}[state]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
