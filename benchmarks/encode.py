@@ -79,7 +79,13 @@ def bench_encode(ctx: Ctx) -> list[Line]:
                  2.0 if full and name == "paper strings" else None,
                  "encode >= 2x sentence-transformers (fp32)" if full and name == "paper strings" else "")
     torch.set_num_threads(ctx.threads)
-    if ctx.args.provider == "cpu":
+    import importlib.util
+
+    if ctx.args.provider == "cpu" and importlib.util.find_spec("optimum") is None:
+        # sentence-transformers' ONNX backend needs Optimum (the GPU kit's dry run, in an image without it)
+        lines.append(Line("encode", "the same ONNX graph in sentence-transformers' ONNX backend, and int8: not run "
+                          "(Optimum is not installed)", None, None, "", "", None, None, ""))
+    elif ctx.args.provider == "cpu":
         texts = sets["paper strings"]
         fp32 = load_model(ctx.model, provider="cpu", threads=ctx.threads, batching="paper")
         st_onnx = SentenceTransformer(_st_onnx_folder(ctx, fp32.folder.onnx_file), backend="onnx",

@@ -26,7 +26,7 @@ Sections:
   and a changed tokenizer; a batch-dependent copy): what each catches, and how long each takes;
 - evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
 
-One module per section (e2e.py, encode.py, kernels.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py),
+One module per section (e2e.py, encode.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py),
 the
 shared harness (harness.py) and the Markdown writer (results_md.py).
 """
@@ -49,7 +49,7 @@ from evaluator_bench import bench_evaluator
 from encode import bench_encode
 from harness import HERE, Line, load1, prepare
 from int8 import bench_int8
-from kernels import bench_kernels
+from kernels_bench import bench_kernels  # not kernels.py: transformers 5 imports a package named kernels
 from results_md import SECTIONS, fmt_ratio, fmt_s, write_results
 from scale import bench_scale
 from served import bench_served
@@ -80,6 +80,7 @@ def main(argv=None) -> int:
                "served": bench_served, "drift": bench_drift, "parity": bench_parity,
                "evaluator": bench_evaluator}
     lines: list[Line] = []
+    failed: list[str] = []
     try:
         for section in chosen:
             print(f"{section} (load {load1()})", file=sys.stderr)
@@ -87,6 +88,7 @@ def main(argv=None) -> int:
                 lines += runners[section](ctx)
             except Exception as err:  # noqa: BLE001 - report and go on with the other sections
                 traceback.print_exc()
+                failed.append(section)
                 lines.append(Line(section, f"{section} failed: {type(err).__name__}: {str(err)[:300]}", None, None, ""))
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
@@ -111,7 +113,9 @@ def main(argv=None) -> int:
         print(f"{ln.section:<8} {ln.name[:70]:<70} {fmt_s(ln.fasteval_s):>10} {fmt_s(ln.peer_s):>10} "
               f"{fmt_ratio(ln.ratio):>8}  {'' if ln.fidelity_ok is None else ('ok' if ln.fidelity_ok else 'DIFF')}")
     print(f"wrote {args.results} and {args.json}", file=sys.stderr)
-    return 0
+    if failed:
+        print(f"benchmarks: {len(failed)} section(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def kept_lines(path: Path, chosen: list[str]) -> list[Line]:

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU machine's side of the kit (benchmarks/gpu_kit.py, benchmarks/GPU-RUN.md), run by the last device call,
+# once every part is there: check and reassemble the parts, install the kit's wheels with --no-index into
+# .gpukit/site (first on PYTHONPATH, ahead of the image's CPU onnxruntime), check that onnxruntime is now the kit's
+# GPU build and that the model is there offline, then run benchmarks/gpu.sh (fasteval's GPU probe, then the encode
+# and e2e sections on CUDA, Exam 1 on the GPU against the CPU cell by cell) into benchmarks/RESULTS-gpu.md.
+#
+#   bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu] [--quick]
+#
+# --provider cpu is the dry run of every step but the GPU (here, in a Python 3.12 environment like the image's):
+# the same unpacking and checks, then the same sections on the CPU into .gpukit/RESULTS-dry.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+provider=cuda
+if [ "${1:-}" = "--provider" ]; then provider=$2; shift 2; fi
+PY=${PYTHON:-python3}
+"$PY" benchmarks/gpu_kit.py unpack
+export PYTHONPATH="$PWD/.gpukit/site:$PWD/.gpukit/path${PYTHONPATH:+:$PYTHONPATH}"
+export FASTEVAL_HOME="$PWD/.gpukit/kit/home" PYTHON="$PY"
+"$PY" - <<'CHECK'
+import json
+from importlib import metadata
+from pathlib import Path
+
+import onnxruntime
+
+import fasteval
+
+kit = json.loads(Path(".gpukit/kit/KIT.json").read_text())
+where = Path(onnxruntime.__file__).resolve()
+assert Path(".gpukit/site").resolve() in where.parents, f"onnxruntime is imported from {where}, not the kit's"
+build = onnxruntime.capi.build_and_package_info
+print(f"gpu kit: fasteval {fasteval.__version__}; {build.package_name} {onnxruntime.__version__} (CUDA "
+      f"{getattr(build, 'cuda_version', None)}) from .gpukit/site; providers {onnxruntime.get_available_providers()}; "
+      f"model {kit['model']} (onnx {str(kit['onnx_sha256'])[:12]}) in FASTEVAL_HOME, offline")
+CHECK
+if [ "$provider" = "cuda" ]; then
+    status=0
+    bash benchmarks/gpu.sh "$@" || status=$?
+    if [ -n "${OUT:-}" ]; then  # the device tool brings back what is under $OUT
+        cp benchmarks/RESULTS-gpu.md benchmarks/results-gpu.json "$OUT"/ 2>/dev/null || true
+    fi
+    exit $status
+fi
+exec "$PY" benchmarks/run.py --provider cpu --only encode,e2e --results .gpukit/RESULTS-dry.md \
+    --json .gpukit/results-dry.json "$@"
