@@ -6,7 +6,7 @@ import sys
 
 from harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
-from fasteval.core.runs.evaluate import ONE_TIME_COMPILATION
+from fasteval.core.runs.evaluate import step_timings
 
 
 def bench_startup(ctx: Ctx) -> list[Line]:
@@ -27,7 +27,7 @@ def bench_startup(ctx: Ctx) -> list[Line]:
         print("  startup: warm sweep", file=sys.stderr)
         walls.append(run_wall(cmd, env)[0])
         timings = json.loads(next(out.glob("*/*/results.json")).read_text())["timings"]
-        computes.append(sum(v for k, v in timings.items() if k != ONE_TIME_COMPILATION))
+        computes.append(sum(step_timings(timings).values()))
     wall, compute = med(walls), med(computes)
     lines.append(Line("startup", "warm `fasteval sweep` (embeddings cached): process wall less the exams' compute",
                       wall - compute, None, "",

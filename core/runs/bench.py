@@ -145,7 +145,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
     from ..exams import parse_exams
-    from .evaluate import evaluate
+    from .evaluate import evaluate, step_timings
     from ..choices import is_url
 
     step = on_step or (lambda _name: None)
@@ -175,9 +175,9 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
         encoder = loader(model, provider=provider)
         result.provider = getattr(encoder, "provider", provider)
         step("exams (cold)")
-        result.exam_cold = dict(evaluate(encoder, exams=result.exams).timings)
+        result.exam_cold = step_timings(evaluate(encoder, exams=result.exams).timings)
         step("exams (warm)")
-        result.exam_warm = dict(evaluate(encoder, exams=result.exams).timings)
+        result.exam_warm = step_timings(evaluate(encoder, exams=result.exams).timings)
     return result
 
 

@@ -107,6 +107,11 @@ def evaluate(encoder: Encoder, *, exams: Iterable[int | str] | None = None, metr
 ONE_TIME_COMPILATION = "kernel_compilation_once"
 
 
+def step_timings(timings: dict[str, float]) -> dict[str, float]:
+    """A result's timings less the one-time work recorded beside its steps: what each step itself took."""
+    return {k: v for k, v in timings.items() if k != ONE_TIME_COMPILATION}
+
+
 def step_timer(on_step: Callable[[str], None] | None, timings: dict[str, float]):
     """``with timed(name, shown=None):`` tells ``on_step`` (shown or name) a step begins, and adds the seconds
     of its block to ``timings[name]`` (a run's record of where its time went)."""

@@ -21,14 +21,25 @@ pytestmark = pytest.mark.slow  # a real server and the real default model (both 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
+class Servers(dict):
+    """llama-server serving each GGUF kind at its own http://127.0.0.1:PORT/v1, started when a test first asks for
+    that kind (a kind this CPU cannot run skips only the tests that need it); stopped by process id at the end."""
+
+    def __init__(self, stack: contextlib.ExitStack, folder, work):
+        super().__init__()
+        self.stack, self.folder, self.work = stack, folder, work
+
+    def __missing__(self, kind: str) -> str:
+        assert kind in GGUF_KINDS, kind
+        self[kind] = self.stack.enter_context(started_or_failed(start_llama_server(gguf_of(self.folder, kind),
+                                                                                   self.work, parallel=2)))
+        return self[kind]
+
+
 @pytest.fixture(scope="session")
 def llama(minilm_folder, tmp_path_factory):
-    """llama-server serving each GGUF kind at its own http://127.0.0.1:PORT/v1; stopped by process id at the end."""
-    work = tmp_path_factory.mktemp("llama")
     with contextlib.ExitStack() as stack:
-        yield {k: stack.enter_context(started_or_failed(start_llama_server(gguf_of(minilm_folder, k), work,
-                                                                           parallel=2)))
-               for k in GGUF_KINDS}
+        yield Servers(stack, minilm_folder, tmp_path_factory.mktemp("llama"))
 
 
 @pytest.fixture(scope="session")
