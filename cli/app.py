@@ -74,8 +74,9 @@ def _log_to_stderr() -> None:
 
 
 def version_lines() -> list[str]:
-    """What a bug report needs: fasteval's version, Python's, and the onnxruntime build with the execution
-    providers it offers here (CUDAExecutionProvider only where the GPU build is installed)."""
+    """What a bug report needs: fasteval's version, Python's, the onnxruntime build with the execution providers
+    it offers here (CUDAExecutionProvider only where the GPU build is installed), the NVIDIA driver found and the
+    CUDA version the build is for. Nothing is loaded on the GPU (cheap, even where CUDA is broken)."""
     import platform
     from importlib import metadata
 
@@ -91,6 +92,15 @@ def version_lines() -> list[str]:
     except Exception as err:  # a broken install is what the report should show, not a traceback
         providers = f"cannot be imported ({type(err).__name__}: {first_line(err, 120)})"
     lines.append(f"onnxruntime: {' and '.join(builds) or 'not installed'}; providers built in: {providers}")
+    from ..models.gpu import build, driver_version
+
+    try:
+        cuda = build()[1]
+    except ImportError:
+        cuda = None
+    lines.append(f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for "
+                 + (f"CUDA {cuda}" if cuda else "the CPU only")
+                 + " (python -m fasteval.models.gpu says whether a session runs on the GPU)")
     return lines
 
 

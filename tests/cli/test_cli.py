@@ -32,12 +32,17 @@ def test_version_names_fasteval_python_and_the_onnxruntime_build():
 
     proc = run_cli(["--version"])
     assert proc.returncode == 0, proc.stderr
-    first, second = proc.stdout.splitlines()
+    first, second, third = proc.stdout.splitlines()
     assert first.startswith(f"fasteval {fasteval.__version__} (Python {sys.version_info[0]}.{sys.version_info[1]}.")
     build = next(n for n in ("onnxruntime-gpu", "onnxruntime") if n in {d.metadata["Name"] for d in
                                                                         metadata.distributions()})
     assert second == (f"onnxruntime: {build} {metadata.version(build)}; providers built in: "
                       + ", ".join(onnxruntime.get_available_providers()))
+    from fasteval.models.gpu import driver_version
+
+    cuda = getattr(onnxruntime.capi.build_and_package_info, "cuda_version", None)
+    assert third.startswith(f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for "
+                            + (f"CUDA {cuda}" if cuda else "the CPU only")), third
 
 
 def test_missing_model_path(tmp_path):
