@@ -13,11 +13,11 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 
-# Ready? fasteval's own probe (fasteval.models.gpu, held by tests/house/test_gpu_probe.py): a session on the GPU
+# Ready? fasteval's own probe (benchmarks/gpu_probe.py, held by tests/house/test_gpu_probe.py): a session on the GPU
 # through the encoder's session code. No GPU build or no driver: skipped, exit 0. A GPU whose session falls back to
 # the CPU: the build, the driver and the library that does not load, exit 1 (never "skipped").
 set +e
-state=$("$PY" -m fasteval.models.gpu)
+state=$("$PY" benchmarks/gpu_probe.py)
 code=$?
 set -e
 case $code in

@@ -75,8 +75,8 @@ def _log_to_stderr() -> None:
 
 def version_lines() -> list[str]:
     """What a bug report needs: fasteval's version, Python's, the onnxruntime build with the execution providers
-    it offers here (CUDAExecutionProvider only where the GPU build is installed), the NVIDIA driver found and the
-    CUDA version the build is for. Nothing is loaded on the GPU (cheap, even where CUDA is broken)."""
+    it offers here (CUDAExecutionProvider only where the GPU build is installed), the NVIDIA driver found, the
+    CUDA version the build is for and, on a machine with both, whether a session runs on the GPU (and why not)."""
     import platform
     from importlib import metadata
 
@@ -92,15 +92,18 @@ def version_lines() -> list[str]:
     except Exception as err:  # a broken install is what the report should show, not a traceback
         providers = f"cannot be imported ({type(err).__name__}: {first_line(err, 120)})"
     lines.append(f"onnxruntime: {' and '.join(builds) or 'not installed'}; providers built in: {providers}")
-    from ..models.gpu import build, driver_version
+    from ..models.gpu import build, driver_loads, driver_version, readiness
 
     try:
         cuda = build()[1]
     except ImportError:
         cuda = None
-    lines.append(f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for "
-                 + (f"CUDA {cuda}" if cuda else "the CPU only")
-                 + " (python -m fasteval.models.gpu says whether a session runs on the GPU)")
+    gpu = f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for " + (
+        f"CUDA {cuda}" if cuda else "the CPU only")
+    if cuda and driver_loads():  # a GPU machine: open a session there, and say why not when it falls back
+        state, reason = readiness()
+        gpu += "; a session runs on the GPU" if state == "ready" else f"; no session on the GPU: {reason}"
+    lines.append(gpu)
     return lines
 
 

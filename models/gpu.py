@@ -4,10 +4,12 @@ built for, the NVIDIA driver found, and the first CUDA library that does not loa
 onnxruntime-gpu 1.31 is a CUDA 13 build (a driver of the 580 series or newer); its CUDA libraries come from the
 system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'`` (``onnxruntime.preload_dlls()`` loads those).
 When a session asked for CUDA falls back to the CPU, onnxruntime only logs; ``cuda_problem`` names the cause.
-``readiness`` is what ``benchmarks/gpu.sh`` asks before a GPU run (``python -m fasteval.models.gpu``).
+``readiness`` opens a session on the GPU (on a graph of one node) through the encoder's own session code: what
+``fasteval --version`` says of the GPU, and what ``benchmarks/gpu.sh`` asks before a GPU run.
 """
 from __future__ import annotations
 
+import base64
 import ctypes
 import re
 from pathlib import Path
@@ -113,30 +115,13 @@ def readiness() -> tuple[str, str]:
     from .encoder import _session
 
     try:
-        _session(_tiny_graph(), "cuda", None)
+        _session(TINY_GRAPH, "cuda", None)
     except ModelError as err:
         return "broken", str(err)
     return "ready", f"{package} (CUDA {cuda}) on NVIDIA driver {driver_version() or '(version unknown)'}"
 
 
-def _tiny_graph() -> bytes:
-    """A one-node ONNX graph (y = x + x) to open a session with, without a model."""
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])
-    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "probe", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # what every onnxruntime of fasteval's range reads
-    return model.SerializeToString()
-
-
-def main() -> int:
-    """``python -m fasteval.models.gpu``: one line, and 0 ready, 2 skip (no GPU here), 1 broken."""
-    state, reason = readiness()
-    print(f"{state}: {reason}")
-    return {"ready": 0, "skip": 2, "broken": 1}[state]
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+# A one-node ONNX graph (y = x + x, opset 13, IR 8), to open a session with and without a model or the onnx
+# package; tests/house/test_gpu_probe.py holds it to what onnx.helper builds.
+TINY_GRAPH = base64.b64decode("CAgSCGZhc3RldmFsOjUKDgoBeAoBeBIBeSIDQWRkEgVwcm9iZVoNCgF4EggKBggBEgIKAGINCgF5EggKBggBE"
+                              "gIKAEIECgAQDQ==")

@@ -1,6 +1,6 @@
-"""benchmarks/gpu.sh's readiness probe (``python -m fasteval.models.gpu``), run here against a stand-in for
-onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA libraries (copies of libm
-under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session code, so a
+"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.gpu.readiness), run here
+against a stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA
+libraries (copies of libm under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session code, so a
 renamed parameter fails this test, not a GPU run (the probe once called load_model(quiet=True) after `quiet` was
 gone, and every GPU run "skipped"). A session that falls back to the CPU names the build, the driver and the
 library that does not load, and gpu.sh exits 1, never "skipped" with 0."""
@@ -60,7 +60,8 @@ def machine(tmp_path: Path, libraries: list[str], on_gpu: bool) -> dict:
     (site / "capi").mkdir(parents=True)
     (site / "__init__.py").write_text(STAND_IN.format(on_gpu=on_gpu))
     (site / "capi" / "__init__.py").write_text("")
-    (site / "capi" / "build_and_package_info.py").write_text('package_name = "onnxruntime-gpu"\ncuda_version = "13.0"\n')
+    (site / "capi" / "build_and_package_info.py").write_text(
+        'package_name = "onnxruntime-gpu"\ncuda_version = "13.0"\n')
     libs = tmp_path / "lib"
     libs.mkdir()
     for name in ["libcuda.so.1", *libraries]:
@@ -70,8 +71,8 @@ def machine(tmp_path: Path, libraries: list[str], on_gpu: bool) -> dict:
 
 
 def probe(env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fasteval.models.gpu"], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_probe.py")], capture_output=True,
+                          text=True, env=env, timeout=120)
 
 
 @pytest.mark.parametrize("present, missing", [
@@ -89,6 +90,11 @@ def test_a_session_that_falls_back_names_the_library_and_gpu_sh_exits_1(tmp_path
                             timeout=120)
     assert script.returncode == 1 and "skipped" not in script.stdout + script.stderr, script.stdout + script.stderr
     assert "CUDA is here but onnxruntime cannot use it" in script.stderr and missing in script.stderr
+    version = subprocess.run([sys.executable, "-c", "from fasteval.cli.main import main; main()", "--version"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    gpu = version.stdout.splitlines()[-1]
+    assert version.returncode == 0 and gpu.startswith("GPU: NVIDIA driver "), version.stdout + version.stderr
+    assert "no session on the GPU: The CUDA execution provider is not usable here" in gpu and missing in gpu, gpu
 
 
 def test_a_session_on_the_gpu_is_ready(tmp_path):
@@ -106,3 +112,24 @@ def test_without_a_driver_or_a_gpu_build_it_skips(tmp_path):
     script = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], capture_output=True, text=True, env=env,
                             timeout=120)
     assert script.returncode == 0 and "skipped: no NVIDIA driver" in script.stdout
+
+
+def test_the_probe_graph_is_what_onnx_builds():
+    """The probe's one-node graph, kept as bytes (no onnx package needed), is y = x + x as onnx.helper makes it."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from fasteval.models.gpu import TINY_GRAPH
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "probe", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="fasteval")
+    model.ir_version = 8
+    assert TINY_GRAPH == model.SerializeToString()
+    onnx.checker.check_model(onnx.load_from_string(TINY_GRAPH))
+    import numpy as np
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(TINY_GRAPH, providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.array([1.5, -2.0], np.float32)})[0].tolist() == [3.0, -4.0]
