@@ -55,6 +55,10 @@ def sweep(
     executor: Annotated[Executor, typer.Option(help="local: one model after another; ray: one Ray task per "
                                                     "model (pip install 'fasteval[ray]').")] = Executor.local,
     address: Annotated[Optional[str], typer.Option(help="Ray cluster address (with --executor ray).")] = None,
+    shard: Annotated[Optional[str], typer.Option(
+        metavar="I/N", help="Run only the share I of N of the model list (0 <= I < N: every model whose position is "
+                            "I modulo N); shards write the same folders and keys, so their --out folders merge by "
+                            "copying (a SLURM array: --shard $SLURM_ARRAY_TASK_ID/N).")] = None,
     api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
     concurrency: Concurrency = choices.SERVED_CONCURRENCY,
     request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
@@ -81,6 +85,13 @@ def sweep(
 
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
         names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
+        if shard is not None:
+            from ..core.runs.sweep import shard_of
+
+            everyone, names = len(names), shard_of(names, shard)
+            say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
+            if not names:
+                return
 
         def options() -> dict:  # each job its own (a served model's progress callback is set per job)
             return {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,

@@ -24,7 +24,7 @@ from typing import Any
 from .. import protocol as P
 from ..choices import EXECUTORS, OVERWRITE, check_choice, public_model
 from ..embeddings import EmbeddingTable, describe
-from ..errors import FastevalError
+from ..errors import FastevalError, InputError
 from ..exams.statistics import DEFAULT_RESAMPLES
 from ..io import check_writable, clean_stale
 from ..results.model import RESULT_FILE
@@ -201,6 +201,21 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     write_result_folder(folder, result_files(result, key=key))
     return Outcome(view.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
                    time.perf_counter() - start, result)
+
+
+def shard_of(models: Sequence[str], shard: str) -> list[str]:
+    """The fixed share ``I/N`` of ``models`` (0 <= I < N, 0-based as a SLURM array's task id): every model whose
+    position in the list is I modulo N. Each shard writes the folders and keys the whole sweep would, so shards run
+    anywhere (an array job, several machines) merge by copying their --out folders together. InputError for
+    another form."""
+    import re
+
+    found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(shard))
+    if not found or not 0 <= int(found.group(1)) < int(found.group(2)):
+        raise InputError(f"--shard {shard!r} is not I/N with 0 <= I < N.",
+                         "pass --shard 0/4 ... --shard 3/4 (in a SLURM array: --shard $SLURM_ARRAY_TASK_ID/N).")
+    index, count = int(found.group(1)), int(found.group(2))
+    return [m for k, m in enumerate(models) if k % count == index]
 
 
 def prepare_out(out: Path, overwrite: str) -> Path:

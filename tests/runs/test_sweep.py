@@ -14,7 +14,7 @@ from fasteval.core.errors import InputError
 from fasteval.core.io import read_models_file
 from fasteval.core.runs.sweep import Job, embedding_key, result_key, run_sweep
 
-from fakes import TESTS, CountingEncoder, FakeEncoder
+from fakes import TESTS, CountingEncoder, FakeEncoder, one_line_error, run_cli
 
 
 def make_loader(log: list):
@@ -197,3 +197,45 @@ def test_stage_lines_say_what_was_one_time(tiny_st_folder, tiny_encoder, fasteva
     warm = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert warm.returncode == 0 and "fasteval:   embed " in warm.stderr, warm.stderr
     assert "one-time" not in warm.stderr, warm.stderr
+
+
+def test_shards_are_a_fixed_share_and_merge_by_copying_folders(tmp_path):
+    """--shard I/N: every model whose position is I modulo N; three shards run apart write exactly the folders and
+    results the whole sweep writes, so copying their --out folders together is the whole sweep."""
+    import shutil
+
+    from fasteval.core.runs.sweep import shard_of
+
+    names = [f"model-{k}" for k in range(5)]
+    shares = [shard_of(names, f"{i}/3") for i in range(3)]
+    assert shares == [["model-0", "model-3"], ["model-1", "model-4"], ["model-2"]]
+    assert shard_of(names, " 4 / 5 ") == ["model-4"] and shard_of(names[:2], "4/5") == []
+    for bad in ("3/3", "1/0", "-1/3", "a/b", "1", "1/2/3"):
+        with pytest.raises(InputError, match="is not I/N"):
+            shard_of(names, bad)
+
+    def loader(name, **options):
+        return CountingEncoder(name, noise=0.1 + 0.1 * int(name.split("-")[1]))
+
+    run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in names], tmp_path / "whole", loader)
+    merged = tmp_path / "merged"
+    for i in range(3):
+        out = tmp_path / f"shard-{i}"
+        run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in shard_of(names, f"{i}/3")], out, loader)
+        shutil.copytree(out, merged, dirs_exist_ok=True)
+
+    def results(root):
+        return {str(p.relative_to(root)): {k: v for k, v in json.loads(p.read_text()).items() if k != "timings"}
+                for p in root.rglob("results.json")}
+
+    whole = results(tmp_path / "whole")
+    assert len(whole) == 5 and results(merged) == whole
+
+
+def test_cli_shard_bad_input_and_an_empty_share(tmp_path):
+    bad = run_cli(["sweep", "--shard", "3/3", "--model", "a", "--out", tmp_path / "o"])
+    assert bad.returncode == 2
+    one_line_error(bad, "--shard '3/3' is not I/N", "SLURM_ARRAY_TASK_ID")
+    empty = run_cli(["sweep", "--shard", "4/5", "--model", tmp_path / "no-such-a", "--model", tmp_path / "no-such-b",
+                     "--out", tmp_path / "o"])
+    assert empty.returncode == 0 and "shard 4/5: 0 of the 2 models" in empty.stderr, empty.stderr
