@@ -78,13 +78,13 @@ def version_lines() -> list[str]:
     it offers here (CUDAExecutionProvider only where the GPU build is installed), the NVIDIA driver found, the
     CUDA version the build is for and, on a machine with both, whether a session runs on the GPU (and why not)."""
     import platform
-    from importlib import metadata
 
     from .. import __version__
+    from ..models import installed_version
 
     lines = [f"fasteval {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"]
-    builds = [f"{name} {metadata.version(name)}" for name in ("onnxruntime-gpu", "onnxruntime")
-              if _installed(name)]
+    builds = [f"{name} {installed_version(name)}" for name in ("onnxruntime-gpu", "onnxruntime")
+              if installed_version(name)]
     try:
         import onnxruntime
 
@@ -105,16 +105,6 @@ def version_lines() -> list[str]:
         gpu += "; a session runs on the GPU" if state == "ready" else f"; no session on the GPU: {reason}"
     lines.append(gpu)
     return lines
-
-
-def _installed(distribution: str) -> bool:
-    from importlib import metadata
-
-    try:
-        metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _print_version(value: bool) -> None:

@@ -43,15 +43,18 @@ class OutputError(FastevalError):
     """A result folder that cannot be written."""
 
 
+def cut(text: str, limit: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis standing for the rest (None: as it is)."""
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
 def first_line(err: BaseException, limit: int | None = None) -> str:
     """The first non-empty line of an exception's text (its type name when it has none), cut to ``limit``."""
     if isinstance(err, OSError) and err.strerror:
         text = err.strerror
     else:
         text = next((line.strip() for line in str(err).splitlines() if line.strip()), "") or type(err).__name__
-    if limit is not None and len(text) > limit:
-        text = text[:limit - 1] + "…"
-    return text
+    return cut(text, limit)
 
 
 def warn_rebuilt(what: str, path, err: BaseException | str) -> None:

@@ -123,11 +123,7 @@ def _exporter(folder: ModelFolder):
     except ImportError as err:
         from importlib import metadata
 
-        def version(name: str) -> str | None:
-            try:
-                return metadata.version(name)
-            except metadata.PackageNotFoundError:
-                return None
+        from . import installed_version as version
 
         missing = [name for name in ("optimum-onnx", "torch") if version(name) is None]
         if missing:

@@ -1,10 +1,10 @@
 """`fasteval check`: does a model order your own quantities by physical distance?
 
-One anchor and one or more candidates of the same dimension. Each candidate's physical distance from the
-anchor (in the anchor's unit) and its similarity to the anchor; with two or more candidates, the ranking: Kendall τ-b of similarity against
-distance (scipy's sign convention: τ = kendalltau(similarity, −distance), positive = closer is more similar),
-pairwise accuracy over the candidate pairs whose distances differ (right when the closer one is strictly more
-similar), and the discordant pairs (the physically farther one is strictly more similar), in words.
+One anchor and one or more candidates of the same dimension. Each candidate's physical distance from the anchor (in
+the anchor's unit) and its similarity to the anchor; with two or more candidates, the ranking: Kendall τ-b of
+similarity against distance (scipy's sign convention: τ = kendalltau(similarity, −distance), positive = closer is
+more similar), pairwise accuracy over the candidate pairs whose distances differ (right when the closer one is
+strictly more similar), and the discordant pairs (the physically farther one is strictly more similar), in words.
 
 Distances are differences: for offset units (degC, degF) they are in pint's delta units, and physically equal
 distances are equal (``quantities.distances`` removes conversion noise), so they tie. Every discordant pair is

@@ -19,8 +19,8 @@ fasteval encoders, and result files MTEB loads.
   result folder hold the same, written without importing MTEB).
 
 The tasks are the exam registry's (``fasteval.core.exams``): each exam's record names its task, description,
-main score and scores. Import it as ``fasteval.mteb`` (``import fasteval.mteb``, ``from fasteval.mteb import tasks``): the same module as
-``fasteval.core.mteb``, registered under both names and run on first use.
+main score and scores. Import it as ``fasteval.mteb`` (``import fasteval.mteb``, ``from fasteval.mteb import
+tasks``): the same module as ``fasteval.core.mteb``, registered under both names and run on first use.
 """
 from __future__ import annotations
 

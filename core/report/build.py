@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..choices import DEFAULT_RESAMPLES
+from ..choices import DEFAULT_RESAMPLES, HEATMAP_SCALES
 from ..errors import InputError
 from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
@@ -37,13 +37,13 @@ def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
 
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
                  png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES,
-                 heatmap_scale: str = "data") -> Report:
+                 heatmap_scale: str = HEATMAP_SCALES[0]) -> Report:
     """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
 
     A skipped file or unknown model is logged as a warning and listed in ``Report.warnings`` (and the page).
     ``heatmap_scale``: "data" (each figure's own range, where the structure shows) or "paper" (the paper's 0-1).
     """
-    from ..choices import HEATMAP_SCALES, check_choice
+    from ..choices import check_choice
     from .plots import DEFAULT_DPI
 
     check_choice(heatmap_scale, HEATMAP_SCALES, "heatmap scale", "--heatmap-scale")

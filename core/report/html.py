@@ -6,6 +6,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..choices import HEATMAP_SCALES
 from .entries import LoadedResult
 from .table import Table
 from .tables import FIGURE_DIR
@@ -41,7 +42,7 @@ def _file_stem(label: str, limit: int = 60) -> str:
     return stem if len(stem) <= limit else f"{stem[:limit - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
-def figures(entries: list[LoadedResult], dpi: int, heatmap_scale: str = "data") -> list[Figure]:
+def figures(entries: list[LoadedResult], dpi: int, heatmap_scale: str = HEATMAP_SCALES[0]) -> list[Figure]:
     """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has; the heatmaps on
     ``heatmap_scale`` (choices.HEATMAP_SCALES)."""
     from ..exams import registry

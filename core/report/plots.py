@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import protocol as P
+from ..choices import HEATMAP_SCALES
 from ..errors import FastevalError
 from ..exams.geometry import Exam1Result
 
@@ -58,7 +59,7 @@ def color_limits(matrices: Sequence[np.ndarray], scale: str) -> tuple[float, flo
     """(vmin, vmax) of a figure's heatmaps (``scale``: choices.HEATMAP_SCALES): the paper's 0-1, or the smallest
     and largest value its panels show (NaN, the masked triangle, left out; 0-1 when there is none or all are one
     value)."""
-    if scale == "paper":
+    if scale == HEATMAP_SCALES[1]:  # the paper's
         return VMIN, VMAX
     values = np.concatenate([np.ravel(m) for m in matrices]) if matrices else np.array([])
     values = values[np.isfinite(values)]
@@ -69,7 +70,7 @@ def color_limits(matrices: Sequence[np.ndarray], scale: str) -> tuple[float, flo
 
 def _say_scale(fig, limits: tuple[float, float], scale: str) -> None:
     """Under a heatmap figure on its own range, which range that is (the paper's figures use 0 to 1)."""
-    if scale != "paper":
+    if scale != HEATMAP_SCALES[1]:
         fig.text(0.99, 0.005, f"colours span this figure's values, {limits[0]:.2f} to {limits[1]:.2f} (the paper's "
                               "figures: 0 to 1; fasteval report --heatmap-scale paper)", ha="right", va="bottom",
                  fontsize=7, color="#555555")
@@ -120,7 +121,7 @@ def _digits_words_panel(ax, exam1: Exam1Result, quantity: str, fontsize: float,
     return image
 
 
-def overview_figure(exam1: Exam1Result, title: str, scale: str = "data"):
+def overview_figure(exam1: Exam1Result, title: str, scale: str = HEATMAP_SCALES[0]):
     """4 rows (quantities) x 6 columns (5 range heatmaps, digits <-> words), width ratios 1:1:1:1:1:2, on one
     colour scale (``scale``: choices.HEATMAP_SCALES)."""
     require_matplotlib()
@@ -169,7 +170,7 @@ def overview_figure(exam1: Exam1Result, title: str, scale: str = "data"):
     return fig
 
 
-def digits_words_figure(exam1: Exam1Result, title: str, scale: str = "data"):
+def digits_words_figure(exam1: Exam1Result, title: str, scale: str = HEATMAP_SCALES[0]):
     """One panel per quantity: cosine(words_i, digits_j), y = words, x = digits (PROTOCOL.md 1.7), on one colour
     scale (``scale``: choices.HEATMAP_SCALES)."""
     require_matplotlib()

@@ -133,6 +133,11 @@ def _sort_value(value: Number) -> float:
     return -math.inf if value is None or math.isnan(float(value)) else float(value)
 
 
+def _in_paper_order(names: Iterable[str], paper: tuple[str, ...]) -> list[str]:
+    """The distinct ``names`` in the paper's order, any the paper has not after them, alphabetically."""
+    return sorted(set(names), key=lambda n: (paper.index(n) if n in paper else len(paper), n))
+
+
 def table2(entries: list[LoadedResult]) -> Table | None:
     """Per quantity and range, in the paper's order (meter, kilogram, liter, second; its ranges as Exam 1 prints
     them): mean, min, max of the cell tau x100 across models; AVG rows."""
@@ -144,10 +149,9 @@ def table2(entries: list[LoadedResult]) -> Table | None:
     if not taus:
         return None
     rows, rules = [], set()
-    order = (lambda names, paper: sorted(set(names), key=lambda n: (paper.index(n) if n in paper else len(paper), n)))
-    for quantity in order((q for q, _ in taus), P.QUANTITIES):
+    for quantity in _in_paper_order((q for q, _ in taus), P.QUANTITIES):
         block = []
-        for range_name in order((r for q, r in taus if q == quantity), P.RANGE_NAMES):
+        for range_name in _in_paper_order((r for q, r in taus if q == quantity), P.RANGE_NAMES):
             values = _finite(taus[(quantity, range_name)])
             block.append({"quantity": quantity, "range": range_name, "mean": _mean(values),
                           "min": min(values, default=None), "max": max(values, default=None)})

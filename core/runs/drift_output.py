@@ -2,6 +2,7 @@
 several-candidate table, and the exit code (``fasteval drift``)."""
 from __future__ import annotations
 
+from ..errors import cut
 from ..exams.drift import INVARIANCE_MIN, DriftReport
 
 
@@ -129,10 +130,6 @@ def junit_name(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z_-]+", "_", text).strip("_") or "candidate"
 
 
-def _cut(text: str, limit: int = JUNIT_MESSAGE_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _junit_suite(report: DriftReport):
     from xml.etree import ElementTree as ET
 
@@ -145,10 +142,10 @@ def _junit_suite(report: DriftReport):
                                 name=name)
         counts["tests"] += 1
         if failure is not None:
-            ET.SubElement(element, "failure", message=_cut(failure)).text = failure
+            ET.SubElement(element, "failure", message=cut(failure, JUNIT_MESSAGE_CHARS)).text = failure
             counts["failures"] += 1
         elif skipped is not None:
-            ET.SubElement(element, "skipped", message=_cut(skipped))
+            ET.SubElement(element, "skipped", message=cut(skipped, JUNIT_MESSAGE_CHARS))
             counts["skipped"] += 1
         if out:
             ET.SubElement(element, "system-out").text = out

@@ -1,9 +1,9 @@
-"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.gpu.readiness), run here
-against a stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA
-libraries (copies of libm under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session code, so a
-renamed parameter fails this test, not a GPU run (the probe once called load_model(quiet=True) after `quiet` was
-gone, and every GPU run "skipped"). A session that falls back to the CPU names the build, the driver and the
-library that does not load, and gpu.sh exits 1, never "skipped" with 0."""
+"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.gpu.readiness), run here against a
+stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA libraries
+(copies of libm under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session
+code, so a renamed parameter fails this test, not a GPU run (the probe once called load_model(quiet=True) after
+`quiet` was gone, and every GPU run "skipped"). A session that falls back to the CPU names the build, the driver
+and the library that does not load, and gpu.sh exits 1, never "skipped" with 0."""
 from __future__ import annotations
 
 import os
