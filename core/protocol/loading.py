@@ -3,18 +3,13 @@ the file, the key and the fix (``ProtocolError``). The format is described in ``
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .grids import logspace
-from .rendering import NUMBER_FORMATS, PLURAL_RULES, format_value
-from .spec import (
-    Language, Protocol, ProtocolError, Quantity, Range, Variant,
-)
-
-BUILTIN_DIR = Path(__file__).parent / "builtin"
+from .rendering import NUMBER_FORMATS, PLURAL_RULES, Language, format_value
+from .spec import BUILTIN_DIR, Protocol, ProtocolError, Quantity, Range, Variant, paper_sha256
 MAX_RANGE_VALUES = 2000  # a cell's similarity matrix is n x n: 2,000 values are 32 MB in float64
 # A whole protocol: its texts, and its cells' similarity pairs (every cell's n x n matrix is kept in results.json:
 # 2,000,000 pairs are about 40 MB of JSON; the paper's protocol has 1,319 texts and 10,260 pairs).
@@ -33,16 +28,6 @@ KNOWN_KEYS = {
 
 def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
-
-
-def paper_sha256() -> str:
-    """The content hash of the built-in paper.toml (a protocol is the paper's when its content is this)."""
-    return _paper_sha256()
-
-
-@lru_cache(maxsize=1)
-def _paper_sha256() -> str:
-    return hashlib.sha256((BUILTIN_DIR / "paper.toml").read_bytes()).hexdigest()
 
 
 def builtin_protocol(name: str) -> Protocol:

@@ -2,13 +2,19 @@
 ``thousands``, ``words``), a language's decimal mark, English number words, and the plural rules."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .spec import Language
+from dataclasses import dataclass
 
 PLURAL_RULES = ("one", "below-two", "none", "never")
 NUMBER_FORMATS = ("g", "plain", "fixed", "scientific", "thousands", "words")
+
+
+@dataclass(frozen=True)
+class Language:
+    """How a protocol's language renders a quantity: its template, plural rule and decimal mark."""
+    code: str
+    template: str = "{number} {unit}"
+    plural: str = "one"
+    decimal: str = "."
 
 _EN_SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
              "sixteen seventeen eighteen nineteen").split()

@@ -29,26 +29,29 @@ gives one line naming the file, the key and the fix:
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from .rendering import format_value, unit_form
+from .rendering import Language, format_value, unit_form  # noqa: F401 (Language: a protocol's part)
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+
+
+@lru_cache(maxsize=1)
+def paper_sha256() -> str:
+    """The content hash of the built-in paper.toml (a protocol is the paper's when its content is this)."""
+    return hashlib.sha256((BUILTIN_DIR / "paper.toml").read_bytes()).hexdigest()
 
 
 
 class ProtocolError(InputError):
     """A protocol file that cannot be used: the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class Language:
-    code: str
-    template: str = "{number} {unit}"
-    plural: str = "one"
-    decimal: str = "."
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,6 @@ class Protocol:
     def is_paper(self) -> bool:
         """The paper's own protocol: named paper *and* the built-in paper.toml's content (an edited copy that
         keeps the name is another protocol, with its own key)."""
-        from .loading import paper_sha256
 
         return self.name == "paper" and self.content_sha256 == paper_sha256()
 
