@@ -15,13 +15,20 @@ __version__ = "0.1.0"
 # that embeds fasteval configures logging as it likes (the records propagate to its root logger).
 logging.getLogger("fasteval").addHandler(logging.NullHandler())
 
-# The public names, each loaded on first use (PEP 562), so `import fasteval` (and `fasteval --help`) never pulls
-# in numba, onnxruntime or torch: name -> (module, attribute).
+# The public edge: what users import is `fasteval.<name>` for the names below and `fasteval.mteb` (its own
+# `__all__`); `fasteval.core`, `fasteval.models` and `fasteval.cli` are internal and change without notice
+# (tests/house/test_public.py pins both lists). Each name is loaded on first use (PEP 562), so `import fasteval`
+# (and `fasteval --help`) never pulls in numba, onnxruntime or torch: name -> (module, attribute).
 _LAZY = {
-    "evaluate": (".core.runs.evaluate", "evaluate"),
+    "evaluate": (".core.plan", "evaluate"),
     "check": (".core.runs.check", "check"),
-    "drift": (".core.runs.drift", "drift"),
+    "drift": (".core.runs.drift.gate", "drift"),
+    "save_receipt": (".core.runs.drift.gate", "save_receipt"),
     "load_model": (".models.loader", "load_model"),
+    "model_folder": (".models.loader", "model_folder"),
+    "result_files": (".core.results.files", "result_files"),
+    "load_result": (".core.results.read", "load_result"),
+    "Encoder": (".core.embeddings", "Encoder"),
     "PhysScoreEvaluator": (".core.runs.training", "PhysScoreEvaluator"),  # sentence-transformers (the train extra)
 }
 
@@ -33,10 +40,12 @@ def _register_lazily(public: str, module: str) -> None:
     ``module`` is registered under both names now, and runs on first use (importlib's own LazyLoader; no import
     hook, one file, one module object)."""
     spec = importlib.util.find_spec(module)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
+    assert spec is not None and spec.loader is not None, module  # a module of this package
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
     lazy = importlib.util.module_from_spec(spec)
     sys.modules[module] = sys.modules[public] = lazy
-    spec.loader.exec_module(lazy)
+    loader.exec_module(lazy)
     globals()[public.rpartition(".")[2]] = lazy  # the attribute, as the import system sets it for a submodule
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness import Ctx, HERE, Line, fasteval_cmd, med, run_wall
 
-from fasteval.core.runs.evaluate import step_timings
+from fasteval.core.plan import step_timings
 
 
 def fasteval_numbers(results_json: Path) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
 
 def cells_against_cpu(ctx: Ctx) -> Line:
     """Exam 1 on the chosen provider against the CPU, cell by cell (tau and PACC of all 20), fp32 both."""
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
     from fasteval.models.loader import load_model
 
     runs = {}

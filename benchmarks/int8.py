@@ -61,8 +61,8 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
 def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, **detail) -> Line:
     """One drift line: Exam 1 of both encoders (Table 1, the cells whose tau changed), the cosine between a
     text's two embeddings, and the encode time of ``other`` against fp32 on the paper strings."""
-    from fasteval.core.runs.drift import drift as drift_of
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import drift as drift_of
+    from fasteval import evaluate
 
     a, b = (evaluate(e, exams=(1,), bootstrap=0).exams["exam1"] for e in (fp32, other))
     sa, sb = a.summary(), b.summary()

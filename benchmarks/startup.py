@@ -6,7 +6,7 @@ import sys
 
 from harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
-from fasteval.core.runs.evaluate import step_timings
+from fasteval.core.plan import step_timings
 
 
 def bench_startup(ctx: Ctx) -> list[Line]:

@@ -34,7 +34,7 @@ def export_command(
             return
         typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
         if dtype is not DType.fp32:
-            from ..core.runs.drift import drift
+            from ..core.runs.drift.gate import drift
 
             reference = load_model(str(export_model(model)))
             report = drift(reference, load_model(str(dest)), conformance=False, resamples=0)
@@ -125,7 +125,8 @@ def drift_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
     out: Annotated[Optional[Path], typer.Option(
         help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Resamples of the paired bootstrap of delta tau.")] = 2000,
+    bootstrap: Annotated[int, typer.Option(
+        min=0, help="Resamples of the paired bootstrap of delta tau.")] = choices.DRIFT_RESAMPLES,
     reference_dtype: Annotated[DType, typer.Option(help="The reference's precision (a local model).")] = DType.fp32,
     candidate_dtype: Annotated[DType, typer.Option(help="The candidate's precision (a local model).")] = DType.fp32,
     reference_prompt: Annotated[Optional[str], typer.Option(help="Text put before the reference's inputs.")] = None,
@@ -146,19 +147,22 @@ def drift_command(
         from ..core.choices import public_model
         from ..core.errors import InputError
         from ..core.io import atomic_write, dumps, write_output_folder
-        from ..core.runs.drift import DEFAULT_THRESHOLD, drift
-        from ..core.runs.drift_output import drift_junit, outputs, to_exit_code
+        from ..core.runs.drift.gate import drift
+        from ..core.runs.drift.report import DEFAULT_THRESHOLD
+        from .drift_output import drift_junit, outputs, to_exit_code
 
         candidates = list(candidates or [])
         marker = "drift.json" if len(candidates) <= 1 else "ladder.csv"  # what an earlier output of ours holds
-        _check_drift_inputs(fail_below, out, marker, junit, texts, accept or [], not no_conformance)
+        threshold = fail_below if fail_below is not None else DEFAULT_THRESHOLD
+        _check_drift_inputs(threshold, bootstrap, out, marker, junit, texts, accept or [], not no_conformance)
         side = _side_loader(provider.value, batch_size,
                             served_options(api_key_env, concurrency, request_timeout, retries, None))
         if save_receipt is not None:
             if candidates:
                 raise InputError("--save-receipt takes the reference alone.",
-                                 "run fasteval drift --save-receipt FILE REFERENCE, then fasteval drift FILE CANDIDATE.")
-            from ..core.runs.drift import save_receipt as write
+                                 "run fasteval drift --save-receipt FILE REFERENCE, then "
+                                 "fasteval drift FILE CANDIDATE.")
+            from ..core.runs.drift.gate import save_receipt as write
 
             made = write(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
                          conformance=not no_conformance)
@@ -169,12 +173,16 @@ def drift_command(
             raise InputError("fasteval drift needs a reference and a candidate.",
                              "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
         ref = side(reference, reference_dtype, reference_prompt)
+
+        def told(candidate: str):  # each candidate's progress lines
+            return lambda name: say(quiet or json_out, f"fasteval: drift {public_model(candidate)}: {name}")
+
         reports = [drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts, conformance=not no_conformance,
-                         threshold=fail_below if fail_below is not None else DEFAULT_THRESHOLD,
+                         threshold=threshold,
                          fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                          labels=(public_model(reference), public_model(c)), expect_model=expect_model,
                          expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
-                         on_step=lambda name, c=c: say(quiet or json_out, f"fasteval: drift {public_model(c)}: {name}"))
+                         on_step=told(c))
                    for c in candidates]
         data, files, text = outputs(reports, public_model(reference))
         if junit is not None:
@@ -185,14 +193,15 @@ def drift_command(
     raise typer.Exit(max(to_exit_code(r) for r in reports))
 
 
-def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str, junit: Path | None,
+def _check_drift_inputs(threshold: float, resamples: int, out: Path | None, marker: str, junit: Path | None,
                         texts: Path | None, accept: list[str], conformance: bool) -> None:
-    """Everything a drift can refuse, refused before a model is loaded or a text sent."""
+    """Everything a drift can refuse, refused before a model is loaded or a text sent (the library's limits,
+    and where the CLI writes)."""
     from ..core.errors import InputError
     from ..core.io import check_output_folder, check_writable
+    from ..core.runs.drift.gate import check_limits
 
-    if fail_below is not None and not 0 < fail_below <= 1:
-        raise InputError(f"--fail-below must be in (0, 1], got {fail_below}.", "pass a cosine such as 0.99.")
+    check_limits(threshold, resamples)
     if out is not None:
         check_output_folder(Path(out), "the drift report", marker)
     if junit is not None:
@@ -202,26 +211,18 @@ def _check_drift_inputs(fail_below: float | None, out: Path | None, marker: str,
         check_writable(Path(junit).expanduser().parent, "the folder of --junit",
                        "pass --junit FILE in a folder you can write.")
     if texts is not None or accept:  # an unreadable or empty texts file, too many texts, a group drift has not
-        from ..core.runs.drift import accepted_groups, drift_groups
+        from ..core.runs.drift.gate import accepted_groups, drift_groups
 
         accepted_groups(accept, drift_groups(conformance, texts)[1])
 
 
 def _side_loader(provider: str, batch_size: int, served: dict):
-    """How a drift side is loaded: a receipt as it is, anything else with load_model (its dtype and prompt)."""
-    from ..core.runs.receipts import ReceiptEncoder, is_receipt
-    from ..models.loader import load_model
+    """How a drift side is loaded: through the one door (a receipt as it is, anything else with load_model's
+    options: its dtype and prompt)."""
+    from ..core.encoders import as_encoder
 
     def side(name: str, dtype, prompt: str | None):
-        if is_receipt(name):
-            return ReceiptEncoder(name)
-        if Path(name).expanduser().is_file():
-            from ..core.errors import InputError
-
-            raise InputError(f"{name} is a file, neither a receipt nor a model folder.",
-                             "pass a model folder, a name, a URL, or a receipt written by fasteval drift "
-                             "--save-receipt.")
-        return load_model(name, provider=provider, dtype=dtype.value, prompt=prompt, batch_size=batch_size,
+        return as_encoder(name, provider=provider, dtype=dtype.value, prompt=prompt, batch_size=batch_size,
                           served=served)
 
     return side

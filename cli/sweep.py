@@ -76,10 +76,12 @@ def sweep(
         from ..core.io import check_writable
 
         from ..core.io import read_models_file
-        from ..core.runs.sweep import Job
+        from ..core.plan import scoring
+        from ..core.runs.job import Job
 
-        # a bad protocol file or exam selection fails here (the first job resolves them), before anything is written
-        first = Job("", exams=exams, protocol=protocol)
+        # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
+        chosen = scoring(exams=exams, metric=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
+                         bootstrap=bootstrap)
         out = check_writable(out)
         from ..models.registry import DEFAULT_MODEL
 
@@ -98,8 +100,7 @@ def sweep(
                     "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
                     "served": served_options(api_key_env, concurrency, request_timeout, retries, tokenizer)}
 
-        jobs = [Job(name, options(), first.exams, similarity, normalize_quantities, bootstrap, first.protocol)
-                for name in names]
+        jobs = [Job(name, options(), scoring=chosen) for name in names]
         outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
         if len(outcomes) > 1:
             printing.print_summary(outcomes)
@@ -115,7 +116,8 @@ class _StageLines:
         import time
 
         self.clock, self.jobs, self.on = time.perf_counter, jobs, on
-        self.name, self.start, self.model = None, 0.0, 0
+        self.name: str | None = None
+        self.start, self.model = 0.0, 0
 
     def step(self, name: str) -> None:
         from ..core.choices import public_model
@@ -135,7 +137,7 @@ class _StageLines:
     def next_model(self, result=None) -> None:
         """The last stage's line, then what was one-time work (numba compiling the kernels while the model
         embedded: the first run after an install) apart from the embedding."""
-        from ..core.runs.evaluate import ONE_TIME_COMPILATION
+        from ..core.plan import ONE_TIME_COMPILATION
 
         self.done()
         compiled = (result.timings.get(ONE_TIME_COMPILATION) if result is not None else None)
@@ -154,7 +156,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
     from ..models.loader import load_model
     from ..models.registry import fasteval_home
 
-    steps = 1 + len(jobs[0].exams)
+    steps = 1 + len(jobs[0].scoring.exams)
     with progress(quiet) as bars:
         models_bar = bars.add_task("models", total=len(jobs)) if bars else None
         steps_bar = bars.add_task("", total=steps) if bars else None

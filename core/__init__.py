@@ -1,1 +1,2 @@
-"""fasteval.core: the protocol, the kernels, the exams and the results (no model code here)."""
+"""fasteval.core: the protocol, the kernels, the exams, the plan, the runs and the results (no model code here).
+Internal: the public edge is ``fasteval.*`` (``fasteval.__all__``) and ``fasteval.mteb``."""

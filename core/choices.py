@@ -41,6 +41,9 @@ HEATMAP_SCALES: tuple[str, ...] = ("data", "paper")
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Bootstrap resamples for Exam 1's intervals (--bootstrap; 0 turns them off).
 DEFAULT_RESAMPLES = 10_000
+# ... and of drift's paired bootstrap of Δτ (fasteval drift --bootstrap): a CI gate's, fewer (its interval is read
+# beside a verdict that does not depend on it).
+DRIFT_RESAMPLES = 2000
 # A served model's client (--model URL): the variable holding the API key, requests in flight, seconds a request
 # may take, retries of a request (fasteval.models.served).
 API_KEY_ENV = "FASTEVAL_API_KEY"

@@ -11,7 +11,11 @@
   token Levenshtein). Without it, a Hugging Face style ``tokenizer.encode(text, add_special_tokens=False)`` is
   used when there is one; else token Levenshtein is reported as missing;
 * ``tokenizer`` - see ``token_ids``;
-* ``usage`` - a served model's account of what it sent and got (``as_dict()``), recorded in the result.
+* ``usage`` - a served model's account of what it sent and got (``as_dict()``), recorded in the result;
+* ``settled() -> dict`` - the settings that settled only as it ran (the provider an onnxruntime session fell back
+  to), read after a run so its result is kept under the settings it was made with.
+
+``describe`` reads them once per run (``fasteval.core.plan``).
 
 What a user hands fasteval (a name, a folder, a URL, an MTEB model, ...) becomes such an encoder through the one
 door, ``fasteval.core.encoders.as_encoder``.
@@ -57,8 +61,9 @@ class EncoderView:
     encoder: Any
     name: str
     info: dict[str, Any] = field(default_factory=dict)
-    token_ids: Callable[[list[str]], list[list[int]]] | None = None
+    token_ids: Callable[[list[str]], list[list[int]] | None] | None = None
     usage: Any = None  # a served model's usage (``as_dict()``), else None
+    settled: Callable[[], dict[str, Any]] | None = None  # the settings that settled as it ran (``settled()``)
 
 
 def describe(encoder: Any, name: str | None = None) -> EncoderView:
@@ -68,15 +73,17 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
                          "pass an object with encode(list[str]) -> array, e.g. a sentence-transformers model.")
     if follows_mteb_protocol(encoder):  # every entry point adapts it (core.encoders) before here
         raise InputError(f"{type(encoder).__name__} follows MTEB's encoder protocol (encode(DataLoader, ...)).",
-                         "adapt it first: fasteval.core.encoders.as_encoder(model).")
+                         "pass it to fasteval.evaluate (or any entry point), which adapts it.")
     info = getattr(encoder, "info", None)
     token_ids = getattr(encoder, "token_ids", None)
     if not callable(token_ids):
         token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
     usage = getattr(encoder, "usage", None)
+    settled = getattr(encoder, "settled", None)
     return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
                        info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids,
-                       usage=usage if callable(getattr(usage, "as_dict", None)) else None)
+                       usage=usage if callable(getattr(usage, "as_dict", None)) else None,
+                       settled=settled if callable(settled) else None)
 
 
 def follows_mteb_protocol(encoder: Any) -> bool:
@@ -89,7 +96,7 @@ def follows_mteb_protocol(encoder: Any) -> bool:
         return False
 
 
-def _hf_token_ids(tokenizer: Any) -> Callable[[list[str]], list[list[int]]] | None:
+def _hf_token_ids(tokenizer: Any) -> Callable[[list[str]], list[list[int]] | None] | None:
     if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
         return None
 
@@ -161,14 +168,15 @@ class EmbeddingTable:
 
 
 def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: EmbeddingTable | None = None,
-                 normalize: bool = True, rewrite: Callable[[str], str] | None = None) -> EmbeddingTable:
+                 normalize: bool = True, rewrite: Callable[[str], str] | None = None,
+                 name: str | None = None) -> EmbeddingTable:
     """Fill ``table`` with every text of ``groups``, one encode call per group for its new texts.
 
+    ``encoder`` is one the door made (``as_encoder``); ``name`` is how errors name it (default: its class).
     ``normalize`` = the paper's ``encode(..., normalize_embeddings=True)``: rows scaled to unit L2 norm.
     ``rewrite``: what the encoder is given instead of each text (the table stays keyed by the original).
     """
-    view = describe(encoder)
-    encoder = view.encoder
+    who = f"{name or getattr(encoder, 'name', None) or type(encoder).__name__}.encode()"
     table = table if table is not None else EmbeddingTable()
     for group in groups:
         new = list(dict.fromkeys(t for t in group if t not in table))
@@ -177,7 +185,7 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
             vectors = as_array(encoder.encode(inputs))
             if normalize and vectors.ndim == 2:
                 vectors = normalize_rows(vectors)
-            table.add(new, vectors, who=f"{view.name}.encode()")
+            table.add(new, vectors, who=who)
     return table
 
 

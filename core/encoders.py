@@ -28,6 +28,18 @@ class EncoderKind:
     build: Callable[..., Any]  # (value, **load options) -> encoder; load options apply to names and folders
 
 
+def _is_receipt(value: Any) -> bool:
+    from ..models.receipt import is_receipt
+
+    return is_receipt(value)
+
+
+def _receipt(value: Any, **_options: Any) -> Any:
+    from ..models.receipt import ReceiptEncoder
+
+    return ReceiptEncoder(value)
+
+
 def _is_export(value: Any) -> bool:
     return isinstance(value, (str, Path)) and (Path(value).expanduser() / "model.onnx").is_file()
 
@@ -39,6 +51,9 @@ def _is_name_or_folder(value: Any) -> bool:
 def _load(value: Any, **options: Any) -> Any:
     from ..models.loader import load_model
 
+    if not is_url(value) and Path(value).expanduser().is_file():  # a receipt would have been taken before
+        raise InputError(f"{value} is a file, neither a receipt nor a model folder.",
+                         "pass a model folder, a name, a URL, or a receipt written by fasteval drift --save-receipt.")
     return load_model(str(value), **options)
 
 
@@ -49,7 +64,7 @@ def _is_own(value: Any) -> bool:
 
 
 def _mteb(value: Any, **_options: Any) -> Any:
-    from .mteb import MtebEncoder
+    from ..models.mteb import MtebEncoder
 
     return MtebEncoder(value)
 
@@ -69,6 +84,8 @@ def _itself(value: Any, **_options: Any) -> Any:
 
 ENCODER_KINDS: tuple[EncoderKind, ...] = (
     EncoderKind("served", "an OpenAI-compatible server, URL[#MODEL]", is_url, _load),
+    # a file that begins as a zip: drift's recorded reference (fasteval drift --save-receipt), whatever its name
+    EncoderKind("receipt", "a receipt file (fasteval drift --save-receipt)", _is_receipt, _receipt),
     EncoderKind("export", "a folder that already holds model.onnx and tokenizer.json", _is_export, _load),
     EncoderKind("folder", "a registry name, a sentence-transformers or Hugging Face folder", _is_name_or_folder,
                 _load),

@@ -1,4 +1,5 @@
-"""fasteval.models: model folders, sources, ONNX export and the onnxruntime encoder."""
+"""fasteval.models: model folders, sources, ONNX export, the onnxruntime encoder, served models, receipts and MTEB
+models as encoders. Internal: the public edge is ``fasteval.*`` (``fasteval.__all__``) and ``fasteval.mteb``."""
 
 
 def installed_version(distribution: str) -> str | None:

@@ -9,69 +9,17 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
 from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
-from ..core.errors import ModelError, first_line
+from ..core.errors import ModelError
 from .folder import ModelFolder
-from .gpu import cuda_fix, cuda_problem, driver_loads
+from .gpu import open_session, planned_provider
 from ..core.embeddings import normalize_rows
 from .pooling import dense, pool
 
 log = logging.getLogger(__name__)
-
-
-def planned_provider(provider: str) -> str:
-    """The provider a session will use, known without creating one: "cuda" when it is asked for (auto or
-    cuda), the NVIDIA driver loads and onnxruntime has the CUDA provider; else "cpu" (an error for "cuda").
-    A session may still fall back from a planned "cuda" (CUDA libraries missing); the encoder then says so."""
-    if provider == "cpu":
-        return "cpu"
-    if driver_loads():
-        import onnxruntime as ort
-
-        if "CUDAExecutionProvider" in ort.get_available_providers():
-            return "cuda"
-    if provider == "cuda":
-        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
-    return "cpu"
-
-
-def _session(onnx_file: Path | bytes, provider: str, threads: int | None):
-    """An onnxruntime session of a graph (a file, or its bytes) on ``provider`` and the provider it runs on;
-    ModelError, naming why, when "cuda" is asked for and the session falls back to the CPU."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if threads:
-        options.intra_op_num_threads = threads
-    available = ort.get_available_providers()
-    wanted = []
-    if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and driver_loads():
-        if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
-            try:
-                ort.preload_dlls()
-            except Exception:  # noqa: BLE001 - a failed preload only means the system libraries are used
-                pass
-        wanted.append("CUDAExecutionProvider")
-    wanted.append("CPUExecutionProvider")
-    try:
-        session = ort.InferenceSession(onnx_file if isinstance(onnx_file, bytes) else str(onnx_file),
-                                       sess_options=options, providers=wanted)
-    except Exception as err:  # onnxruntime raises its own exception types
-        where = "the graph" if isinstance(onnx_file, bytes) else onnx_file
-        raise ModelError(f"onnxruntime cannot load {where}: {first_line(err)}",
-                         "re-export the model (delete the cached export folder).") from None
-    used = session.get_providers()
-    on_gpu = "CUDAExecutionProvider" in used
-    if provider == "cuda" and not on_gpu:
-        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
-    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu:
-        log.warning("onnxruntime-gpu could not use the GPU (%s); running on the CPU.", cuda_problem())
-    return session, ("cuda" if on_gpu else "cpu")
 
 
 class OnnxEncoder:
@@ -129,7 +77,7 @@ class OnnxEncoder:
     def session(self):
         """The onnxruntime session, started on first use."""
         if self._session is None:
-            self._session, self.provider = _session(self.folder.onnx_file, self._requested_provider, self.threads)
+            self._session, self.provider = open_session(self.folder.onnx_file, self._requested_provider, self.threads)
         return self._session
 
     @property
@@ -148,6 +96,11 @@ class OnnxEncoder:
             "prompt_name": self.prompt_name,
             **self.folder.settings(),
         }
+
+    def settled(self) -> dict:
+        """What settled only as it ran: the provider its session runs on (``info`` says the planned one until the
+        session starts; a GPU that could not take it falls back to the CPU)."""
+        return {"provider": self.provider}
 
     @cached_property
     def input_names(self) -> set[str]:

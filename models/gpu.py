@@ -4,15 +4,21 @@ built for, the NVIDIA driver found, and the first CUDA library that does not loa
 onnxruntime-gpu 1.31 is a CUDA 13 build (a driver of the 580 series or newer); its CUDA libraries come from the
 system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'`` (``onnxruntime.preload_dlls()`` loads those).
 When a session asked for CUDA falls back to the CPU, onnxruntime only logs; ``cuda_problem`` names the cause.
-``readiness`` opens a session on the GPU (on a graph of one node) through the encoder's own session code: what
-``fasteval --version`` says of the GPU, and what ``benchmarks/gpu.sh`` asks before a GPU run.
+``open_session`` is where every onnxruntime session starts, on the GPU when it is asked for and usable, else the
+CPU (``planned_provider`` says which without starting one); ``readiness`` opens one on the GPU (on a graph of one
+node): what ``fasteval --version`` says of the GPU, and what ``benchmarks/gpu.sh`` asks before a GPU run.
 """
 from __future__ import annotations
 
 import base64
 import ctypes
+import logging
 import re
 from pathlib import Path
+
+from ..core.errors import ModelError, first_line
+
+log = logging.getLogger(__name__)
 
 GPU_EXTRA = "pip install 'fasteval[gpu]'"
 # The libraries onnxruntime's CUDA provider loads, by the CUDA major of its build ({major}: 12 or 13; cuDNN 9 for
@@ -111,11 +117,8 @@ def readiness() -> tuple[str, str]:
         return "skip", f"{package} has no CUDA provider ({', '.join(ort.get_available_providers())})"
     if not driver_loads():
         return "skip", "no NVIDIA driver (libcuda.so.1 does not load)"
-    from ..core.errors import ModelError
-    from .encoder import _session
-
     try:
-        _session(TINY_GRAPH, "cuda", None)
+        open_session(TINY_GRAPH, "cuda", None)
     except ModelError as err:
         return "broken", str(err)
     return "ready", f"{package} (CUDA {cuda}) on NVIDIA driver {driver_version() or '(version unknown)'}"
@@ -125,3 +128,54 @@ def readiness() -> tuple[str, str]:
 # package; tests/house/test_gpu_probe.py holds it to what onnx.helper builds.
 TINY_GRAPH = base64.b64decode("CAgSCGZhc3RldmFsOjUKDgoBeAoBeBIBeSIDQWRkEgVwcm9iZVoNCgF4EggKBggBEgIKAGINCgF5EggKBggBE"
                               "gIKAEIECgAQDQ==")
+
+
+def planned_provider(provider: str) -> str:
+    """The provider a session will use, known without creating one: "cuda" when it is asked for (auto or
+    cuda), the NVIDIA driver loads and onnxruntime has the CUDA provider; else "cpu" (an error for "cuda").
+    A session may still fall back from a planned "cuda" (CUDA libraries missing); the encoder then says so."""
+    if provider == "cpu":
+        return "cpu"
+    if driver_loads():
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" in ort.get_available_providers():
+            return "cuda"
+    if provider == "cuda":
+        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
+    return "cpu"
+
+
+def open_session(onnx_file: Path | bytes, provider: str, threads: int | None):
+    """An onnxruntime session of a graph (a file, or its bytes) on ``provider`` and the provider it runs on;
+    ModelError, naming why, when "cuda" is asked for and the session falls back to the CPU."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+    available = ort.get_available_providers()
+    wanted = []
+    if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and driver_loads():
+        if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
+            try:
+                ort.preload_dlls()
+            except Exception:  # noqa: BLE001 - a failed preload only means the system libraries are used
+                pass
+        wanted.append("CUDAExecutionProvider")
+    wanted.append("CPUExecutionProvider")
+    try:
+        session = ort.InferenceSession(onnx_file if isinstance(onnx_file, bytes) else str(onnx_file),
+                                       sess_options=options, providers=wanted)
+    except Exception as err:  # onnxruntime raises its own exception types
+        where = "the graph" if isinstance(onnx_file, bytes) else onnx_file
+        raise ModelError(f"onnxruntime cannot load {where}: {first_line(err)}",
+                         "re-export the model (delete the cached export folder).") from None
+    used = session.get_providers()
+    on_gpu = "CUDAExecutionProvider" in used
+    if provider == "cuda" and not on_gpu:
+        raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
+    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu:
+        log.warning("onnxruntime-gpu could not use the GPU (%s); running on the CPU.", cuda_problem())
+    return session, ("cuda" if on_gpu else "cpu")

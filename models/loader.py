@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from ..core.choices import BATCHINGS, public_model
 from ..core.errors import ModelError
@@ -69,6 +70,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
         log.warning("the registry lists %s pooling for %s, its folder says %s; using the folder's.", spec.pooling,
                     display, folder.pooling.name)
     exported = load_export(export(folder, fasteval_home(), dtype=dtype))
+    assert exported.onnx_file is not None  # load_export refuses a folder without one
     exported_info = export_info(exported.path)
     identity = {
         "model": display,
@@ -83,6 +85,12 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     return OnnxEncoder(exported, provider=provider, batch_size=batch_size, threads=threads, order=order,
                        prompt=prompt_text, prompt_name=prompt_key, batching=batching, name=display,
                        identity=identity)
+
+
+def model_folder(name: str) -> Path:
+    """The local folder of a registry name, a model folder or a Hugging Face id (fetched once and cached, as
+    ``load_model`` fetches it): the same weights, for sentence-transformers or a trainer."""
+    return source_folder(name)[1]
 
 
 def export_model(name: str, *, out=None, dtype: str = "fp32"):

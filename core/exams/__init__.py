@@ -54,7 +54,7 @@ class Exam:
     title: str  # the heading of its printout ("{model}" and "{metric}" are filled in)
     groups: Callable[[], list[list[str]]]  # its encode calls on the paper's protocol, in order
     run: Callable[[ExamInputs], Any]  # -> its result (with summary() and from_json())
-    result_type: type
+    result_type: Any  # a dataclass with summary() and from_json()
     files: Callable[[Any, str], dict[str, str]]  # (result, model_id) -> its CSV files
     text: Callable[[Any], str]  # its printout (the library prints nothing; the CLI prints this)
     mteb_task: str  # its MTEB task's name

@@ -12,8 +12,7 @@ from ..exams.geometry import table1_row
 from ..protocol import display_name
 from ..results.model import ModelResult
 from .entries import LoadedResult, is_normalized, protocol_name
-from .table import Table
-from .tables import _nan_to_none
+from .table import Table, nan_to_none
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ def normalization_table(entries: list[LoadedResult]) -> Table | None:
         row: dict[str, Any] = {"model": name + (f" [{rest}]" if rest else "")}
         for column, _, value in _NORMALIZATION_COLUMNS:
             for tag, normalized in (("plain", False), ("norm", True)):
-                row[f"{column}_{tag}"] = _nan_to_none(value(pair[normalized]))
+                row[f"{column}_{tag}"] = nan_to_none(value(pair[normalized]))
         rows.append(row)
     if not rows:
         return None
@@ -101,24 +100,24 @@ def drift_table(root: Path) -> Table | None:
     """Every `fasteval drift --out` report under ``root``: per group of texts, the mean and worst cosine between the
     two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
     from ..io import read_json
+    from ..runs.drift.report import DriftReport
 
     rows = []
     for path in sorted(Path(root).rglob("drift.json")):
         try:
             data = read_json(path)
-            groups = dict(data["groups"])
-        except (OSError, ValueError, KeyError, TypeError) as err:
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            report = DriftReport.from_json(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             log.warning("skipped %s: unreadable drift report (%s)", path, first_line(err))
             continue
-        pair = f"{data.get('candidate')} vs {data.get('reference')}"
-        delta = data.get("delta_tau")
-        head = {"pair": pair, "group": "all", "verdict": data.get("verdict"), "mean": data.get("mean_cosine"),
-                "worst": data.get("worst_cosine"), "share_below": None, "collisions": len(data.get("collisions", [])),
-                "delta_tau": delta}
-        rows.append(head)
-        rows += [{"pair": "", "group": name, "verdict": "failed" if g.get("failed") else "", "mean": g.get("mean"),
-                  "worst": g.get("worst"), "share_below": g.get("share_below"), "collisions": None, "delta_tau": None}
-                 for name, g in groups.items()]
+        rows.append({"pair": f"{report.candidate} vs {report.reference}", "group": "all", "verdict": report.verdict,
+                     "mean": report.mean_cosine, "worst": report.worst_cosine, "share_below": None,
+                     "collisions": len(report.collisions), "delta_tau": report.physscore.get("delta_tau")})
+        rows += [{"pair": "", "group": name, "verdict": "failed" if g.failed else "", "mean": g.mean,
+                  "worst": g.worst, "share_below": g.share_below, "collisions": None, "delta_tau": None}
+                 for name, g in report.groups.items()]
     if not rows:
         return None
     return Table("drift", "Drift: does the candidate embed like the reference? (cosine per group of texts)",

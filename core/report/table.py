@@ -3,6 +3,7 @@ rounded half up from their exact values, LaTeX's specials escaped)."""
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -119,3 +120,8 @@ def latex_escape(text: str) -> str:
 def latex_header(header: str) -> str:
     maths = {"τ": r"$\tau$", "Δτ": r"$\Delta\tau$"}
     return " ".join(maths.get(word, latex_escape(word)) for word in header.split(" "))
+
+
+def nan_to_none(value: float | None) -> float | None:
+    """A cell's number as a table holds it: NaN (no value) as None, shown empty."""
+    return None if value is None or math.isnan(value) else value

@@ -14,8 +14,9 @@ from typing import Any
 
 from .. import protocol as P
 from ..exams.geometry import CellResult, Exam1Result, table1_row
+from .cross_tables import CROSS_TABLES
 from .entries import LoadedResult, by_model, is_paper
-from .table import Number, Table
+from .table import Number, Table, nan_to_none
 
 REPORT_DIR = "report"
 REPORT_HTML = "report.html"
@@ -108,7 +109,7 @@ def intervals_table(entries: list[LoadedResult]) -> Table | None:
 
     def make(label: str, e) -> dict[str, Any]:
         s = e.result.exams["exam1"].summary()
-        return {"model": label, **{k: _nan_to_none(s.get(k)) for k in keys},
+        return {"model": label, **{k: nan_to_none(s.get(k)) for k in keys},
                 "display": {k: s[f"{k}_display"] for k in ("tau", "pacc", "avg")}}
 
     rows, heads = model_rows(entries, has, make, lambda r: (-_sort_value(r["avg"]), r["model"]))
@@ -150,7 +151,7 @@ def table2(entries: list[LoadedResult]) -> Table | None:
         return None
     rows, rules = [], set()
     for quantity in _in_paper_order((q for q, _ in taus), P.QUANTITIES):
-        block = []
+        block: list[dict[str, Any]] = []
         for range_name in _in_paper_order((r for q, r in taus if q == quantity), P.RANGE_NAMES):
             values = _finite(taus[(quantity, range_name)])
             block.append({"quantity": quantity, "range": range_name, "mean": _mean(values),
@@ -174,11 +175,12 @@ def lexical_table(entries: list[LoadedResult]) -> Table | None:
 
     def make(label: str, e) -> dict[str, Any]:
         pivot = e.result.exams["exam2"].pivot()
-        return {"model": label, **{f"{ref}_{group}": _nan_to_none(pivot.get(ref, {}).get(group))
+        return {"model": label, **{f"{ref}_{group}": nan_to_none(pivot.get(ref, {}).get(group))
                                    for _, ref in LEXICAL_BLOCKS for _, group in LEXICAL_COLUMNS}}
 
     rows, heads = model_rows(entries, lambda e: "exam2" in e.result.exams, make, lambda r: r["model"])
-    missing = [e.label for e in entries if "exam2" in e.result.exams and not e.result.exams["exam2"].token_ids_available]
+    missing = [e.label for e in entries
+               if "exam2" in e.result.exams and not e.result.exams["exam2"].token_ids_available]
     note = (f"Tokenizer: no token ids for {', '.join(missing)} (the encoder exposed no tokenizer)."
             if missing else "")
     note = (OTHER_RUNS_NOTE + " " + note).strip() if len(rows) > len(heads) else note
@@ -186,10 +188,6 @@ def lexical_table(entries: list[LoadedResult]) -> Table | None:
                  ["Model"] + [f"{block} {col}" for block, _ in LEXICAL_BLOCKS for col, _ in LEXICAL_COLUMNS],
                  rows, digits=1, groups=[(block, len(LEXICAL_COLUMNS)) for block, _ in LEXICAL_BLOCKS],
                  sub_headers=["Model"] + [col for _ in LEXICAL_BLOCKS for col, _ in LEXICAL_COLUMNS], note=note)
-
-
-def _nan_to_none(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else value
 
 
 def probe_table(entries: list[LoadedResult]) -> Table | None:
@@ -200,8 +198,8 @@ def probe_table(entries: list[LoadedResult]) -> Table | None:
 
     def make(label: str, e) -> dict[str, Any]:
         s = e.result.exams["exam3"].summary()
-        return {"model": label, **{k: _nan_to_none(s[f"{k}_mean"] * 100) for k in keys},
-                "delta_tau": _nan_to_none(s["delta_tau_x100"])}
+        return {"model": label, **{k: nan_to_none(s[f"{k}_mean"] * 100) for k in keys},
+                "delta_tau": nan_to_none(s["delta_tau_x100"])}
 
     rows, heads = model_rows(entries, lambda e: "exam3" in e.result.exams, make,
                              lambda r: (-_sort_value(r["kendall"]), r["model"]))
@@ -262,6 +260,4 @@ def report_tables(entries: list[LoadedResult]) -> list[Table]:
         built = [EXAM_TABLES[name](entries) for name in exam.report_tables] if exam.report_tables \
             else [summary_table(exam, entries)]
         tables += [t for t in built if t is not None]
-    from .cross_tables import CROSS_TABLES
-
     return tables + [t for t in (build(entries) for build in CROSS_TABLES) if t is not None]

@@ -1,4 +1,6 @@
-"""The ``mteb/`` files of a result folder: one genuine MTEB task result per exam, and ``model_meta.json``.
+"""What MTEB is told of fasteval's tasks: each exam's ``TaskMetadata`` (``metadata_of``, from the exam registry:
+its task's name, description, main score) and the ``mteb/`` files of a result folder: one genuine MTEB task
+result per exam, and ``model_meta.json``.
 
 They are written directly, in the shape MTEB's own ``TaskResult.to_disk`` writes (a test holds this writer to
 ``fasteval.mteb.task_results``, which goes through MTEB), so a sweep never imports MTEB (and with it torch, 3 s)
@@ -10,7 +12,10 @@ and ``mteb.TaskResult.from_disk`` loads them: ``{"dataset_revision", "task_name"
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+from typing import Any
 
+from ..errors import InputError
 from ..exams import Exam, registry
 from ..io import dumps
 from .model import ModelResult
@@ -20,6 +25,51 @@ SPLIT, SUBSET = "test", "default"  # the one split and subset of every PhysScore
 MTEB_DIGITS = 6  # TaskResult.to_disk rounds every score to 6 decimals
 
 
+REFERENCE = "https://arxiv.org/abs/2609.20821"
+BIBTEX = """@article{opitz2026peculiar,
+  title   = {Embedding Models Measure in Peculiar Ways},
+  author  = {Opitz, Juri and Michail, Andrianos},
+  journal = {arXiv preprint arXiv:2609.20821},
+  year    = {2026}
+}"""
+
+
+def require_mteb():
+    """The mteb module, or one line saying how to install it."""
+    try:
+        import mteb
+    except ImportError:
+        raise InputError("fasteval.mteb needs MTEB, which is not installed.",
+                         "pip install 'fasteval[mteb]'") from None
+    return mteb
+
+
+def task_exams() -> dict[str, Exam]:
+    """Task name -> the exam it runs, in registry order."""
+    return {e.mteb_task: e for e in registry()}
+
+
+def _metadata_kwargs(name: str) -> dict[str, Any]:
+    from .. import protocol as P
+
+    exam = task_exams()[name]
+    return dict(
+        name=name, description=exam.mteb_description, reference=REFERENCE,
+        dataset={"path": f"fasteval/{name}", "revision": P.PROTOCOL_VERSION},
+        type=exam.mteb_type, category="t2t", modalities=["text"],
+        eval_splits=[SPLIT], eval_langs=LANGUAGES, main_score=exam.main_score, date=("2026-01-01", "2026-09-30"),
+        domains=["Constructed"], task_subtypes=[], license="apache-2.0", annotations_creators="derived",
+        dialect=[], sample_creation="created", bibtex_citation=BIBTEX,
+    )
+
+
+@lru_cache(maxsize=None)
+def metadata_of(name: str):
+    """The TaskMetadata of one PhysScore task."""
+    mteb = require_mteb()
+    return mteb.TaskMetadata(**_metadata_kwargs(name))
+
+
 def scores_of(exam: Exam, result) -> dict[str, float | None]:
     """One exam's result as an MTEB scores dict (0-1 scale, non-finite as None), with the task's main score."""
     scores = {k: (None if v is None or not math.isfinite(v) else float(v)) for k, v in exam.mteb_scores(result).items()}
@@ -27,27 +77,27 @@ def scores_of(exam: Exam, result) -> dict[str, float | None]:
     return scores
 
 
-def _model_meta(result: ModelResult) -> str:
-    return dumps({"name": result.model, "revision": result.settings.get("key") or result.settings.get("onnx_sha256"),
-                  "framework": ["ONNX", "fasteval"], "similarity_fn_name": result.settings.get("similarity", "cos"),
-                  "fasteval_settings": result.settings})
+def _model_meta(result: ModelResult) -> dict:
+    return {"name": result.model, "revision": result.settings.get("key") or result.settings.get("onnx_sha256"),
+            "framework": ["ONNX", "fasteval"], "similarity_fn_name": result.settings.get("similarity", "cos"),
+            "fasteval_settings": result.settings}
 
 
 def mteb_files(result: ModelResult) -> dict[str, str]:
-    files = {"mteb/model_meta.json": _model_meta(result)}
-    if not result.protocol or result.protocol != _paper_version():
-        return files  # the tasks are the paper protocol's; another protocol's numbers are not these tasks'
-    version = _mteb_version()
-    for e in registry():
-        if e.key in result.exams:
-            scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v)
-                      for k, v in scores_of(e, result.exams[e.key]).items()}
-            files[f"mteb/{e.mteb_task}.json"] = dumps({
-                "dataset_revision": result.protocol, "task_name": e.mteb_task, "mteb_version": version,
-                "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES, "mteb_version": version}]},
-                "evaluation_time": float(result.timings.get(e.key, 0.0) or 0.0), "kg_co2_emissions": None,
-                "date": None, "evaluation_phases": None})
-    return files
+    payloads = {"mteb/model_meta.json": _model_meta(result)}
+    if result.protocol and result.protocol == _paper_version():  # the tasks are the paper protocol's, not another's
+        version = _mteb_version()
+        for e in registry():
+            if e.key in result.exams:
+                scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v)
+                          for k, v in scores_of(e, result.exams[e.key]).items()}
+                payloads[f"mteb/{e.mteb_task}.json"] = {
+                    "dataset_revision": result.protocol, "task_name": e.mteb_task, "mteb_version": version,
+                    "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES,
+                                        "mteb_version": version}]},
+                    "evaluation_time": float(result.timings.get(e.key, 0.0) or 0.0), "kg_co2_emissions": None,
+                    "date": None, "evaluation_phases": None}
+    return {name: dumps(payload) for name, payload in payloads.items()}
 
 
 def _mteb_version() -> str | None:

@@ -30,7 +30,18 @@ def load_result(path: Path) -> ModelResult:
     if not isinstance(data, dict) or "model_id" not in data or not isinstance(data.get("exams"), dict):
         raise ValueError("not a fasteval result (no model_id or exams)")
     exams = {e.key: e.result_type.from_json(data["exams"][e.key]) for e in registry() if e.key in data["exams"]}
-    return ModelResult(model=data.get("model", data["model_id"]), model_id=data["model_id"],
+    return ModelResult(model=str(data.get("model", data["model_id"])), model_id=data["model_id"],
                        settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
                        fasteval_version=data.get("fasteval_version", ""), exams=exams,
                        timings=data.get("timings") or {}, usage=data.get("usage") or {})
+
+
+def finished_key(folder: Path) -> str | None:
+    """The key a finished result folder was made under (its results.json says it), or None when that file is
+    missing, unreadable or names no key: such a folder is not done."""
+    try:
+        data = read_json(Path(folder) / RESULT_FILE)
+    except (OSError, ValueError):
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return str(key) if key else None

@@ -103,7 +103,7 @@ class BenchResult:
     provider: str
     repeats: int
     encode: list[EncodeTiming] = field(default_factory=list)
-    exams: tuple[int, ...] = ()
+    exams: tuple[int | str, ...] = ()
     exam_cold: dict[str, float] = field(default_factory=dict)  # evaluate's timings, first run
     exam_warm: dict[str, float] = field(default_factory=dict)  # the same, second run (the reported one)
     machine: dict[str, Any] = field(default_factory=dict)
@@ -145,7 +145,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
     from ..exams import parse_exams
-    from .evaluate import evaluate, step_timings
+    from ..plan import evaluate, step_timings
     from ..choices import is_url
 
     step = on_step or (lambda _name: None)
@@ -155,7 +155,7 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     if n_long:
         sets["long"] = long_sentences(n_long)
     result = BenchResult(model=model, provider=provider, repeats=repeats, machine=machine_info())
-    local = model
+    local: str | None = model
     if is_url(model):
         result.provider, result.reference, local = "served", reference, reference
         result.served = served_throughput(loader, model, batch_sizes, concurrency, sets, repeats, step, served)

@@ -1,7 +1,7 @@
 """The Ray executor: one Ray task per model; Ray schedules, this module only submits and gathers.
 
 Each task is ``run_job`` on a worker, so the result folders, their keys and the resume semantics are the
-local executor's (``fasteval.core.runs.sweep``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
+local executor's (``job.py``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
 skipped when done under the same settings. On a cluster of several machines, ``out`` and ``cache_root``
 must be paths every node can write (a shared file system) and the loader's cache (``FASTEVAL_HOME``) too.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..choices import public_model
 from ..errors import FastevalError, InputError, first_line
-from .sweep import Job, Outcome, prepare_out, run_job
+from .job import Job, Outcome, prepare_out, run_job
 
 # How long a HOST:PORT address may take to accept a TCP connection before we call it dead (Ray itself
 # retries for minutes).
@@ -131,9 +131,9 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             i = refs[ready[0]]
-            outcomes[i] = _gather(ray, ready[0], jobs[i])
+            outcome = outcomes[i] = _gather(ray, ready[0], jobs[i])
             if on_model:
-                on_model(outcomes[i])
+                on_model(outcome)
         return outcomes  # type: ignore[return-value]
     finally:
         if started:

@@ -28,12 +28,11 @@ from typing import Any
 try:  # sentence-transformers 5.x names the module so; earlier versions (and 5.x, deprecated) evaluation
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 except ImportError:
-    from sentence_transformers.evaluation import SentenceEvaluator
+    from sentence_transformers.evaluation import SentenceEvaluator  # type: ignore[no-redef]
 
-from ..choices import similarity as similarity_name
 from ..errors import InputError
-from ..exams import exam, for_protocol
-from ..protocol.loading import resolve_protocol
+from ..exams import exam
+from ..plan import plan, run, scoring
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +66,8 @@ class PhysScoreEvaluator(SentenceEvaluator):
     def __init__(self, protocol: Any = None, exams: Iterable[int | str] = (1,), similarity: str = "cos",
                  name: str = "physscore", batch_size: int = 32, write_csv: bool = True):
         super().__init__()
-        self.protocol = resolve_protocol(protocol)
-        self.exams = for_protocol(self.protocol, exams)
-        self.similarity = similarity_name(similarity)
-        if 1 not in self.exams:
+        self.scoring = scoring(exams=exams, metric=similarity, protocol=protocol, bootstrap=0)
+        if 1 not in self.scoring.exams:
             raise InputError("PhysScoreEvaluator reports Table 1, and exams leaves Exam 1 out.",
                              "include 1 in exams, e.g. exams=(1, 2, 3).")
         self.name, self.batch_size, self.write_csv = name, int(batch_size), write_csv
@@ -81,7 +78,7 @@ class PhysScoreEvaluator(SentenceEvaluator):
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1
                  ) -> dict[str, float]:
         metrics = self.compute(model)
-        log.info("PhysScore (%s) after epoch %s, step %s: tau %.4f, pacc %.4f, avg %.4f", self.protocol.name,
+        log.info("PhysScore (%s) after epoch %s, step %s: tau %.4f, pacc %.4f, avg %.4f", self.scoring.protocol.name,
                  epoch, steps, metrics["tau"], metrics["pacc"], metrics["avg"])
         if output_path is not None and self.write_csv:
             self._append_csv(output_path, epoch, steps, metrics)
@@ -90,18 +87,15 @@ class PhysScoreEvaluator(SentenceEvaluator):
         return metrics
 
     def compute(self, model) -> dict[str, float]:
-        """The metrics of ``model`` now, unprefixed: ``fasteval.evaluate`` on its embeddings."""
-        from .evaluate import evaluate
-
+        """The metrics of ``model`` now, unprefixed: its plan run on its embeddings (as ``fasteval.evaluate``)."""
         was_training = bool(getattr(model, "training", False))
         model.eval()
         try:
-            result = evaluate(_ModelEncoder(model, self.batch_size), exams=self.exams, metric=self.similarity,
-                              protocol=self.protocol, bootstrap=0)
+            result = run(plan(_ModelEncoder(model, self.batch_size), self.scoring))
         finally:
             model.train(was_training)
-        metrics: dict[str, float] = {}
-        for choice in self.exams:
+        metrics: dict[str, float | None] = {}
+        for choice in self.scoring.exams:
             record = exam(choice)
             scores = record.mteb_scores(result.exams[record.key])
             if choice == 1:
@@ -121,4 +115,5 @@ class PhysScoreEvaluator(SentenceEvaluator):
             writer.writerow([epoch, steps, *metrics.values()])
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"protocol": self.protocol.key, "exams": list(self.exams), "similarity": self.similarity}
+        chosen = self.scoring
+        return {"protocol": chosen.protocol.key, "exams": list(chosen.exams), "similarity": chosen.metric}

@@ -15,7 +15,7 @@ puts them together as one encoder.
 **Identity.** ``info["deployment"]`` holds what identifies the deployment: the public URL, the served model id,
 what ``/models`` says of that model (less its volatile fields), and TEI's ``/info`` where there is one. It goes
 into the result and embedding-cache keys; since a server can change what it embeds without changing what it
-says, the runs also compare a few cached rows with fresh ones before they trust a cache (``core/runs/cache.py``).
+says, the runs also compare a few cached rows with fresh ones before they trust a cache (``core/cache.py``).
 
 **Credentials**: a bearer key from an environment variable (``FASTEVAL_API_KEY``, or the one named by
 ``api_key_env``), or ``user:password@`` in the URL (Basic auth; not both). A query string in the URL is kept on
@@ -191,10 +191,13 @@ class ServedEncoder:
 
     def _server_info(self) -> dict | None:
         """What the server says of its deployment at a route of its own (TEI's /info), where it has one."""
-        for dialect in (d for d in DIALECTS if d.info_route):
+        for dialect in DIALECTS:
+            route = dialect.info_route
+            if not route:
+                continue
             for root in self.endpoint.roots():
                 try:
-                    body = self.http.request("GET", dialect.info_route, base=root, retry=False)
+                    body = self.http.request("GET", route, base=root, retry=False)
                 except (ModelError, Refused):
                     continue
                 if dialect.is_info(body):
@@ -205,23 +208,27 @@ class ServedEncoder:
         """The server's own token ids (without special tokens) from its /tokenize, in the dialect that answers;
         None when it has none (never a local tokenizer: drift compares how the deployment tokenizes)."""
         known = self._tokenize is not None
-        tries = [self._tokenize] if known else [(d, r) for d in DIALECTS if d.tokenize_body
-                                               for r in self.endpoint.roots()]
+        tries = [self._tokenize] if self._tokenize is not None else [
+            (d, r) for d in DIALECTS if d.tokenize_body for r in self.endpoint.roots()]
         for dialect, root in tries:
-            def ask(body):
+            def ask(body, root=root):
                 return self.http.request("POST", "/tokenize", body, base=root, retry=known)
 
+            make_body, read_ids = dialect.tokenize_body, dialect.tokenize_ids
+            if make_body is None or read_ids is None:  # a dialect without /tokenize
+                continue
             try:
                 if dialect.tokenize_batched:
-                    out = dialect.tokenize_ids(ask(dialect.tokenize_body(texts, self.model)))
+                    out = read_ids(ask(make_body(texts, self.model)))
                 else:
-                    out = [dialect.tokenize_ids(ask(dialect.tokenize_body(t, self.model))) for t in texts]
+                    out = [read_ids(ask(make_body(t, self.model))) for t in texts]
             except (ModelError, Refused, KeyError, TypeError, ValueError):
                 if known:
                     raise ModelError(f"{self.url}'s /tokenize stopped answering.", "rerun, or pass --tokenizer PATH.") \
                         from None
                 continue
-            # no ids at all for texts that have words is no tokenizer's answer (a server ignoring a body it does not read)
+            # no ids at all for texts that have words is no tokenizer's answer (a server ignoring a body it does
+            # not read)
             if len(out) == len(texts) and all(isinstance(ids, list) for ids in out) and (
                     any(out) or not any(t.strip() for t in texts)):
                 self._tokenize = (dialect, root)
@@ -237,7 +244,8 @@ def _load_tokenizer(path: str | Path):
     candidates = [path] if path.is_file() else [path / "tokenizer.json", path / "0_Transformer" / "tokenizer.json"]
     found = next((c for c in candidates if c.is_file()), None)
     if found is None:
-        raise InputError(f"No tokenizer.json at {path}.", "pass --tokenizer a tokenizer.json or a model folder with one.")
+        raise InputError(f"No tokenizer.json at {path}.",
+                         "pass --tokenizer a tokenizer.json or a model folder with one.")
     try:
         tokenizer = Tokenizer.from_file(str(found))
     except Exception as err:  # noqa: BLE001 - tokenizers raises its own exception type

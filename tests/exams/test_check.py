@@ -203,7 +203,7 @@ def test_conversion_exam_texts_use_pint():
 
 def test_conversion_exam_on_a_fake_model_and_in_the_files(tmp_path):
     from fasteval.core.results.files import result_files
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     enc = FakeEncoder()
     result = evaluate(enc, exams=(1, "conversion"), name="fake")
@@ -225,7 +225,7 @@ def test_conversion_exam_on_a_fake_model_and_in_the_files(tmp_path):
 
 
 def test_extension_groups_never_change_paper_numbers():
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     plain = evaluate(FakeEncoder(), exams=(1, 2, 3), name="fake")
     more = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="fake")
@@ -234,7 +234,8 @@ def test_extension_groups_never_change_paper_numbers():
 
 
 def test_normalization_is_its_own_key_and_leaves_the_paper_key(tmp_path):
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     def loader(name, **options):
         return CountingEncoder(name)
@@ -251,7 +252,7 @@ def test_normalization_is_its_own_key_and_leaves_the_paper_key(tmp_path):
 
 
 def test_normalized_exam1_embeds_canonical_texts():
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     enc = FakeEncoder()
     evaluate(enc, exams=(1,), name="fake", normalize_quantities=True)

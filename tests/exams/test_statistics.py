@@ -115,7 +115,8 @@ def test_p_value_and_holm_by_hand():
 
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory):
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
     from fakes import CountingEncoder
 
     def loader(name, **options):
@@ -157,7 +158,8 @@ def test_another_run_of_a_model_is_not_another_model(sweep_dir, tmp_path):
     from fasteval.core.report.build import build_report
     from fasteval.core.report.compare import compare
     from fasteval.core.report.entries import load_results
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
     from fakes import CountingEncoder
 
     with_run = tmp_path / "with-run"
@@ -219,7 +221,8 @@ def test_report_shows_intervals_forest_and_comparison(sweep_dir, tmp_path):
     assert {"table1_intervals", "comparison"} <= set(rep.tables)
     rows = {r["model"]: r for r in rep.tables["table1_intervals"].rows}
     assert rows["good"]["tau_ci_low"] < rows["good"]["tau"] < rows["good"]["tau_ci_high"]
-    assert rows["random (expected)"]["tau"] == pytest.approx(S.random_baselines()["tau"]) == pytest.approx(8.914, abs=5e-4)
+    expected = rows["random (expected)"]["tau"]
+    assert expected == pytest.approx(S.random_baselines()["tau"]) == pytest.approx(8.914, abs=5e-4)
     for name in ("_all_forest.png", "_all_comparison.png"):
         png = (tmp_path / "rep" / "figures" / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") > 100, name  # width in px
@@ -248,7 +251,7 @@ def test_random_baselines_are_exact_per_protocol():
 
 def test_exam1_summary_uses_the_protocol_baseline():
     from fasteval.core.protocol.loading import load_protocol
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
     from fakes import FakeEncoder
 
     protocol = load_protocol(TESTS / "data" / "glucose.toml")
@@ -264,7 +267,7 @@ def test_a_protocol_that_repeats_values_has_its_pacc_inside_its_own_interval(tmp
     import numpy as np
 
     from fasteval.core.kernels.kendall import pairwise_accuracy
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     f = tmp_path / "repeats.toml"
     f.write_text('[protocol]\nname = "repeats"\nversion = "1"\n[[quantities]]\nname = "meter"\nunit = "meter"\n'

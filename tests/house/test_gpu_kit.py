@@ -23,7 +23,8 @@ def test_parts_reassemble_to_the_same_bytes(tmp_path, size, part_bytes, parts):
     archive.write_bytes(data)
     manifest = gpu_kit.split(archive, tmp_path / "parts", part_bytes)
     assert len(manifest["parts"]) == parts and manifest["sha256"] == hashlib.sha256(data).hexdigest()
-    assert all(p["bytes"] <= part_bytes for p in manifest["parts"]) and sum(p["bytes"] for p in manifest["parts"]) == size
+    assert all(p["bytes"] <= part_bytes for p in manifest["parts"])
+    assert sum(p["bytes"] for p in manifest["parts"]) == size
     for p in manifest["parts"]:
         assert hashlib.sha256((tmp_path / "parts" / p["name"]).read_bytes()).hexdigest() == p["sha256"]
     assert json.loads((tmp_path / "parts" / "MANIFEST.json").read_text()) == manifest

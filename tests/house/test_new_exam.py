@@ -54,7 +54,8 @@ RUN = '''
 import json, sys
 sys.path.insert(0, {tests!r})
 from fakes import FakeEncoder
-from fasteval.core.runs.sweep import Job, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
 from fasteval.core.report.build import build_report
 import fasteval.core.mteb as fm
 outcome = run_sweep([Job("toy-model", exams=(1, "toy"), bootstrap=0)], {out!r}, lambda n, **o: FakeEncoder())[0]

@@ -30,7 +30,7 @@ from fasteval.core.kernels.kendall import (
 LONG = settings(max_examples=max(5, settings.default.max_examples // 4))
 
 
-from naive import naive_pacc, scipy_tau
+from naive import naive_pacc, scipy_tau  # noqa: E402 (after the settings it reads)
 
 def same(a: float, b: float, tol: float = 1e-12) -> bool:
     return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol

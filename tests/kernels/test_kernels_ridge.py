@@ -35,7 +35,7 @@ RTOL = 1e-8  # the contract: predictions and coefficients equal to RidgeCV's to 
 
 
 # ----------------------------------------------------------------------------- references
-from naive import naive_loo_mse
+from naive import naive_loo_mse  # noqa: E402 (the references' section)
 
 
 def sklearn_fit(X, y, alphas) -> RidgeCV:
@@ -184,7 +184,8 @@ def test_one_feature_and_constant_design():
 
 
 def probe_problem(seed: int, n_items: int, signal: float, dim: int = 384, quantities: int = 4):
-    """PROTOCOL.md 3.4 shapes: per quantity all pairs of n_items unit embeddings, X = |e_a - e_b|, y = log1p |v_a - v_b|.
+    """PROTOCOL.md 3.4 shapes: per quantity all pairs of n_items unit embeddings, X = |e_a - e_b|,
+    y = log1p |v_a - v_b|.
 
     The embeddings carry the value along two random directions (strength ``signal``) on top of noise,
     so the probe has something to find: signal 1 selects an interior alpha, 16 the smallest (0.01),

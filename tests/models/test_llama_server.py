@@ -79,7 +79,8 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
                                "truncation: 1 drifted text(s) cut at another length (the reference takes 256 tokens, "
                                "the candidate 512)"]
     assert data["precision"] == {"reference": "f32", "candidate": "f32"} and data["identity_mismatch"] is None
-    assert data["identity"]["candidate"]["parameters"] == 22565376 and data["identity"]["candidate"]["max_tokens"] == 512
+    candidate = data["identity"]["candidate"]
+    assert candidate["parameters"] == 22565376 and candidate["max_tokens"] == 512
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
     # ggml's and onnxruntime's last float bits differ (ggml's by instruction set too): a few near-ties flip
     assert abs(data["delta_tau"]) < 0.5 and len(data["cells_changed"]) <= 8
@@ -115,8 +116,9 @@ def test_a_quantization_ladder_is_caught_by_its_precision_and_its_cosines(llama,
     assert proc.returncode == 1
     f32, q8, q4 = json.loads(proc.stdout)["ladder"]
     assert (f32["verdict"], f32["precision"], f32["reasons"]) == ("conforms", "f32", "")
-    assert q8["precision"] == "q8_0" and "precision: the candidate serves q8_0 weights, the reference f32" in q8["reasons"]
-    assert q4["precision"] == "q4_0" and "precision: the candidate serves q4_0 weights, the reference f32" in q4["reasons"]
+    for name, side in (("q8_0", q8), ("q4_0", q4)):
+        assert side["precision"] == name
+        assert f"precision: the candidate serves {name} weights, the reference f32" in side["reasons"]
     assert q4["reasons"].startswith("protocol "), "q4_0 drifts by its cosines too, not only by what it says"
     assert f32["mean"] > q8["mean"] > q4["mean"] and f32["worst"] > q8["worst"] > q4["worst"]
     assert q8["worst"] > 0.99 > q4["worst"], "q8_0 keeps every paper text above 0.99; q4_0 does not"

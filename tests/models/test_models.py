@@ -177,7 +177,8 @@ def test_an_export_that_cannot_import_says_version_conflict_not_missing_extra(tm
 
     fake = tmp_path / "site" / "optimum"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError(\"cannot import name 'GenerationMixin' from 'transformers'\")\n")
+    (fake / "__init__.py").write_text(
+        "raise ImportError(\"cannot import name 'GenerationMixin' from 'transformers'\")\n")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
            "FASTEVAL_HOME": str(tmp_path / "home")}
     proc = run_cli(["export", tiny_st_folder, "--out", tmp_path / "out"], env=env)
@@ -213,7 +214,7 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     import onnx
 
     from fasteval.models import export as export_module
-    from fasteval.core.runs.drift import drift as drift_of
+    from fasteval import drift as drift_of
     from fasteval.models.loader import load_model
 
     int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
@@ -221,9 +222,10 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     assert int8.folder.path.name.endswith("-int8") and int8.folder.path.parent == tiny_encoder.folder.path.parent
     ops = {node.op_type for node in onnx.load(str(int8.folder.onnx_file)).graph.node}
     assert {"DynamicQuantizeLinear", "MatMulInteger"} & ops, ops
-    from fasteval.core.runs.sweep import Job, job_settings, result_key
+    from fasteval.core.runs.job import Job
+    from fasteval.core.plan import result_key
 
-    assert result_key(job_settings(Job("m"), int8.info)) != result_key(job_settings(Job("m"), tiny_encoder.info))
+    assert result_key(Job("m").scoring.settings(int8.info)) != result_key(Job("m").scoring.settings(tiny_encoder.info))
     monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("quantized twice")))
     again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")

@@ -218,7 +218,8 @@ def test_sweep_prompt_options_reach_the_result_key(prompt_folders, tmp_path):
     (result,) = out.rglob("results.json")
     settings = json.loads(result.read_text())["settings"]
     assert (settings["prompt"], settings["prompt_name"], settings["include_prompt"]) == ("passage: ", "passage", False)
-    one_line_error(run_cli(["sweep", "--model", str(onnx), "--out", str(out), "--prompt", "x", "--prompt-name", "query"]),
+    one_line_error(run_cli(["sweep", "--model", str(onnx), "--out", str(out), "--prompt", "x",
+                            "--prompt-name", "query"]),
                    "Both a prompt and a prompt name")
 
 

@@ -15,7 +15,7 @@ from fasteval.core.errors import InputError
 
 mteb = pytest.importorskip("mteb")
 
-from fakes import TESTS, FakeEncoder
+from fakes import TESTS, FakeEncoder  # noqa: E402 (after the skip without MTEB)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_without_the_extra_one_line():
 
 def test_result_files_load_back_with_mteb(tmp_path):
     from fasteval.core.results.files import result_files
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     result = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="org/fake", bootstrap=0)
     files = result_files(result, key="k")
@@ -149,12 +149,12 @@ def test_result_files_load_back_with_mteb(tmp_path):
 def test_the_direct_writer_writes_what_mteb_writes(tmp_path):
     """A sweep writes the mteb/ files itself, never importing MTEB (no torch); MTEB's own TaskResult.to_disk
     (through fasteval.mteb.task_results) writes the same content: both load with TaskResult.from_disk alike."""
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     result = evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="fake", bootstrap=0)
     code = ("import json, sys; sys.path.insert(0, {tests!r})\n"
             "from fakes import FakeEncoder\n"
-            "from fasteval.core.runs.evaluate import evaluate\n"
+            "from fasteval import evaluate\n"
             "from fasteval.core.results.mteb import mteb_files\n"
             "r = evaluate(FakeEncoder(), exams=(1, 2, 3, 'conversion'), name='fake', bootstrap=0)\n"
             "files = mteb_files(r)\n"

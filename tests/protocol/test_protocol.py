@@ -1,4 +1,5 @@
-"""The protocol's strings, grids and splits against the literal values the paper states (PROTOCOL.md 1.1-1.8, 2.1, 3.3, 5)."""
+"""The protocol's strings, grids and splits against the literal values the paper states (PROTOCOL.md 1.1-1.8, 2.1,
+3.3, 5)."""
 from __future__ import annotations
 
 import numpy as np

@@ -64,14 +64,15 @@ def test_the_paper_protocol_file_is_the_paper():
 
 
 def test_the_paper_key_is_unchanged():
-    from fasteval.core.runs.sweep import Job, job_settings, result_key
+    from fasteval.core.runs.job import Job
+    from fasteval.core.plan import result_key
 
     info = {"onnx_sha256": "x", "provider": "cpu"}
-    paper = job_settings(Job("m", bootstrap=0), info)
+    paper = Job("m", bootstrap=0).scoring.settings(info)
     assert paper["protocol"] == "paper-1" and "protocol_file" not in paper
     legacy = {**info, "similarity": "cos", "exams": [1, 2, 3], "protocol": "paper-1"}
     assert result_key(paper) == result_key(legacy), "a paper result made before protocol files keeps its key"
-    other = job_settings(Job("m", exams=(1,), protocol="formats", bootstrap=0), info)
+    other = Job("m", exams=(1,), protocol="formats", bootstrap=0).scoring.settings(info)
     assert other["protocol"].startswith("formats-1-") and result_key(other) != result_key(paper)
 
 
@@ -125,7 +126,7 @@ def test_in_context_and_formats_strings():
 
 @pytest.mark.parametrize("name", ["multilingual", "in-context", "formats"])
 def test_builtins_run_and_align(name):
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     spec = load_protocol(name)
     result = evaluate(FakeEncoder(), exams=(1,), protocol=name, bootstrap=200)
@@ -145,7 +146,7 @@ def test_builtins_run_and_align(name):
 def test_alignment_by_hand():
     """Identical strings align perfectly: thousands separators change nothing below 1000 ("0.5 meters" is
     "0.5 meters"), so that cell's recall@1 is 1 and its texts' similarity to their own reference is 1."""
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     result = evaluate(FakeEncoder(noise=0.3), exams=(1,), protocol="formats", bootstrap=0)
     rows = {(a.variant, a.quantity, a.range_name): a for a in result.exams["exam1"].alignment}
@@ -282,7 +283,7 @@ def test_multilingual_pooled_interval_resamples_values_not_renderings():
     language's when every language embeds alike. Drawn independently per cell (as before), it came out about
     sqrt(7) times narrower."""
     from fasteval.core.exams import statistics as S
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     exam1 = evaluate(NumberOnlyEncoder(), exams=(1,), name="n", protocol="multilingual", bootstrap=300).exams["exam1"]
     s = exam1.summary()
@@ -297,7 +298,7 @@ def test_multilingual_pooled_interval_resamples_values_not_renderings():
 
 def test_digits_words_figures_are_labelled_in_each_language():
     from fasteval.core.report.plots import _digits_words_labels
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     exam1 = evaluate(FakeEncoder(), exams=(1,), name="fake", protocol="multilingual", bootstrap=0).exams["exam1"]
     digits, words = _digits_words_labels(exam1.for_variant("de"), "second")
@@ -308,7 +309,7 @@ def test_digits_words_figures_are_labelled_in_each_language():
 
 def test_results_record_what_was_embedded():
     from fasteval.core.results.files import result_files
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     result = evaluate(FakeEncoder(), exams=(1, "conversion"), name="fake", normalize_quantities=True, bootstrap=0)
     data = json.loads(result_files(result)["results.json"])

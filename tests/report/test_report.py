@@ -52,7 +52,7 @@ def results(tmp_path_factory):
     """Three results side by side: one nested a level deeper and without matrices, one with Exam 2 only; a
     corrupt file and a hidden staging folder beside them."""
     from fasteval.core.results.files import result_files
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
     from fasteval.core.io import write_result_folder
 
     root = tmp_path_factory.mktemp("results")
@@ -392,7 +392,8 @@ def test_report_help_imports_nothing_heavy():
 @pytest.fixture(scope="module")
 def runs_of_one_model(tmp_path_factory):
     """mini plain, normalized and with a prompt; another model plain."""
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
     from fakes import CountingEncoder
 
     def loader(name, **options):
@@ -441,19 +442,18 @@ def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_pat
     from fasteval.core.io import write_result_folder
     from fasteval.core.report.build import build_report
     from fasteval.core.results.files import result_files
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     local_info = {"source_sha256": "s", "onnx_sha256": "o", "provider": "cpu", "dtype": "fp32", "pooling": "mean",
                   "batch_order": "text-length", "max_seq_length": 256, "normalize": True, "dense": []}
     served_info = {"deployment": {"url": "http://127.0.0.1:7997", "model": "all-MiniLM-L6-v2",
                                   "server": {"id": "all-MiniLM-L6-v2", "owned_by": "infinity"}}, "batch_size": 32}
-    runs = {"plain": (FakeEncoder(noise=0.2), local_info, False), "normalized": (FakeEncoder(noise=0.2), local_info, True),
+    runs = {"plain": (FakeEncoder(noise=0.2), local_info, False),
+            "normalized": (FakeEncoder(noise=0.2), local_info, True),
             "served": (FakeEncoder(noise=0.3), served_info, False)}
     for name, (encoder, info, normalized) in runs.items():
-        from fasteval.core.runs.evaluate import settings_of
-
-        settings = settings_of(info, exams=(1, 2, 3), normalize_quantities=normalized, bootstrap=200)
-        result = evaluate(encoder, exams=(1, 2, 3), name="sentence-transformers/all-MiniLM-L6-v2", settings=settings,
+        encoder.info = info  # what the encoder says it is: the settings its result records
+        result = evaluate(encoder, exams=(1, 2, 3), name="sentence-transformers/all-MiniLM-L6-v2",
                           normalize_quantities=normalized, bootstrap=200)
         write_result_folder(tmp_path / "results" / "all_MiniLM_L6_v2" / name, result_files(result, key=name))
     rep = build_report(tmp_path / "results", out=tmp_path / "report", png=False)
@@ -461,8 +461,9 @@ def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_pat
     assert labels == ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2 [normalized]",
                       "all-MiniLM-L6-v2 [served: infinity @127.0.0.1:7997]"], labels
     t1 = [r["model"] for r in rep.tables["table1"].rows]
-    assert t1[0] == "all-MiniLM-L6-v2" and sorted(t1[1:3]) == ["  └ all-MiniLM-L6-v2 [normalized]",
-                                                               "  └ all-MiniLM-L6-v2 [served: infinity @127.0.0.1:7997]"]
+    assert t1[0] == "all-MiniLM-L6-v2"
+    assert sorted(t1[1:3]) == ["  └ all-MiniLM-L6-v2 [normalized]",
+                               "  └ all-MiniLM-L6-v2 [served: infinity @127.0.0.1:7997]"]
     assert "across 1 model(s)" in rep.tables["table2"].title
     plain = next(e for e in rep.entries if e.label == "all-MiniLM-L6-v2").result
     t2 = {(r["quantity"], r["range"]): r for r in rep.tables["table2"].rows}
@@ -470,7 +471,8 @@ def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_pat
     assert float(t2[(cell.quantity, cell.range_name)]["mean"]) == pytest.approx(cell.tau * 100), "a model once"
     probe = {r["model"]: r for r in rep.tables["probe"].rows}
     assert "all" not in probe and "all" not in t1, "one model: no `all` row repeating it"
-    assert float(probe["all-MiniLM-L6-v2"]["kendall"]) == pytest.approx(plain.exams["exam3"].summary()["kendall_mean"] * 100)
+    expected = plain.exams["exam3"].summary()["kendall_mean"] * 100
+    assert float(probe["all-MiniLM-L6-v2"]["kendall"]) == pytest.approx(expected)
     for name in ("table1_intervals", "lexical", "probe"):
         models = [r["model"] for r in rep.tables[name].rows]
         assert models.index("all-MiniLM-L6-v2") < models.index("  └ all-MiniLM-L6-v2 [normalized]"), name

@@ -16,7 +16,8 @@ from fasteval.core.results.read import load_result
 
 from fakes import TESTS, CountingEncoder, FakeEncoder
 
-GOLDEN = TESTS / "data" / "golden-0.1.0"  # written by fasteval 0.1.0 (commit d4045f9) with CountingEncoder("golden-fake")
+# written by fasteval 0.1.0 (commit d4045f9) with CountingEncoder("golden-fake")
+GOLDEN = TESTS / "data" / "golden-0.1.0"
 GOLDEN_KEY = "d6d3f53837a8a3e2"
 
 
@@ -36,7 +37,7 @@ def same(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def result():
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     return evaluate(FakeEncoder(), exams=(1, 2, 3, "conversion"), name="org/round-trip", bootstrap=200,
                     normalize_quantities=True)
@@ -69,7 +70,7 @@ def golden_file(tmp_path_factory):
 
 
 def test_a_result_of_an_earlier_version_loads_and_keeps_its_key(golden_file):
-    from fasteval.core.runs.sweep import result_key
+    from fasteval.core.plan import result_key
 
     data = json.loads(golden_file.read_text())
     assert data["key"] == GOLDEN_KEY and data["fasteval_version"] == "0.1.0"
@@ -82,7 +83,8 @@ def test_a_result_of_an_earlier_version_loads_and_keeps_its_key(golden_file):
 
 
 def test_a_rerun_today_gives_the_earlier_versions_numbers_and_files(golden_file, tmp_path):
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     def loader(name, **options):
         return CountingEncoder(name)

@@ -204,7 +204,7 @@ def test_reference_implementation_matches_fasteval(tiny_st_folder, tiny_encoder)
     pytest.importorskip("sklearn")
     pytest.importorskip("rapidfuzz")
     from fasteval.core import protocol as P
-    from fasteval.core.runs.evaluate import evaluate
+    from fasteval import evaluate
 
     ref = _reference_module()
     assert [ref.phrase(float(v), "meter", r) for r in ref.RANGES for v in ref.RANGES[r]] == [

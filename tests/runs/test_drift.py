@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from fasteval.core.exams.drift import COLLISION_APART, COLLISION_SAME, score_drift
+from fasteval.core.runs.drift.score import COLLISION_APART, COLLISION_SAME, score_drift
 from fasteval.core.protocol.conformance import TextGroup, conformance_groups
 
 from fakes import one_line_error, run_cli
@@ -79,7 +79,7 @@ class ChangesHangul(TextEncoder):
 
 
 def run(candidate, **kw):
-    from fasteval.core.runs.drift import drift
+    from fasteval import drift
 
     return drift(TextEncoder(), candidate, resamples=200, cache_root=None, **kw)
 
@@ -127,7 +127,7 @@ def test_an_encoder_against_itself_conforms():
 def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, colliding):
     """The group that probes the failure drifts, and one that does not probe it stays put (so it is that
     failure, not noise, that the report names)."""
-    from fasteval.core.runs.drift_output import drift_text
+    from fasteval.cli.drift_output import drift_text
 
     report = run(broken)
     assert report.verdict == "drifts"
@@ -236,7 +236,7 @@ def test_an_unexpected_fault_in_drift_exits_2_not_1(monkeypatch, tiny_st_folder)
     """A bug forced inside the library's drift: one internal-error line, exit 2 (never 1, "drifts")."""
     from typer.testing import CliRunner
 
-    import fasteval.core.runs.drift as library
+    import fasteval.core.runs.drift.gate as library
     from fasteval.cli.main import app
 
     def broken(*args, **kwargs):
@@ -252,8 +252,9 @@ def test_an_unexpected_fault_in_drift_exits_2_not_1(monkeypatch, tiny_st_folder)
 def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
     from fasteval.core.io import write_result_folder
     from fasteval.core.report.build import build_report
-    from fasteval.core.runs.drift_output import drift_files
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.cli.drift_output import drift_files
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     from fakes import CountingEncoder
 
@@ -272,12 +273,13 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     """drift's first line is short (verdict, reasons, exit code), each reason on its own line below; a llama.cpp
     candidate (its /models entry carries meta) whose known groups drifted gets the --accept that gates the rest,
     another candidate no hint, and once accepted no hint either."""
-    from fasteval.core.runs.drift_output import drift_text
+    from fasteval.cli.drift_output import drift_text
 
     report = run(ChangesHangul(), invariance=False)
     assert report.verdict == "drifts" and list(report.drifted_groups) == ["scripts"]
     plain = drift_text(report).splitlines()
-    assert plain[0] == f"fasteval drift: drifts, {len(report.reasons)} reason{'s' * (len(report.reasons) != 1)} (exit 1)"
+    n = len(report.reasons)
+    assert plain[0] == f"fasteval drift: drifts, {n} reason{'s' * (n != 1)} (exit 1)"
     assert len(plain[0]) < 60 and plain[2:2 + len(report.reasons)] == [f"  reason: {r}" for r in report.reasons]
     assert not any("hint:" in line for line in plain)
     report.identity["candidate"] = {"kind": "served", "model": "m", "server": {"id": "m", "meta": {"n_ctx": 512}}}

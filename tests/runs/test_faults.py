@@ -13,7 +13,8 @@ from fakes import CountingEncoder, one_line_error, run_cli
 
 
 def test_compare_out_never_replaces_a_folder_it_did_not_write(tmp_path):
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     results = tmp_path / "results"
     for name in ("a", "b"):
@@ -96,7 +97,8 @@ def test_a_zip_member_never_lands_outside_its_folder(tmp_path):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_results_json_that_is_a_fifo_is_skipped_not_waited_for(tmp_path):
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     results = tmp_path / "results"
     run_sweep([Job("a", exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n))
@@ -140,7 +142,7 @@ def test_a_concurrent_sweeps_live_staging_is_left_alone_and_a_dead_ones_removed(
     half-written folder into place, 'done', without results.json)."""
     import socket
 
-    from fasteval.core.runs.sweep import clean_stale_staging
+    from fasteval.core.runs.job import clean_stale_staging
 
     model = tmp_path / "out" / "m"
     model.mkdir(parents=True)
@@ -160,7 +162,7 @@ def test_a_kill_between_the_two_renames_of_overwrite_always_recovers_the_newest(
     import socket
 
     from fasteval.core.io import COMPLETE
-    from fasteval.core.runs.sweep import clean_stale_staging
+    from fasteval.core.runs.job import clean_stale_staging
 
     model = tmp_path / "out" / "m"
     model.mkdir(parents=True)
@@ -207,7 +209,7 @@ def test_a_cache_entry_of_another_key_or_shape_is_rebuilt_not_used(tmp_path, cap
     import numpy as np
 
     from fasteval.core.embeddings import EmbeddingTable
-    from fasteval.core.runs.cache import EmbeddingCache
+    from fasteval.core.cache import EmbeddingCache
 
     cache = EmbeddingCache(tmp_path)
     mine, other = EmbeddingTable(), EmbeddingTable()
@@ -289,7 +291,8 @@ def test_a_prompt_that_fills_the_models_length_is_one_line(tiny_st_folder, faste
 def test_a_results_json_of_the_wrong_types_is_skipped_by_report_and_compare(tmp_path):
     import json
 
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     results = tmp_path / "results"
     for name in ("a", "b", "c"):
@@ -358,7 +361,8 @@ def test_a_full_disk_during_export_says_so(tiny_st_folder, tmp_path, monkeypatch
 SWEEP_SCRIPT = """
 import sys; sys.path.insert(0, {tests!r})
 from fakes import CountingEncoder
-from fasteval.core.runs.sweep import Job, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
 run_sweep([Job({model!r}, exams=(1,), bootstrap=0, metric={metric!r})], {out!r}, lambda n, **o: CountingEncoder(n),
           overwrite={overwrite!r})
 """

@@ -91,7 +91,7 @@ def test_a_candidate_of_another_dimension_is_refused_in_one_line(servers, tmp_pa
 
 
 def test_a_nan_never_conforms():
-    from fasteval.core.exams.drift import DriftReport
+    from fasteval.core.runs.drift.report import DriftReport
 
     report = DriftReport("a", "b", 0.99, 1, float("nan"), float("nan"), {}, [], [], float("nan"))
     assert report.verdict == "drifts"
@@ -108,7 +108,7 @@ def test_a_zero_vector_names_its_text_and_is_never_cached(servers, tmp_path):
     healed = sweep(server.url, out, home=tmp_path)
     assert healed.returncode == 0, healed.stderr
     cached = [p for p in (tmp_path / "embeddings").glob("*.npz")]
-    from fasteval.core.runs.cache import EmbeddingCache
+    from fasteval.core.cache import EmbeddingCache
 
     table = EmbeddingCache(tmp_path).load(cached[0].stem)
     assert np.linalg.norm(table[["5 meters"]][0]) > 0.5
@@ -128,14 +128,16 @@ def test_large_finite_vectors_give_the_numbers_of_small_ones(servers, tmp_path):
 # --- 5. a cached entry of another dimension under the right key is rebuilt --------------------------------------
 def test_a_cache_entry_cut_to_another_dimension_with_its_key_kept_is_rebuilt(tmp_path, caplog):
     from fasteval.core.embeddings import EmbeddingTable
-    from fasteval.core.runs.cache import EmbeddingCache
-    from fasteval.core.runs.sweep import Job, embedding_key, job_settings, run_sweep
+    from fasteval.core.cache import EmbeddingCache
+    from fasteval.core.runs.job import Job
+    from fasteval.core.plan import embedding_key
+    from fasteval.core.runs.sweep import run_sweep
 
     def loader(name, **options):
         return CountingEncoder(name)
 
     run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "a", loader, cache_root=tmp_path)
-    key = embedding_key(job_settings(Job("m", exams=(1,), bootstrap=0), CountingEncoder("m").info))
+    key = embedding_key(Job("m", exams=(1,), bootstrap=0).scoring.settings(CountingEncoder("m").info))
     cache = EmbeddingCache(tmp_path)
     full = cache.load(key)
     cut = EmbeddingTable()
@@ -153,7 +155,8 @@ def test_a_cache_entry_cut_to_another_dimension_with_its_key_kept_is_rebuilt(tmp
 def test_a_local_model_that_embeds_a_batch_differently_keeps_its_cache(tmp_path, caplog):
     """A local model is its content hashes: its canary is checked for its dimension only, so a model whose
     vectors depend on the batch (int8: activations quantized per batch) keeps its cache."""
-    from fasteval.core.runs.sweep import Job, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.runs.sweep import run_sweep
 
     class PerBatch(CountingEncoder):
         def encode(self, texts):
@@ -230,7 +233,7 @@ def test_credentials_in_the_url_are_never_printed_or_written(servers, tmp_path):
 
 # --- 9. large drifts in blocks ----------------------------------------------------------------------------------
 def test_collisions_and_neighbours_in_blocks_equal_the_whole_matrices():
-    from fasteval.core.exams import drift as D
+    from fasteval.core.runs.drift import score as D
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=(700, 8))
@@ -252,7 +255,7 @@ def test_collisions_and_neighbours_in_blocks_equal_the_whole_matrices():
 # --- 10. a long text costs its own length in the cache ---------------------------------------------------------
 def test_one_long_text_does_not_blow_up_the_cache(tmp_path):
     from fasteval.core.embeddings import EmbeddingTable
-    from fasteval.core.runs.cache import EmbeddingCache
+    from fasteval.core.cache import EmbeddingCache
 
     table = EmbeddingTable()
     texts = ["x" * 50_000] + [f"{i} meters" for i in range(2000)]
@@ -298,12 +301,14 @@ def test_a_protocol_too_large_is_refused_at_once(tmp_path, ranges, fragment):
 
 # --- 14. cache paths that are not ours ---------------------------------------------------------------------------
 def test_a_folder_at_a_cache_entrys_path_is_left_alone_and_the_run_goes_on(tmp_path, caplog):
-    from fasteval.core.runs.sweep import Job, embedding_key, job_settings, run_sweep
+    from fasteval.core.runs.job import Job
+    from fasteval.core.plan import embedding_key
+    from fasteval.core.runs.sweep import run_sweep
 
     def loader(name, **options):
         return CountingEncoder(name)
 
-    key = embedding_key(job_settings(Job("m", exams=(1,), bootstrap=0), CountingEncoder("m").info))
+    key = embedding_key(Job("m", exams=(1,), bootstrap=0).scoring.settings(CountingEncoder("m").info))
     folder = tmp_path / "embeddings" / f"{key}.npz"
     (folder / "mine").mkdir(parents=True)
     with caplog.at_level("WARNING", logger="fasteval"):
@@ -416,7 +421,8 @@ def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     from fasteval.core.protocol.conformance import conformance_groups
 
-    assert {f"group {g.name}" for g in conformance_groups()} | {"group protocol", "collisions", "identity"} <= set(cases)
+    expected = {f"group {g.name}" for g in conformance_groups()} | {"group protocol", "collisions", "identity"}
+    assert expected <= set(cases)
     failure = cases["group protocol"].find("failure")
     assert failure is not None and "worst cosine" in failure.get("message") and "'" in failure.get("message")
     assert int(suite.get("failures")) >= 1 and int(suite.get("tests")) == len(cases)

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from fasteval.core.errors import InputError
-from fasteval.core.runs.sweep import Job, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
 
 from fakes import CountingEncoder, one_line_error, run_cli
 
@@ -181,7 +182,7 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
     def forbidden(*args, **kwargs):
         raise AssertionError("a skipped model must start no session and run no export")
 
-    monkeypatch.setattr(encoder_module, "_session", forbidden)
+    monkeypatch.setattr(encoder_module, "open_session", forbidden)
     monkeypatch.setattr(export_module, "_quiet_exporters", forbidden)
     again = run_sweep(jobs, out, load_model, cache_root=fasteval_home)
     assert [o.status for o in again] == ["skipped", "skipped"]
@@ -192,7 +193,7 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
 
 
 def test_planned_provider_is_the_session_provider(tiny_encoder):
-    from fasteval.models.encoder import planned_provider
+    from fasteval.models.gpu import planned_provider
 
     assert planned_provider("cpu") == "cpu"
     assert tiny_encoder.provider == "cpu" and tiny_encoder.info["provider"] == "cpu"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from fasteval.core.errors import InputError, ModelError
-from fasteval.core.runs.sweep import Job, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
 
 from fakes import TESTS, CountingEncoder
 

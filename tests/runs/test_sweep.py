@@ -12,7 +12,9 @@ import pytest
 
 from fasteval.core.errors import InputError
 from fasteval.core.io import read_models_file
-from fasteval.core.runs.sweep import Job, embedding_key, result_key, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.plan import embedding_key, result_key
+from fasteval.core.runs.sweep import run_sweep
 
 from fakes import TESTS, CountingEncoder, FakeEncoder, one_line_error, run_cli
 
@@ -53,7 +55,7 @@ def test_sweep_skips_redoes_and_caches(tmp_path):
     log.clear()
     l2 = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], out, make_loader(log), cache_root=home)
     assert l2[0].status == "done" and l2[0].path != first[0].path
-    from fasteval.core.runs.cache import CANARIES
+    from fasteval.core.cache import CANARIES
 
     calls = [c for e in log for c in e.calls]
     assert len(calls) == 1 and len(calls[0]) == 1 < CANARIES, "nothing embedded twice: one canary (its dimension)"
@@ -110,7 +112,8 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from fakes import CountingEncoder
-from fasteval.core.runs.sweep import Job, run_sweep
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
 
 def loader(name, **options):
     if name == "slow":
@@ -166,8 +169,8 @@ def test_a_models_file_keeps_a_served_models_name_after_the_hash(tmp_path):
     from fasteval.core.io import read_models_file
 
     f = tmp_path / "models.txt"
-    f.write_text("# served and local\nhttp://127.0.0.1:8080/v1#my-model  # the deployment\nall-MiniLM-L6-v2#not a comment?\n"
-                 "./folder # a comment\n")
+    f.write_text("# served and local\nhttp://127.0.0.1:8080/v1#my-model  # the deployment\n"
+                 "all-MiniLM-L6-v2#not a comment?\n./folder # a comment\n")
     assert read_models_file(f) == ["http://127.0.0.1:8080/v1#my-model", "all-MiniLM-L6-v2#not a comment?", "./folder"]
 
 
@@ -239,3 +242,62 @@ def test_cli_shard_bad_input_and_an_empty_share(tmp_path):
     empty = run_cli(["sweep", "--shard", "4/5", "--model", tmp_path / "no-such-a", "--model", tmp_path / "no-such-b",
                      "--out", tmp_path / "o"])
     assert empty.returncode == 0 and "shard 4/5: 0 of the 2 models" in empty.stderr, empty.stderr
+
+
+class _Watched(CountingEncoder):
+    """A CountingEncoder that counts how often its ``info`` is read, and whose provider settles as it runs (a
+    GPU that fell back to the CPU) when ``falls_back``."""
+
+    def __init__(self, name: str, falls_back: bool = False):
+        self.reads, self.ran = 0, False
+        super().__init__(name)  # sets info: kept as what it says, with the provider it is offered
+        self._info["provider"] = "cuda" if falls_back else "cpu"
+
+    @property
+    def info(self):
+        self.reads += 1
+        return dict(self._info)
+
+    @info.setter
+    def info(self, value):
+        self._info = dict(value)
+
+    def encode(self, texts):
+        self.ran = True
+        return super().encode(texts)
+
+    def settled(self):
+        return {"provider": "cpu" if self.ran else self._info["provider"]}
+
+
+def test_a_job_is_planned_once_its_info_read_once(tmp_path):
+    """A sweep's job reads what its encoder says it is once (the plan), whether it runs or is skipped."""
+    made = []
+
+    def loader(name, **options):
+        made.append(_Watched(name))
+        return made[-1]
+
+    first = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader)[0]
+    again = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader)[0]
+    assert (first.status, again.status) == ("done", "skipped")
+    assert [e.reads for e in made] == [1, 1]
+
+
+def test_a_setting_that_settles_as_it_runs_keys_the_result_with_the_plans_similarity(tmp_path):
+    """A provider that settles only as the encoder runs (asked cuda, ran on cpu): the result is written under
+    the settings it was made with, its similarity the plan's canonical name (the job asked "cosine"), its folder
+    its key, and its info still read once."""
+    from fasteval.core.results.read import read_json
+
+    made = []
+
+    def loader(name, **options):
+        made.append(_Watched(name, falls_back=True))
+        return made[-1]
+
+    outcome = run_sweep([Job("m", exams=(1,), metric="cosine", bootstrap=0)], tmp_path, loader)[0]
+    settings = read_json(outcome.path / "results.json")["settings"]
+    assert settings["provider"] == "cpu" and settings["similarity"] == "cos"
+    assert outcome.path.name == settings["key"] == result_key({k: v for k, v in settings.items() if k != "key"})
+    assert made[0].reads == 1

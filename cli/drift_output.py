@@ -2,8 +2,8 @@
 several-candidate table, and the exit code (``fasteval drift``)."""
 from __future__ import annotations
 
-from ..errors import cut
-from ..exams.drift import INVARIANCE_MIN, DriftReport
+from ..core.errors import cut
+from ..core.runs.drift.report import INVARIANCE_MIN, DriftReport
 
 
 def drift_text(report: DriftReport) -> str:
@@ -68,7 +68,8 @@ def drift_text(report: DriftReport) -> str:
         ci = ("" if p.get("delta_tau_ci_low") is None
               else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]")
         lines += ["", f"  PhysScore: Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f} "
-                      f"(delta {p['delta_tau']:+.2f}{ci}), PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
+                      f"(delta {p['delta_tau']:+.2f}{ci}), "
+                      f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
                       f"{len(p['cells_changed'])} of 20 cells changed"]
     return "\n".join(lines)
 
@@ -76,7 +77,7 @@ def drift_text(report: DriftReport) -> str:
 def hint_lines(report: DriftReport) -> list[str]:
     """For a candidate of a kind of server known to differ on some groups (llama.cpp: scripts, length), the
     --accept that gates the rest, when those groups drifted and are not accepted yet."""
-    from .identity import known_differences
+    from ..core.runs.drift.identity import known_differences
 
     pending = [g for g in report.drifted_groups if g not in report.accepted]
     kind, known = known_differences(report.identity.get("candidate", {}), pending)
@@ -89,7 +90,7 @@ def hint_lines(report: DriftReport) -> list[str]:
 
 def drift_files(report: DriftReport) -> dict[str, str]:
     """drift.json, drift_groups.csv and drift_worst.csv of a result folder."""
-    from ..io import csv_text, dumps
+    from ..core.io import csv_text, dumps
 
     data = report.to_json()
     groups = [{"group": k, **v} for k, v in data["groups"].items()]
@@ -233,7 +234,7 @@ def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str,
     """What a drift of one or several candidates shows: (its JSON, its `--out` files, its text). One candidate:
     its report as it is; several: each report, and the table of them all (``ladder``, ``ladder.csv``, one folder
     per candidate)."""
-    from ..io import csv_text, dumps
+    from ..core.io import csv_text, dumps
 
     if len(reports) == 1:
         return reports[0].to_json(), drift_files(reports[0]), drift_text(reports[0])

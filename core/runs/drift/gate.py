@@ -1,85 +1,107 @@
 """``fasteval.drift(reference, candidate)``: embed the protocol's texts and the conformance set with both
-encoders and score how far the candidate drifts (``fasteval.core.exams.drift``). The one way fasteval compares
-two encoders: ``fasteval drift`` (folders, registry names, URLs), the export's fp16 report and the int8
-benchmark all go through it.
+encoders and score how far the candidate drifts (``score.py``, into ``report.DriftReport``). The one way fasteval
+compares two encoders: ``fasteval drift`` (folders, registry names, URLs, receipts), the export's fp16 report and
+the int8 benchmark all go through it.
 
-The candidate is always embedded afresh (a gate scores the deployment as it is now, never a cache of it); the
-reference comes from the embedding cache when its identity is known (content hashes, or a served model's
-deployment) and a few of its cached texts come back as cached (``cache.verified``). A group one side cannot
-embed (a server that refuses the empty string) is reported as failed, not a crash. Two encoders of different
-dimensions are refused: they are different models, and no cosine compares them.
+Each side is planned once (``fasteval.core.plan``: the one door, what it says it is, its embedding key); every
+limit (threshold, resamples, texts, accepted groups) is checked before a text is sent. The candidate is always
+embedded afresh (a gate scores the deployment as it is now, never a cache of it); the reference comes from the
+embedding cache when its identity is known (content hashes, or a served model's deployment) and a few of its
+cached texts come back as cached (``cache.verified``). A group one side cannot embed (a server that refuses the
+empty string) is reported as failed, not a crash. Two encoders of different dimensions are refused: they are
+different models, and no cosine compares them. ``save_receipt`` embeds drift's texts with a reference into a
+receipt file (``fasteval.models.receipt``), which the door then takes as a reference.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..embeddings import EmbeddingTable, Encoder, describe, embed_groups
-from ..errors import FastevalError, InputRefusedError, first_line
-from ..errors import InputError
-from ..exams.drift import (
-    DEFAULT_THRESHOLD, MAX_TEXTS, DriftReport, check_dimensions, drifted_at, physscore_drift, score_drift,
-)
-from ..protocol.conformance import TextGroup, conformance_groups, user_groups
+from ...choices import DRIFT_RESAMPLES
+from ...embeddings import EmbeddingTable, embed_groups
+from ...errors import FastevalError, InputError, InputRefusedError, first_line
+from ...plan import Plan, Scoring, plan, score, scoring, step_timer
+from ...protocol.conformance import TextGroup, conformance_groups, user_groups
 from .identity import identity_of, precision_mismatch, precision_of
+from .report import DEFAULT_THRESHOLD, DriftReport, drifted_at
+from .score import MAX_TEXTS, check_dimensions, compare_tokenizations, physscore_drift, score_drift
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_GROUP = "protocol"
-DEFAULT_RESAMPLES = 2000
+SIDES = ("reference", "candidate")
 
 
-def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = None, conformance: bool = True,
+def drift_scoring() -> Scoring:
+    """What each side is planned for: the paper's Exam 1 on the paper's protocol (the PhysScore side), with no
+    bootstrap of its own (drift's is the paired one of Δτ)."""
+    return scoring(exams=(1,), bootstrap=0)
+
+
+def check_limits(threshold: float, resamples: int) -> None:
+    """InputError unless ``threshold`` is a cosine in (0, 1] and ``resamples`` a count >= 0 (what the CLI's
+    --fail-below and --bootstrap pass)."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise InputError(f"The threshold (--fail-below) must be a cosine in (0, 1], got {threshold!r}.",
+                         "pass a cosine such as 0.99.")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise InputError(f"resamples (--bootstrap) must be a whole number >= 0, got {resamples!r}.",
+                         "pass 0 (no interval) or a number of resamples.")
+
+
+def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, conformance: bool = True,
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
-          resamples: int = DEFAULT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
+          resamples: int = DRIFT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
           expect_precision: str | None = None, invariance: bool = True,
           accept: list[str] | tuple[str, ...] = ()) -> DriftReport:
-    """How far ``candidate`` embeds from ``reference`` (any two encoders: fasteval models, served models,
-    sentence-transformers models). The texts: the paper's Exam 1 texts (embedded in the paper's grouping, so
-    the PhysScore side is each encoder's Table 1), the conformance set (``conformance``), and a user's file
-    (``texts``). ``threshold``: the cosine below which a text has drifted; ``resamples``: the paired bootstrap
-    of Δτ (0: none); ``expect_model``: the model id the candidate must say it is (a served model's id, else
-    its name): another one drifts, whatever its vectors; ``expect_precision``: the weights' precision the
-    candidate must say it serves (``q8_0``, say; default: the reference's, where both say theirs: llama.cpp's
-    ``ftype``, TEI's ``dtype``, a local model's ``dtype``); ``invariance``: also embed a few texts with the
-    candidate alone, in batches of several sizes and with several requests in flight
-    (``fasteval.core.runs.invariance``): a candidate whose vectors depend on the batch drifts; ``accept``: groups
-    whose drift is known and accepted (llama.cpp's Hangul, say): measured and shown, never a reason to drift
-    (InputError for a group drift does not have). Where both sides
-    can tokenize (a local tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a
-    candidate that tokenizes them differently is named (``report.tokenization``)."""
-    from ..exams import ExamInputs, exam
-    from ..encoders import as_encoder
-    from ..kernels import warm_up_in_background
+    """How far ``candidate`` embeds from ``reference`` (anything the one door takes: fasteval models, names,
+    folders, URLs of served models, sentence-transformers models; the reference also a receipt file). The texts:
+    the paper's Exam 1 texts (embedded in the paper's grouping, so the PhysScore side is each encoder's Table 1),
+    the conformance set (``conformance``), and a user's file (``texts``). ``threshold``: the cosine below which a
+    text has drifted, in (0, 1]; ``resamples``: the paired bootstrap of Δτ (0: none); ``expect_model``: the model
+    id the candidate must say it is (a served model's id, else its name): another one drifts, whatever its
+    vectors; ``expect_precision``: the weights' precision the candidate must say it serves (``q8_0``, say;
+    default: the reference's, where both say theirs: llama.cpp's ``ftype``, TEI's ``dtype``, a local model's
+    ``dtype``); ``invariance``: also embed a few texts with the candidate alone, in batches of several sizes and
+    with several requests in flight (``invariance.py``): a candidate whose vectors depend on the batch drifts;
+    ``accept``: groups whose drift is known and accepted (llama.cpp's Hangul, say): measured and shown, never a
+    reason to drift (InputError for a group drift does not have). Where both sides can tokenize (a local
+    tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a candidate that tokenizes
+    them differently is named (``report.tokenization``)."""
+    from ...kernels import warm_up_in_background
+    from ....models.receipt import ReceiptEncoder
 
-    from .evaluate import step_timer
-    from .receipts import ReceiptEncoder, is_receipt
-
-    timings: dict[str, float] = {}
-    timed = step_timer(on_step, timings)
-    reference = ReceiptEncoder(reference) if is_receipt(reference) else reference
-    views = [describe(as_encoder(e)) for e in (reference, candidate)]
-    names = list(labels) if labels else [v.name for v in views]
+    check_limits(threshold, resamples)
     calls, groups = drift_groups(conformance, texts)
     accept = accepted_groups(accept, groups)
-    if isinstance(reference, ReceiptEncoder):  # a receipt gates only the text set it was made for
-        reference.require(_all_texts(groups))
-    tables, failed, refused = [], {}, {}
+    timings: dict[str, float] = {}
+    timed = step_timer(on_step, timings)
+    chosen = drift_scoring()
+    plans = [plan(reference, chosen), plan(candidate, chosen)]
+    names = list(labels) if labels else [p.name for p in plans]
+    receipt = plans[0].encoder if isinstance(plans[0].encoder, ReceiptEncoder) else None
+    if receipt is not None:  # a receipt gates only the text set it was made for
+        receipt.require(_all_texts(groups))
+    tables: list[EmbeddingTable] = []
+    failed: dict[str, str] = {}
+    refused: dict[str, list] = {}
     warming = warm_up_in_background()  # numba loads the kernels while the encoders work
-    for side, view in zip(("reference", "candidate"), views):
+    for side, planned in zip(SIDES, plans):
         with timed(f"embed {side}", f"embed the {side}"):
-            tables.append(_embed_side(side, view, calls, groups[1:], tables, names, cache_root, failed, refused))
+            tables.append(_embed_side(side, planned, calls, groups[1:], tables, names, cache_root, failed, refused))
     warming.join()
     # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is
     # scored on the texts both embed (it is neither failed nor shrunk further).
     scored = [TextGroup(g.name, g.probes, [t for t in g.texts if t not in refused]) for g in groups]
     maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
     with timed("score"):
-        report = score_drift(names[0], names[1], scored, maps[0], maps[1], failed, threshold, fail_on_collisions)
+        report = score_drift(names[0], names[1], scored, maps[0], maps[1], threshold=threshold, failed=failed,
+                             fail_on_collisions=fail_on_collisions)
     report.accepted = accept
     report.timings = timings
     if invariance and not failed.get(PROTOCOL_GROUP):
@@ -87,26 +109,23 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
 
         long_texts = next((g.texts for g in groups if g.name == "length"), [])
         with timed("invariance", "batch and concurrency invariance"):
-            report.invariance = probe(views[1].encoder, groups[0].texts,
+            report.invariance = probe(plans[1].encoder, groups[0].texts,
                                       [t for t in long_texts if t not in refused])
-    report.identity = {side: identity_of(view) for side, view in zip(("reference", "candidate"), views)}
-    if isinstance(reference, ReceiptEncoder):
-        report.identity["reference"] = reference.identity
+    report.identity = {side: identity_of(p.view) for side, p in zip(SIDES, plans)}
     report.behaviours = _behaviours(refused, names, report.identity)
     said = report.identity["candidate"].get("model")
     if expect_model is not None and said != expect_model:
         report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
-    report.precision = {side: precision_of(report.identity[side]) for side in ("reference", "candidate")}
+    report.precision = {side: precision_of(report.identity[side]) for side in SIDES}
     report.precision_mismatch = precision_mismatch(report.precision, expect_precision)
     drifted = sorted(((c, t) for t, c in report.cosines.items() if drifted_at(threshold)(c)),
                      key=lambda ct: (ct[0] == ct[0], ct[0]))[:MAX_TOKENIZED]  # NaN first, then the worst
     if drifted:
         with timed("tokenization", "compare the drifted texts' tokens"):
-            report.tokenization = _tokenization(views, [t for _c, t in drifted])
+            report.tokenization = _tokenization(plans, [t for _c, t in drifted])
     if PROTOCOL_GROUP not in failed:
         with timed("physscore", "Table 1 of both sides"):
-            geometry = exam(1)
-            results = [geometry.run(ExamInputs(table, "cos")) for table in tables]
+            results = [score(p, table)["exam1"] for p, table in zip(plans, tables)]
             report.physscore = physscore_drift(results[0], results[1], resamples)
     return report
 
@@ -114,13 +133,11 @@ def drift(reference: Encoder, candidate: Encoder, *, texts: str | Path | None = 
 MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compared
 
 
-def _tokenization(views, texts: list[str]) -> dict:
+def _tokenization(plans: list[Plan], texts: list[str]) -> dict:
     """The two sides' token ids of ``texts`` compared (``compare_tokenizations``), where both can tokenize: a
     served side by its server's /tokenize (never a local stand-in), a local one by its tokenizer; {} otherwise."""
-    from ..exams.drift import compare_tokenizations
-
     ids = []
-    for view in views:
+    for view in (p.view for p in plans):
         ask = getattr(view.encoder, "server_token_ids", None)
         ask = ask if callable(ask) else view.token_ids
         try:
@@ -147,9 +164,7 @@ def accepted_groups(accept, groups: list[TextGroup]) -> list[str]:
 def drift_groups(conformance: bool, texts: str | Path | None) -> tuple[list, list[TextGroup]]:
     """Drift's encode calls of the protocol (the paper's grouping) and its groups of texts: the protocol's, the
     conformance set's, a user's file; InputError past MAX_TEXTS (before a text is sent)."""
-    from ..exams import protocol_groups
-
-    calls = protocol_groups((1,))
+    calls = drift_scoring().groups()
     groups = [TextGroup(PROTOCOL_GROUP, "the paper's Exam 1 texts (the PhysScore side)",
                         list(dict.fromkeys(t for c in calls for t in c)))]
     groups += conformance_groups() if conformance else []
@@ -164,31 +179,32 @@ def _all_texts(groups: list[TextGroup]) -> list[str]:
     return list(dict.fromkeys(t for g in groups for t in g.texts))
 
 
-def save_receipt(reference: Encoder, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
+def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
                  cache_root: Path | None = None) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
-    ``path`` (``fasteval.core.runs.receipts``); its metadata. Every text must embed: a receipt is complete."""
-    from ..encoders import as_encoder
-    from .receipts import write_receipt
+    ``path`` (``fasteval.models.receipt``); its metadata. Every text must embed: a receipt is complete."""
+    from dataclasses import replace
 
-    from ..embeddings import EncoderView
+    from ....models.receipt import write_receipt
 
-    view = describe(as_encoder(reference))
     calls, groups = drift_groups(conformance, texts)
-    failed: dict = {}
-    refused: dict = {}
+    planned = plan(reference, drift_scoring())
+    failed: dict[str, str] = {}
+    refused: dict[str, list] = {}
     # What the encoder returned, before drift normalises it (a receipt gives back exactly that, so drift against
     # it computes what drift against the reference computes, to the last bit); embedded afresh, not from a cache.
-    recorder = _Recording(view.encoder)
-    table = _embed_side("reference", EncoderView(recorder, view.name), calls, groups[1:], [], [view.name, ""],
-                        cache_root, failed, refused, fresh=True)
+    recorder = _Recording(planned.encoder)
+    recording = replace(planned, view=replace(planned.view, encoder=recorder))
+    table = _embed_side("reference", recording, calls, groups[1:], [], [planned.name, ""], cache_root, failed,
+                        refused, fresh=True)
     if failed or refused:
         what = next(iter(failed.values()), None) or f"{len(refused)} text(s) refused as too long"
-        raise InputError(f"{view.name} could not embed every text of the receipt ({what}).",
+        raise InputError(f"{planned.name} could not embed every text of the receipt ({what}).",
                          "make the receipt with a reference that embeds them all (a local model, say).")
     every = _all_texts(groups)
-    write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(view), view.name)
-    return {"texts": len(every), "dim": table.dim, "name": view.name}
+    write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(planned.view),
+                  planned.name)
+    return {"texts": len(every), "dim": table.dim, "name": planned.name}
 
 
 class _Recording:
@@ -198,7 +214,7 @@ class _Recording:
         self.inner, self.raw = inner, {}
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        from ..embeddings import as_array
+        from ...embeddings import as_array
 
         out = as_array(self.inner.encode(texts))
         for text, row in zip(texts, out):
@@ -206,23 +222,23 @@ class _Recording:
         return out
 
 
-def _embed_side(side: str, view, calls: list, groups: list, tables: list, names: list, cache_root: Path | None,
-                failed: dict, refused: dict, fresh: bool | None = None) -> EmbeddingTable:
+def _embed_side(side: str, planned: Plan, calls: list, groups: list, tables: list, names: list,
+                cache_root: Path | None, failed: dict, refused: dict, fresh: bool | None = None) -> EmbeddingTable:
     """One side's embeddings: the protocol's calls (the paper's grouping), then each other group, a group's
     failure recorded in ``failed`` and its refused long inputs in ``refused``; the reference's saved to its
     cache. The candidate is checked for the reference's dimension before its other texts are sent."""
-    table, saved = _cached_table(view, cache_root, fresh=side == "candidate" if fresh is None else fresh)
+    table, saved = _cached_table(planned, cache_root, fresh=side == "candidate" if fresh is None else fresh)
     before = len(table)
     try:
-        embed_groups(view.encoder, calls, table)
+        embed_groups(planned.encoder, calls, table, name=planned.name)
     except FastevalError as err:
         failed[PROTOCOL_GROUP] = f"{side}: {first_line(err, 200)}"
     if tables:  # another dimension is another model: refused before its other texts are sent
         check_dimensions(names[0], names[1], tables[0].dim, table.dim)
     for g in groups:
         try:
-            for err in _embed_isolating_refusals(view.encoder, g.texts, table):
-                refused.setdefault(err.text, []).append((side, g.name, err))
+            for refusal in _embed_isolating_refusals(planned.encoder, g.texts, table):
+                refused.setdefault(refusal.text, []).append((side, g.name, refusal))
         except FastevalError as err:
             failed.setdefault(g.name, f"{side}: {first_line(err, 200)}")
             log.warning("%s could not embed the %s group: %s", names[side == "candidate"], g.name,
@@ -269,15 +285,13 @@ def _behaviours(refused: dict, names: list[str], identity: dict) -> list[dict]:
     return list(out.values())
 
 
-def _cached_table(view, cache_root: Path | None, fresh: bool) -> tuple[EmbeddingTable,
-                                                                         Callable[[EmbeddingTable], None]]:
+def _cached_table(planned: Plan, cache_root: Path | None, fresh: bool) -> tuple[EmbeddingTable,
+                                                                           Callable[[EmbeddingTable], None]]:
     """The encoder's cached embeddings (empty when its identity is unknown, or ``fresh``: the candidate) once
     verified against it, and how to save them back."""
-    from ..io import fasteval_home
-    from .cache import verified
-    from .sweep import embedding_cache
+    from ...io import fasteval_home
+    from ...cache import embedding_cache, verified
 
-    cache, key = embedding_cache(view.info, cache_root if cache_root is not None else fasteval_home())
-    table = EmbeddingTable() if fresh else verified(cache, key, view.encoder, view.name,
-                                                    served=bool(view.info.get("deployment")))
-    return table, (lambda t: cache.save(key, t))
+    cache = embedding_cache(planned.settings, cache_root if cache_root is not None else fasteval_home())
+    table = EmbeddingTable() if fresh else verified(cache, planned)[0]
+    return table, (lambda t: cache.save(planned.embedding_key, t))

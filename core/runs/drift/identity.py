@@ -9,12 +9,16 @@ def identity_of(view) -> dict:
     """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
     and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
     it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
-    n_params."""
+    n_params. A receipt says its reference's, and names the file."""
+    from ....models.receipt import ReceiptEncoder
+
+    if isinstance(view.encoder, ReceiptEncoder):
+        return view.encoder.identity
     info = view.info
     deployment = info.get("deployment")
     if isinstance(deployment, dict):
-        server = deployment.get("server") if isinstance(deployment.get("server"), dict) else {}
-        meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
+        server = _dict(deployment.get("server"))
+        meta = _dict(server.get("meta"))
         return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
                 "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
                 "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
@@ -24,6 +28,11 @@ def identity_of(view) -> dict:
                 "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
                 "max_tokens": _int_or_none(info.get("max_seq_length"))}
     return {"kind": "object", "model": view.name}
+
+
+def _dict(value) -> dict:
+    """``value`` where it is a dict, else an empty one (what a server says is not always the shape expected)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _int_or_none(value) -> int | None:
@@ -49,9 +58,9 @@ def normalize_precision(said: object) -> str | None:
 def precision_of(identity: dict) -> str | None:
     """The weights' precision an identity states: a local model's dtype, llama.cpp's /models ``meta.ftype``, TEI's
     /info ``dtype``; None when it states none (vLLM, infinity, OpenAI)."""
-    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
-    meta = server.get("meta") if isinstance(server.get("meta"), dict) else {}
-    info = identity.get("info") if isinstance(identity.get("info"), dict) else {}
+    server = _dict(identity.get("server"))
+    meta = _dict(server.get("meta"))
+    info = _dict(identity.get("info"))
     return normalize_precision(identity.get("dtype") or meta.get("ftype") or info.get("dtype"))
 
 
@@ -83,7 +92,7 @@ KNOWN_DIFFERENCES = {
 def server_kind(identity: dict) -> str | None:
     """The kind of server an identity comes from, where it is one of KNOWN_DIFFERENCES' (llama.cpp's /models entry
     carries ``meta``); None otherwise."""
-    server = identity.get("server") if isinstance(identity.get("server"), dict) else {}
+    server = _dict(identity.get("server"))
     return "llama.cpp" if isinstance(server.get("meta"), dict) else None
 
 

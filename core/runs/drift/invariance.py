@@ -14,9 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..embeddings import as_array, normalize_rows
-from ..errors import FastevalError, InputRefusedError, first_line
-from ..exams.drift import INVARIANCE_MIN  # noqa: F401 (re-exported: the verdict's bound)
+from ...embeddings import as_array, normalize_rows
+from ...errors import FastevalError, InputRefusedError, first_line
 
 log = logging.getLogger(__name__)
 

@@ -27,14 +27,22 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embeddings import EmbeddingTable, normalize_rows
-from ..errors import warn_rebuilt
-from ..io import atomic_write, pack_texts, unpack_texts
+from .embeddings import EmbeddingTable, normalize_rows
+from .errors import warn_rebuilt
+from .io import atomic_write, pack_texts, unpack_texts
 
 log = logging.getLogger(__name__)
 
 CANARIES = 3  # cached texts embedded afresh before a cache is trusted
 CANARY_MIN_COSINE = 1 - 1e-5  # the same model embeds a text alone as in its batch far closer than this
+
+
+def embedding_cache(settings, cache_root: Path | None) -> EmbeddingCache:
+    """The embedding cache for an encoder's settings (its key is the plan's ``embedding_key``). Without a content
+    hash (or a served model's deployment) the model's identity is unknown: its embeddings are then never shared
+    (a cache that keeps nothing)."""
+    known = settings.get("source_sha256") or settings.get("onnx_sha256") or settings.get("deployment")
+    return EmbeddingCache(cache_root if known else None)
 
 
 class EmbeddingCache:
@@ -129,16 +137,23 @@ def mismatch(table: EmbeddingTable, encoder, rewrite=None, values: bool = True) 
     return None
 
 
-def verified(cache: EmbeddingCache, key: str, encoder, who: str, rewrite=None, served: bool = False
-             ) -> EmbeddingTable:
-    """``cache.load(key)`` once ``encoder`` embeds its canaries as cached (``served``: their values too, else
-    their dimension); else the entry is discarded (one warning line) and an empty table returned, so every text
-    is embedded afresh."""
+def verified(cache: EmbeddingCache, planned, finished: bool = False) -> tuple[EmbeddingTable, str | None]:
+    """The plan's cached embeddings, trusted once its encoder embeds their canaries as cached (a served model: their
+    values too, else their dimension); else the entry is discarded (one warning line) and an empty table returned,
+    so every text is embedded afresh. And, for a ``finished`` result of a served model, why it may no longer be
+    its deployment's (None: it is): a server can change its vectors without changing what /models says, so such a
+    result is trusted only when its canaries come back as cached (a local model is its content hashes, and needs
+    no such check: it is never asked here, so a finished local model starts no session)."""
+    key = planned.embedding_key
+    served = bool(planned.settings.get("deployment"))
     table = cache.load(key)
-    reason = mismatch(table, encoder, rewrite, values=served) if len(table) else None
-    if reason is None:
-        return table
-    log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and embedding "
-                "afresh", who, reason)
-    cache.discard(key)
-    return EmbeddingTable()
+    reason = mismatch(table, planned.encoder, planned.scoring.rewrite, values=served) if len(table) else None
+    changed = (reason or (None if len(table) else "there are no cached embeddings to check it against")
+               if served and finished else None)
+    if reason is not None:
+        if changed is None:
+            log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and "
+                        "embedding afresh", planned.name, reason)
+        cache.discard(key)
+        table = EmbeddingTable()
+    return table, changed

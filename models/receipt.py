@@ -6,6 +6,10 @@ texts, the digest of the texts in order, the reference's identity and fasteval's
 CANDIDATE`` then gates the candidate against the receipt with the same report (verdict, cosines, PhysScore: the
 receipt gives back exactly what the reference embedded). A receipt made for another text set (another protocol,
 with or without the conformance set, other ``--texts``) is refused: its digest names what it holds.
+
+A receipt is one of the kinds of encoder the one door takes (``fasteval.core.encoders``): a file that begins as a
+zip is read as a receipt whatever its name (``is_receipt``), and one that is not one, or is cut short, is refused
+in one line. Making one is drift's (``fasteval.core.runs.drift.gate.save_receipt``); this module is the file.
 """
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, first_line
-from ..io import unpack_texts
+from ..core.errors import InputError, first_line
+from ..core.io import unpack_texts
 
 MAGIC = "fasteval-receipt-1"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
@@ -48,8 +52,8 @@ def is_receipt(value: Any) -> bool:
 
 def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str) -> None:
     """The receipt file, written atomically."""
-    from ... import __version__
-    from ..io import atomic_write, pack_texts
+    from .. import __version__
+    from ..core.io import atomic_write, pack_texts
 
     text_bytes, text_ends = pack_texts(texts)
     meta = {"name": name, "identity": identity, "texts": len(texts), "texts_sha256": texts_digest(texts),

@@ -1,0 +1,273 @@
+"""A run planned once, and carried out: every entry point that scores an encoder goes through here.
+
+``scoring(...)`` turns what a caller asked for (protocol, exams, similarity, --normalize-quantities, bootstrap)
+into a frozen ``Scoring``, doing all the validation; it needs no encoder, so a sweep refuses a bad protocol file
+before it loads a model. ``plan(encoder, scoring)`` adds the encoder: it goes through the one door
+(``fasteval.core.encoders.as_encoder``), says once what it is (``describe``: its name, ``info``, tokenizer), and
+the plan holds every decision that follows from that: the settings a result records, its result key and its
+embedding key, the batching, the encode calls. ``run(plan)`` embeds and scores; ``score(plan, table)`` runs the
+plan's exams on an embedding table that is already filled (the MTEB tasks' rows, drift's sides).
+
+``evaluate(encoder, ...)`` is the two in one call: the library's public entry point (``fasteval.evaluate``).
+The sweep (``core/runs/job.py``), drift (a plan a side), the MTEB tasks and the training evaluator build a plan
+and call it; nothing else decides a setting, a key or an exam list.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from . import protocol as P
+from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice, similarity
+from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
+from .errors import InputError
+from .protocol.spec import Protocol
+from .results.model import ModelResult
+
+# Settings that change an embedding (the embedding cache key) ...
+EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
+                      "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense",
+                      "normalize_quantities", "batching", "batch_tokens", "deployment")
+# ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
+# changes Exam 2's token Levenshtein).
+SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties")
+# Settings that enter a key only when set (options at their default leave it as it was before they existed:
+# a finished paper sweep is never redone for an option it does not use).
+KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "deployment", "tokenizer",
+                  "pacc_value_ties")
+
+# The timing of one-time work done alongside a step (numba compiling the kernels during "embed", once per
+# install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.
+ONE_TIME_COMPILATION = "kernel_compilation_once"
+
+
+def _digest(obj: Any, length: int = 16) -> str:
+    text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _keyed(settings: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: settings.get(k) for k in names if k not in KEYED_WHEN_SET or settings.get(k)}
+
+
+def embedding_key(settings: Mapping[str, Any]) -> str:
+    """The key of an encoder's embeddings in the cache: a hash of the settings that change an embedding."""
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS))
+
+
+def result_key(settings: Mapping[str, Any]) -> str:
+    """The key of a result folder: a hash of every setting that changes a number."""
+    return _digest(_keyed(settings, EMBEDDING_SETTINGS + SCORING_SETTINGS))
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What is asked of any encoder, validated (``scoring``): the protocol, the exams on it, the similarity,
+    whether the encoder is given canonical quantities, and the bootstrap's resamples for Exam 1; ``keyed``, what
+    of these a result records (beside the encoder's own settings)."""
+    protocol: Protocol
+    exams: tuple[int | str, ...]
+    metric: str = "cos"
+    normalize_quantities: bool = False
+    bootstrap: int = DEFAULT_RESAMPLES
+    keyed: dict[str, Any] = field(default_factory=dict, repr=False)  # a plain dict: a Job travels to Ray
+
+    def settings(self, info: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything that changes a number: the encoder's settings (``info``: hashes, provider, dtype, prompt,
+        ...) and these. The one place a result's settings are built; its key hashes part of them."""
+        return {**info, **self.keyed}
+
+    @property
+    def rewrite(self) -> Callable[[str], str] | None:
+        """What the encoder is given instead of each protocol text (None: the text itself)."""
+        if not self.normalize_quantities:
+            return None
+        from .quantities import canonical_text
+
+        return canonical_text
+
+    def groups(self) -> list[list[str]]:
+        """The encode calls of these exams on this protocol, in order (``exams.protocol_groups``)."""
+        from .exams import protocol_groups
+
+        return protocol_groups(self.exams, self.protocol)
+
+
+def scoring(*, exams: Iterable[int | str] | str | None = None, metric: str = "cos",
+            protocol: str | Protocol | None = None, normalize_quantities: bool = False,
+            bootstrap: int = DEFAULT_RESAMPLES) -> Scoring:
+    """What a caller asked for, validated once: ``protocol`` a built-in's name, a protocol file or a Protocol
+    (None: the paper's); ``exams`` a selection (None: the paper's exams the protocol supports); ``metric`` cos,
+    dot or l2 (aliases accepted); ``bootstrap`` >= 0. InputError (or ProtocolError) naming the fix."""
+    from .exams import for_protocol
+    from .exams.statistics import bootstrap_settings
+    from .protocol.loading import resolve_protocol
+    from .quantities import CANONICAL_VERSION
+
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int):
+        raise InputError(f"bootstrap must be a whole number of resamples, not {bootstrap!r}.",
+                         "pass 0 (off) or a number of resamples.")
+    resolved = resolve_protocol(protocol)
+    chosen = for_protocol(resolved, exams)
+    metric = similarity(metric)
+    resampled = bootstrap_settings(bootstrap)  # refuses a negative count
+    keyed: dict[str, Any] = {"similarity": metric, "exams": list(chosen), "protocol": resolved.key}
+    if normalize_quantities:
+        keyed["normalize_quantities"] = CANONICAL_VERSION
+    if 1 in chosen and resampled:
+        keyed["bootstrap"] = resampled
+    if not resolved.is_paper:
+        keyed["protocol_file"] = resolved.describe()
+        # a protocol file may repeat a value: its equal-value pairs are left out of PACC (they were once counted
+        # as wrong), so its results are keyed apart from those made before (the paper's never repeat one)
+        keyed["pacc_value_ties"] = "skip"
+    return Scoring(resolved, chosen, metric, bool(normalize_quantities), int(bootstrap), keyed)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One encoder's evaluation, decided (``plan``): what is asked (``scoring``), what the encoder says it is
+    (``view``, read once), how its texts are batched, and what follows: the settings a result records, its key
+    and its embeddings' key."""
+    scoring: Scoring
+    view: EncoderView
+    batching: str
+    settings: Mapping[str, Any] = field(repr=False)
+    key: str
+    embedding_key: str
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def encoder(self) -> Any:
+        return self.view.encoder
+
+    def groups(self) -> list[list[str]]:
+        """The encode calls: the protocol's groups, or every distinct text in one call when packed."""
+        groups = self.scoring.groups()
+        if self.batching == "packed":  # one call; the encoder sorts and cuts it (fasteval's by a token budget)
+            groups = [list(dict.fromkeys(t for group in groups for t in group))]
+        return groups
+
+    def settled(self) -> Plan:
+        """The plan as the encoder ran it: where a setting settled only when it ran (the GPU it was offered fell
+        back to the CPU; the encoder's ``settled()``), the settings, keys and so the folder follow; else itself."""
+        changed = self.view.settled() if self.view.settled is not None else None
+        if not changed or all(self.view.info.get(k) == v for k, v in changed.items()):
+            return self
+        return _planned(self.scoring, replace(self.view, info={**self.view.info, **changed}), self.batching)
+
+
+def _planned(chosen: Scoring, view: EncoderView, batching: str) -> Plan:
+    settings = chosen.settings(view.info)
+    return Plan(chosen, view, batching, MappingProxyType(settings), result_key(settings), embedding_key(settings))
+
+
+def plan(encoder: Any, chosen: Scoring | None = None, *, name: str | None = None, batching: str | None = None,
+         **load_options: Any) -> Plan:
+    """``encoder`` (anything the one door takes: a name, folder, URL, receipt, or an object with ``encode``;
+    ``load_options`` are ``load_model``'s) planned for ``chosen`` (default: the paper's protocol and exams).
+    ``name`` overrides the encoder's; ``batching`` "paper" or "packed" (default: the encoder's own setting,
+    else the paper's)."""
+    from .encoders import as_encoder
+
+    chosen = chosen if chosen is not None else scoring()
+    if batching is not None:  # asked for; an encoder's own setting is its own (fasteval's checks it when made)
+        check_choice(batching, BATCHINGS, "batching", "--batching")
+    view = describe(as_encoder(encoder, **load_options), name)
+    return _planned(chosen, view, batching or view.info.get("batching") or BATCHINGS[0])
+
+
+def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] | None = None,
+          timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """The plan's exams on ``table`` (every text of their groups embedded): exam key -> result. The one loop
+    that runs exams; each step's seconds go to ``timings`` when given."""
+    from .exams import ExamInputs, selected
+
+    chosen = planned.scoring
+    timed = step_timer(on_step, timings if timings is not None else {})
+    inputs = ExamInputs(table, chosen.metric, chosen.protocol, chosen.bootstrap if 1 in chosen.exams else 0,
+                        planned.view.token_ids, chosen.rewrite)
+    exams = selected(chosen.exams)
+    if any(e.uses_cell_similarities for e in exams):
+        with timed("similarity"):
+            inputs.similarities()
+    results = {}
+    for e in exams:
+        with timed(e.key):
+            results[e.key] = e.run(inputs)
+    return results
+
+
+def run(planned: Plan, table: EmbeddingTable | None = None,
+        on_step: Callable[[str], None] | None = None) -> ModelResult:
+    """Carry out ``planned``: embed every distinct text once, in the plan's encode calls (``table`` may hold
+    embeddings from an earlier run and is filled in place), then score. ``on_step(name)`` is told each step."""
+    from .. import __version__
+    from .kernels import warm_up_in_background
+
+    result = ModelResult(model=planned.name, model_id=P.model_id(planned.name), settings=dict(planned.settings),
+                         protocol=planned.scoring.protocol.key, fasteval_version=__version__)
+    timed = step_timer(on_step, result.timings)
+    warming = warm_up_in_background()  # numba loads its kernels while the encoder works
+    with timed("embed"):
+        table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
+                             name=planned.name)
+    warming.join()
+    if warming.compiled:  # the first run after an install: numba compiled the kernels alongside the embedding
+        result.timings[ONE_TIME_COMPILATION] = warming.seconds
+    result.exams = score(planned, table, on_step, result.timings)
+    if planned.view.usage is not None:  # a served model: what it sent and got
+        result.usage = planned.view.usage.as_dict()
+    return result
+
+
+def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, metric: str = "cos",
+             name: str | None = None, table: EmbeddingTable | None = None,
+             on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
+             bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol | None = None,
+             batching: str | None = None) -> ModelResult:
+    """Run the chosen exams (default: the paper's exams the protocol supports; 1, 2, 3) on ``encoder``.
+
+    ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
+    model, an MTEB model), or a name, folder or URL that ``fasteval.load_model`` takes. Every distinct text is
+    embedded once, in the protocol's fixed group order (Exams 1 and 3 share their texts; ``table`` may hold
+    embeddings from an earlier run), and the cell similarity matrices are computed once for the exams that share
+    them. ``normalize_quantities``: the encoder is given each text's canonical form ("2 kilometers" -> "2000
+    meters", "five meter" -> "5 meters"; bare numbers unchanged) while the exams score the protocol's own values.
+    ``protocol``: a built-in protocol's name (``fasteval protocols``), a protocol file, or a loaded Protocol; the
+    paper's by default. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none). ``batching``: "paper" (one
+    encode call per protocol group) or "packed" (every distinct text in one call); default: the encoder's own
+    setting (``info["batching"]``), else the paper's. ``on_step(name)`` is called before each step (for progress
+    bars); the library itself prints nothing.
+    """
+    chosen = scoring(exams=exams, metric=metric, protocol=protocol, normalize_quantities=normalize_quantities,
+                     bootstrap=bootstrap)
+    return run(plan(encoder, chosen, name=name, batching=batching), table, on_step)
+
+
+def step_timings(timings: dict[str, float]) -> dict[str, float]:
+    """A result's timings less the one-time work recorded beside its steps: what each step itself took."""
+    return {k: v for k, v in timings.items() if k != ONE_TIME_COMPILATION}
+
+
+def step_timer(on_step: Callable[[str], None] | None, timings: dict[str, float]):
+    """``with timed(name, shown=None):`` tells ``on_step`` (shown or name) a step begins, and adds the seconds
+    of its block to ``timings[name]`` (a run's record of where its time went)."""
+    @contextmanager
+    def timed(name: str, shown: str | None = None):
+        if on_step is not None:
+            on_step(shown or name)
+        start = time.perf_counter()
+        yield
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
+    return timed

@@ -1,0 +1,147 @@
+"""Scoring drift: two encoders' embeddings of the same texts -> the drift report (``report.DriftReport``): per text
+the cosine, per group the mean, worst and share below the threshold, the collisions, the neighbourhood agreement,
+the PhysScore side (Table 1 of both and the paired bootstrap Δτ), and the drifted texts' tokenizations compared.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...protocol.conformance import TextGroup
+from .report import PHYSSCORE_KEYS, DriftReport, GroupDrift, drifted_at
+
+COLLISION_APART, COLLISION_SAME = 0.99, 0.999
+NEIGHBOURS = 10
+WORST_LISTED = 10
+MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in time
+PAIR_BLOCK = 1024  # rows of the similarity matrices computed at once (1024 x 20,000 float64: 164 MB a side)
+
+
+def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: dict[str, np.ndarray],
+                cand: dict[str, np.ndarray], *, threshold: float, failed: dict[str, str] | None = None,
+                fail_on_collisions: bool = False) -> DriftReport:
+    """The drift report of two encoders' embeddings (``ref``/``cand``: text -> vector) of ``groups``' texts.
+    ``failed``: group name -> why it could not be embedded (it is reported, and makes the verdict "drifts");
+    ``threshold`` as ``gate.check_limits`` allows it."""
+    failed = dict(failed or {})
+    texts = list(dict.fromkeys(t for g in groups if g.name not in failed for t in g.texts))
+    if len(texts) > MAX_TEXTS:
+        raise InputError(f"{len(texts)} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
+    if not texts:
+        raise InputError("No text could be embedded by both encoders.", "check both models (see the failed groups).")
+    from ...embeddings import normalize_rows
+
+    a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
+    check_dimensions(reference, candidate, a.shape[1], b.shape[1])
+    cos = np.einsum("ij,ij->i", a, b)
+    cosine = dict(zip(texts, cos.tolist()))
+    out_groups = {}
+    for g in groups:
+        if g.name in failed:
+            out_groups[g.name] = GroupDrift(g.name, g.probes, len(g.texts), None, None, None, failed=failed[g.name])
+            continue
+        values = np.array([cosine[t] for t in dict.fromkeys(g.texts)])
+        if not len(values):  # every text of it refused by a side (reported as a behaviour): nothing to score
+            out_groups[g.name] = GroupDrift(g.name, g.probes, 0, None, None, None)
+            continue
+        k = int(np.nanargmin(values)) if np.isfinite(values).any() else 0
+        out_groups[g.name] = GroupDrift(g.name, g.probes, len(values), float(np.nanmean(values)),
+                                        float(np.nanmin(values)),
+                                        float(np.mean([drifted_at(threshold)(v) for v in values])),
+                                        list(dict.fromkeys(g.texts))[k])
+    group_of: dict[str, str] = {}
+    for g in groups:
+        for t in g.texts:
+            group_of.setdefault(t, g.name)
+    order = np.argsort(cos, kind="stable")
+    worst = [{"group": group_of[texts[i]], "text": _short(texts[i]), "cosine": float(cos[i])}
+             for i in order[:WORST_LISTED]]
+    pairs, agreement = pairwise(a, b)
+    collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": ra,
+                   "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
+                  for i, j, ra, cb in pairs]
+    return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
+                       out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions,
+                       cosines=cosine)
+
+
+def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_dim: int | None) -> None:
+    """InputError when the two embed in different dimensions: they are different models (no cosine compares
+    them), not a drift to score."""
+    if ref_dim is not None and cand_dim is not None and ref_dim != cand_dim:
+        raise InputError(f"{candidate} embeds in {cand_dim} dimensions, the reference {reference} in {ref_dim}: "
+                         "they are different models.",
+                         "compare a deployment with the model it serves (the same dimension).")
+
+
+def pairwise(a: np.ndarray, b: np.ndarray, k: int = NEIGHBOURS, block: int = PAIR_BLOCK
+             ) -> tuple[list[tuple[int, int, float, float]], float]:
+    """The collisions (i < j, apart under ``a``, one under ``b``: (i, j, cosine in a, cosine in b)) and the
+    neighbourhood agreement (the mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i) the k nearest other texts) of
+    two sets of unit rows. The similarities are computed ``block`` rows at a time as general matrix products:
+    never an n x n matrix (20,000 texts would be 3.2 GB a side), and never the symmetric product a @ a.T, which
+    OpenBLAS's threaded syrk crashes on at 16,000 rows."""
+    n = len(a)
+    k = min(k, n - 1)
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    pairs, agree = [], 0.0
+    for start in range(0, n, block):
+        rows = np.arange(start, min(start + block, n))
+        sa, sb = np.dot(a[rows], at), np.dot(b[rows], bt)
+        hit = (sa < COLLISION_APART) & (sb >= COLLISION_SAME) & (np.arange(n)[None, :] > rows[:, None])
+        pairs += [(int(rows[r]), int(j), float(sa[r, j]), float(sb[r, j])) for r, j in zip(*np.nonzero(hit))]
+        if k >= 1:
+            sa[np.arange(len(rows)), rows] = -np.inf
+            sb[np.arange(len(rows)), rows] = -np.inf
+            na = np.argpartition(-sa, k - 1, axis=1)[:, :k]
+            nb = np.argpartition(-sb, k - 1, axis=1)[:, :k]
+            agree += sum(len(set(x) & set(y)) / k for x, y in zip(na.tolist(), nb.tolist()))
+    return pairs, (agree / n if k >= 1 else float("nan"))
+
+
+def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
+    """Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ (candidate −
+    reference, ×100) with its 95% interval."""
+    from ...exams.geometry import table1_row
+    from ...exams.statistics import percentile_interval, resample_exam1
+
+    r, c = table1_row(ref_exam1.cells), table1_row(cand_exam1.cells)
+    changed = [f"{x.quantity}/{x.range_name}" for x, y in zip(ref_exam1.cells, cand_exam1.cells) if x.tau != y.tau]
+    out = dict(zip(PHYSSCORE_KEYS, (r["tau"], c["tau"], r["pacc"], c["pacc"], c["tau"] - r["tau"], changed,
+                                    None, None)))
+    if resamples:
+        values = [np.asarray(x.values, dtype=np.float64) for x in ref_exam1.cells]
+        rows = [[np.asarray(ex.heatmaps[x.key][0], dtype=np.float64) for x in ex.cells]
+                for ex in (ref_exam1, cand_exam1)]
+        ta = resample_exam1(rows[0], resamples, values).table1()[0]
+        tb = resample_exam1(rows[1], resamples, values).table1()[0]
+        out["delta_tau_ci_low"], out["delta_tau_ci_high"] = percentile_interval(tb - ta)
+    return out
+
+
+def compare_tokenizations(texts: list[str], reference: list[list[int]], candidate: list[list[int]],
+                          examples: int = 3) -> dict[str, Any]:
+    """How two tokenizers' ids of the same ``texts`` compare: how many were compared, how many the candidate
+    tokenizes into other ids (``differ``), how many into the same ids cut at another length (``truncated``), and
+    the first few differing ones (text, both sides' first ids and their counts)."""
+    differ, truncated = 0, 0
+    shown: list[dict[str, Any]] = []
+    for text, a, b in zip(texts, reference, candidate):
+        if list(a) == list(b):
+            continue
+        n = min(len(a), len(b))
+        if list(a[:n]) == list(b[:n]):
+            truncated += 1
+            continue
+        differ += 1
+        if len(shown) < examples:
+            shown.append({"text": _short(text), "reference_ids": list(a[:12]), "candidate_ids": list(b[:12]),
+                          "reference_tokens": len(a), "candidate_tokens": len(b)})
+    return {"compared": len(texts), "differ": differ, "truncated": truncated, "examples": shown}
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A text as a report names it: long ones cut, with their length."""
+    return text if len(text) <= limit else f"{text[:limit - 20]}… ({len(text)} characters)"

@@ -1,0 +1,116 @@
+"""One model of a sweep: planned once (``fasteval.core.plan``), skipped when its folder is done under the same
+settings, else run and written atomically to ``OUT/<model_id>/<key>/``.
+
+The key hashes everything that changes a number: the model's content and ONNX hashes, provider, dtype, pooling,
+normalisation, prompt, batch settings, the similarity, the exams and the protocol version. ``results.json``
+carries the key and the settings in clear, so a folder whose file is missing, corrupt or made under other
+settings is never taken as done.
+
+Core never loads a model: the caller passes ``loader(name, **options) -> encoder`` (the CLI passes
+``fasteval.models.loader.load_model``), which keeps a job usable with any encoder factory and picklable for
+remote executors. Both executors (``sweep.run_sweep`` here, ``ray_executor`` on a cluster) run ``run_job``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import InitVar, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import protocol as P
+from ..choices import DEFAULT_RESAMPLES, OVERWRITE, check_choice
+from ..io import check_writable, clean_stale
+from ..plan import Scoring, plan, run, scoring
+from ..results.files import write_result
+from ..results.model import RESULT_FILE
+from ..results.read import finished_key
+from ..cache import embedding_cache, verified
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One model with its load options (passed to the loader) and what it is scored on: ``scoring``, validated
+    as the job is made (a bad protocol file or exam fails before anything runs), from the asked values
+    (protocol, exams, similarity, --normalize-quantities, bootstrap) or a Scoring made once for many jobs."""
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+    exams: InitVar[Iterable[int | str] | None] = None  # None: the paper's exams the protocol supports
+    metric: InitVar[str] = "cos"
+    normalize_quantities: InitVar[bool] = False  # rewrite every text to its canonical form before the encoder
+    bootstrap: InitVar[int] = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
+    protocol: InitVar[Any] = None  # a built-in's name, a protocol file, a Protocol, or None (the paper's)
+    scoring: Scoring | None = None
+
+    def __post_init__(self, exams, metric, normalize_quantities, bootstrap, protocol) -> None:
+        if self.scoring is None:
+            self.scoring = scoring(exams=exams, metric=metric, protocol=protocol,
+                                   normalize_quantities=normalize_quantities, bootstrap=bootstrap)
+        self.options = dict(self.options)  # the job's own (a caller's dict is never shared between jobs)
+
+
+@dataclass
+class Outcome:
+    model: str
+    status: str  # "done" | "skipped" | "failed"
+    path: Path | None = None
+    message: str = ""
+    seconds: float = 0.0
+    result: Any = None  # the ModelResult, for a model computed in this process
+
+
+def clean_stale_staging(out: Path) -> None:
+    """What killed runs left in the results folders (``core.io.clean_stale``: only a dead owner's, recovering a
+    result a kill left between two renames); a concurrent sweep's live staging stays."""
+    for folder in [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]:
+        clean_stale(folder)
+
+
+def prepare_out(out: Path, overwrite: str) -> Path:
+    """What every executor does first: check the overwrite rule, make sure ``out`` is writable (absolute: a
+    Ray worker's working directory is not the caller's), and remove staging folders a killed run left there."""
+    check_choice(overwrite, OVERWRITE, "overwrite strategy", "--overwrite")
+    out = check_writable(out).resolve()
+    clean_stale_staging(out)
+    return out
+
+
+def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
+            cache_root: Path | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
+    """Load and plan the model, decide skip/redo from the result key, run the exams, write the folder atomically.
+
+    Deciding needs only the encoder's settings (hashes remembered by size and mtime, the provider it will
+    use), not a session: a fasteval encoder starts onnxruntime at its first encode, so a skipped model costs
+    no session and no export.
+    """
+    start = time.perf_counter()
+    planned = plan(loader(job.model, **job.options), job.scoring)
+    folder = out / P.model_id(planned.name) / planned.key
+    done = finished_key(folder) if overwrite != "always" and folder.exists() else None
+    served = bool(planned.settings.get("deployment"))
+    if done == planned.key and not served:  # a local model is its content hashes: done, with no session started
+        return Outcome(planned.name, "skipped", folder, "already done under the same settings")
+    cache = embedding_cache(planned.settings, cache_root)
+    table, changed = verified(cache, planned, finished=done is not None)  # changed: a served result, no longer its own
+    if done == planned.key and changed is None:
+        return Outcome(planned.name, "skipped", folder, "already done under the same settings")
+    if overwrite == "never" and folder.exists():
+        return Outcome(planned.name, "skipped", folder, "a result folder exists (--overwrite never)")
+    if changed is not None:
+        log.warning("%s: the deployment says what it said, but %s; redoing its result", planned.name, changed)
+    elif overwrite != "always" and folder.exists():
+        log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
+    cached = len(table)
+    try:
+        result = run(planned, table, on_step)
+    finally:  # what was embedded, a failed run's too (a server that died): a rerun resumes from it
+        ran = planned.settled()  # the GPU it was offered fell back to the CPU: the numbers go under what ran
+        if len(table) > cached:
+            cache.save(ran.embedding_key, table)
+    result.settings = {**ran.settings, "key": ran.key}
+    folder = write_result(out / P.model_id(ran.name) / ran.key, result, ran.key)
+    return Outcome(ran.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
+                   time.perf_counter() - start, result)
