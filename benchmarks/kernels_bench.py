@@ -36,7 +36,8 @@ def _kernel_tau(ctx: Ctx, rng, runs: int) -> list[Line]:
     Y = np.round(Y, 3)  # some ties, as similarities rounded to float32 have
     tf, tg = alternate(lambda: kendall_tau_b_rows(X, Y),
                        lambda: [kendalltau(x, y).statistic for x, y in zip(X, Y)], max(2, runs // 2))
-    d = max_abs(kendall_tau_b_rows(X[:2000], Y[:2000]), [kendalltau(x, y).statistic for x, y in zip(X[:2000], Y[:2000])])
+    d = max_abs(kendall_tau_b_rows(X[:2000], Y[:2000]),
+                [kendalltau(x, y).statistic for x, y in zip(X[:2000], Y[:2000])])
     lines.append(Line("kernels", f"Kendall tau-b, {m:,} rows of 21 values (many small heatmaps)", med(tf), med(tg),
                       "scipy.stats.kendalltau in a loop", f"max |diff| {d:.1e} (first 2,000 rows vs scipy)",
                       d < 1e-12, 20.0, "batched tau >= 20x the scipy loop",
@@ -91,7 +92,8 @@ def _kernel_levenshtein(ctx: Ctx, rng, runs: int) -> list[Line]:
         equal = bool(np.array_equal(ours(), process.cpdist(left, right, scorer=Levenshtein.distance, workers=-1)))
         exam = name.startswith("Exam")
         lines.append(Line("kernels", f"Levenshtein, {name}: {n} strings, {len(i):,} pairs", med(tf_all), times[best],
-                          f"RapidFuzz {best} (fastest of {', '.join(f'{k} {v * 1e3:.2f} ms' for k, v in times.items())})",
+                          f"RapidFuzz {best} (fastest of "
+                          f"{', '.join(f'{k} {v * 1e3:.2f} ms' for k, v in times.items())})",
                           "all distances equal" if equal else "DISTANCES DIFFER", equal,
                           1.0 if exam else None, "Levenshtein >= RapidFuzz on the exam's pairs" if exam else "",
                           {"peer_medians": times}))

@@ -157,7 +157,8 @@ def _line(ctx: Ctx, label: str, proxy: Deployment, peer: list[str]) -> Line:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     ours = subprocess.run([sys.executable, "-c", "from fasteval.cli.main import main; main()", "drift", str(ctx.folder),
-                           proxy.url, "--json", "-q", "--provider", "cpu"], capture_output=True, text=True, env=ctx.env())
+                           proxy.url, "--json", "-q", "--provider", "cpu"],
+                          capture_output=True, text=True, env=ctx.env())
     ours_s = time.perf_counter() - start
     start = time.perf_counter()
     theirs = subprocess.run([*peer, "compare", "--model", str(ctx.folder), "--tei", proxy.root, "--device", "cpu",

@@ -36,11 +36,12 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
            f"{meta['load_before']} / {meta['load_after']} on {m['cores']} cores"
            + (" — **a busy machine: treat these numbers as noisy**." if (meta['load_before'] or 0) > 0.5 * m['cores']
               or (meta['load_after'] or 0) > 0.5 * m['cores'] else ".")
-           + "".join((f" The sections {', '.join(k['sections'])} were not rerun: their lines are" if len(k['sections']) > 1
-                      else f" The section {k['sections'][0]} was not rerun: its lines are")
+           + "".join((f" The sections {', '.join(k['sections'])} were not rerun: their lines are"
+                      if len(k['sections']) > 1 else f" The section {k['sections'][0]} was not rerun: its lines are")
                      + f" from the run of {k['date']} on {k['machine']}." for k in meta.get("kept") or []), "",
            "## Machine and versions", "",
-           f"- CPU: {m['cpu']} ({', '.join(m.get('simd') or ['no flags read'])}), {m['cores']} usable cores, {m['ram_gib']} GiB RAM; {m['os']}",
+           f"- CPU: {m['cpu']} ({', '.join(m.get('simd') or ['no flags read'])}), {m['cores']} usable cores, "
+           f"{m['ram_gib']} GiB RAM; {m['os']}",
            f"- Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v), "",
            "## Targets", "", "| target | line | measured | met |", "|---|---|---|---|"]
     for ln in lines:
@@ -84,7 +85,8 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
                 f, p = ln.detail.get("fasteval"), ln.detail.get("peer")
                 if f and p:
                     out += ["", "| peak memory (child process, MiB) | baseline | peak | growth |", "|---|---|---|---|",
-                            f"| fasteval | {f['rss_base_mib']:.0f} | {f['rss_peak_mib']:.0f} | {f['rss_growth_mib']:.0f} |",
+                            f"| fasteval | {f['rss_base_mib']:.0f} | {f['rss_peak_mib']:.0f} | "
+                            f"{f['rss_growth_mib']:.0f} |",
                             f"| numpy + scipy | {p['rss_base_mib']:.0f} | {p['rss_peak_mib']:.0f} | "
                             f"{p['rss_growth_mib']:.0f} |"]
     out += ["", NOTES_MARK, ""]

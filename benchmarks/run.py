@@ -1,7 +1,8 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--only e2e,encode,kernels,scale,startup,statistics,check,int8,served,drift]
-                                       [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
+    .venv/bin/python benchmarks/run.py [--quick]
+        [--only e2e,encode,kernels,scale,startup,statistics,check,int8,served,drift]
+        [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
 benchmarks/results.json. Every line times fasteval and its peer alternately (so load on the machine falls on
@@ -26,9 +27,9 @@ Sections:
   and a changed tokenizer; a batch-dependent copy): what each catches, and how long each takes;
 - evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
 
-One module per section (e2e.py, encode.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py, check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py),
-the
-shared harness (harness.py) and the Markdown writer (results_md.py).
+One module per section (e2e.py, encode.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py,
+check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py), the shared harness (harness.py)
+and the Markdown writer (results_md.py).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, cast
 
 import typer
 
@@ -24,7 +24,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
     """A str Enum over one of the choices of fasteval.core.choices (typer shows and checks its values)."""
-    return Enum(name, [(v.replace("-", "_"), v) for v in values], type=str)
+    return cast(type[Enum], Enum(name, [(v.replace("-", "_"), v) for v in values], type=str))
 
 
 Provider = _choice_enum("Provider", choices.PROVIDERS)

@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -255,7 +255,7 @@ def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> It
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "results") -> Path:
+def write_result_folder(dest: Path, files: Mapping[str, str | bytes], what: str = "results") -> Path:
     """Write ``files`` (relative name -> text or bytes) as the folder ``dest``, all at once (``staged_folder``);
     an existing ``dest`` is replaced whole."""
     with staged_folder(dest, what=what) as staging:
@@ -269,7 +269,7 @@ def write_result_folder(dest: Path, files: dict[str, str | bytes], what: str = "
     return Path(dest).expanduser()
 
 
-def write_output_folder(dest: Path, files: dict[str, str | bytes], what: str, marker: str) -> Path:
+def write_output_folder(dest: Path, files: Mapping[str, str | bytes], what: str, marker: str) -> Path:
     """``write_result_folder`` for a folder the user names (``--out`` of report, compare, drift): it refuses to
     replace a folder that we did not write, one that is neither empty nor an earlier output of this kind
     (holding ``marker``: report.html, comparison.csv, drift.json) or that holds a result."""

@@ -12,6 +12,7 @@ import json
 import logging
 import shutil
 import time
+from typing import Any
 from pathlib import Path
 
 from ..core.choices import DTYPES, check_choice
@@ -72,7 +73,7 @@ def _dense_to_npz(src: Path, target: Path) -> None:
         raise ModelError(f"The Dense weights in {src} are not tensors.", "repair or re-download the model folder.") \
             from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(target, **arrays)
+    np.savez(target, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as its allow_pickle
 
 
 def _safe_torch_load(path: Path):
@@ -235,7 +236,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
 # the instruction set; per-channel scales lift the mean cosine to fp32 from 0.947 to 0.989 on all-MiniLM-L6-v2
 # and from 0.738 to 0.870 on all-mpnet-base-v2 at the same speed (benchmarks/RESULTS.md, int8). Recorded in
 # fasteval_export.json: an entry made with other settings is quantized again.
-INT8_QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "reduce_range": True}
+INT8_QUANTIZATION: dict[str, Any] = {"weight_type": "QInt8", "per_channel": True, "reduce_range": True}
 
 
 def int8_quantize_kwargs() -> dict:
@@ -258,7 +259,8 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, out: Path |
         return dest
     if dest.exists():
         if out is not None and any(dest.iterdir()):
-            raise ModelError(f"{dest} exists and is not an empty folder.", "pass a new --out folder, or delete that one.")
+            raise ModelError(f"{dest} exists and is not an empty folder.",
+                             "pass a new --out folder, or delete that one.")
         if out is None and not intact:
             warn_rebuilt("int8 export", dest, "no intact record")
         _discard(dest)

@@ -4,6 +4,8 @@ Every function takes token embeddings ``(batch, seq, dim)`` float32 and the atte
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .folder import DenseLayer, PoolingConfig
@@ -64,7 +66,7 @@ def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig) -> np.ndar
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
-_ACTIVATIONS = {
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "Identity": lambda x: x,
     "Tanh": np.tanh,
     "ReLU": lambda x: np.maximum(x, 0),

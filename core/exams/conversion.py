@@ -13,6 +13,7 @@ For each of the paper's 11 unit pairs (A, B) and each of its 40 A values, the si
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class ConversionResult:
         return {key: float(np.mean([getattr(r, key) for r in self.rows])) for key in SUMMARY_KEYS}
 
 
-def score_pair(sims: np.ndarray, trap_sims: np.ndarray) -> dict[str, float]:
+def score_pair(sims: np.ndarray, trap_sims: np.ndarray) -> dict[str, Any]:
     """The scores of one pair from its (n, n) A x B similarity matrix (equivalents on the diagonal) and the
     (n,) similarities of each A text to its trap."""
     n = sims.shape[0]

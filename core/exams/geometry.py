@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import comb, isnan
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class Exam1Result:
                    variant_intervals=d.get("variant_intervals") or {},
                    digits_words_texts=d.get("digits_words_texts") or {})
 
-    def summary(self) -> dict[str, float | None]:
+    def summary(self) -> dict[str, Any]:
         """Table 1 row: tau and PACC means x100, their sample std (ddof=1) over cells, AVG (PROTOCOL.md 1.5);
         then the extensions: the bootstrap intervals (x100) and the variants with their random baselines;
         in a protocol with variants, ``by_variant``: each variant's row and its alignment (x100)."""
@@ -155,10 +156,13 @@ def round_half_up(x: Fraction | float | None, digits: int = 2) -> float | None:
     return sign * int(abs(q) + Fraction(1, 2)) / 10 ** digits
 
 
-def table1_row(cells: list[CellResult]) -> dict[str, float | None]:
+def table1_row(cells: list[CellResult]) -> dict[str, Any]:
     taus = np.array([c.tau for c in cells], dtype=float)
     paccs = np.array([c.pacc for c in cells], dtype=float)
     tau_exact, pacc_exact = _mean_exact(cells, "tau"), _mean_exact(cells, "pacc")
+    tau100: Fraction | float
+    pacc100: Fraction | float
+    avg: Fraction | float
     if tau_exact is not None and pacc_exact is not None:
         tau100, pacc100 = tau_exact * 100, pacc_exact * 100
         avg = (tau100 + pacc100) / 2
@@ -243,7 +247,7 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     for i, c in enumerate(cells):
         by_n.setdefault(len(c.values), []).append(i)
     taus, paccs = np.empty(len(cells)), np.empty(len(cells))
-    for n, idx in by_n.items():
+    for idx in by_n.values():
         values = np.stack([cells[i].values for i in idx])
         anchor_sims = np.stack([matrices[i][0].astype(np.float64) for i in idx])
         # tau = kendalltau(values, -s); PACC: the smaller value must have the strictly larger similarity. A pair
@@ -341,7 +345,7 @@ def text(result: Exam1Result) -> str:
     return "\n".join(lines)
 
 
-def mteb_scores(result: Exam1Result) -> dict[str, float]:
+def mteb_scores(result: Exam1Result) -> dict[str, float | None]:
     s = result.summary()
     scores = {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"], "avg": s["avg"] / 100}
     for quantity in dict.fromkeys(c.quantity for c in result.cells):

@@ -127,8 +127,9 @@ def text(result: Exam2Result) -> str:
     return "\n".join(lines + result.notes)
 
 
-def mteb_scores(result: Exam2Result) -> dict[str, float]:
-    scores = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau for r in result.rows}
+def mteb_scores(result: Exam2Result) -> dict[str, float | None]:
+    scores: dict[str, float | None] = {f"{r.reference}_{r.group_type}_{r.group}".replace("-", "_"): r.tau
+                                       for r in result.rows}
     scores["kendall_tau"] = next(r.tau for r in result.rows if r.group == "all" and r.reference == "num_dist")
     return scores
 

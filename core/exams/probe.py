@@ -68,7 +68,7 @@ def _anchor_rows(test: np.ndarray):
 
 
 def run_exam3(table: EmbeddingTable, metric: str = "cos",
-              similarities: dict[tuple[str, str], np.ndarray] | None = None) -> Exam3Result:
+              similarities: dict[str, np.ndarray] | None = None) -> Exam3Result:
     """Fit one probe per (range, split) pooled over quantities; score probe and similarity per anchor.
 
     ``similarities``: (quantity, range) -> n x n similarity matrix, when Exam 1 computed them already.
@@ -86,7 +86,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
         splits = [P.probe_split(n, s) for s in range(P.PROBE_N_SPLITS)]
         # Training sets: one pooled design matrix per split.
         Xs, ys = [], []
-        for test, train in splits:
+        for _test, train in splits:
             a, b = _pairs(train)
             # float32 features, as the paper fed RidgeCV (which solves in float64, returns float32 coef).
             Xs.append(np.concatenate([np.abs(embeddings[(q, range_name)][a] - embeddings[(q, range_name)][b])
@@ -112,7 +112,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
         keys_arr = np.array([f"{q}|{s}" for q, s in keys])
         n_test, n_train = len(splits[0][0]), len(splits[0][1])
         for q in P.QUANTITIES:
-            per_split = {name: [] for name in ("tp", "ts", "pp", "ps")}
+            per_split: dict[str, list[float]] = {name: [] for name in ("tp", "ts", "pp", "ps")}
             for s in range(P.PROBE_N_SPLITS):
                 m = keys_arr == f"{q}|{s}"
                 per_split["tp"].append(_nanmean(tau_probe[m]))
@@ -166,10 +166,11 @@ def text(result: Exam3Result) -> str:
     return "\n".join(lines)
 
 
-def mteb_scores(result: Exam3Result) -> dict[str, float]:
+def mteb_scores(result: Exam3Result) -> dict[str, float | None]:
     s = result.summary()
     return {"kendall_tau": s["kendall_mean"], "pairwise_accuracy": s["pairwise_mean"],
-            "kendall_tau_similarity": s["kendall_cosine_mean"], "pairwise_accuracy_similarity": s["pairwise_cosine_mean"]}
+            "kendall_tau_similarity": s["kendall_cosine_mean"],
+            "pairwise_accuracy_similarity": s["pairwise_cosine_mean"]}
 
 
 def _run(inputs: ExamInputs) -> Exam3Result:

@@ -84,9 +84,9 @@ class Resampled:
         pacc = self.paccs[rows].mean(axis=0) * 100
         return tau, pacc, (tau + pacc) / 2
 
-    def intervals(self, cells: list[int] | None = None) -> dict[str, float]:
+    def intervals(self, cells: list[int] | None = None) -> dict[str, float | None]:
         """``tau_ci_low``, ``tau_ci_high``, ... ``avg_ci_high`` (×100) of the mean of ``cells`` (default all)."""
-        out = {}
+        out: dict[str, float | None] = {}
         for name, samples in zip(("tau", "pacc", "avg"), self.table1(cells)):
             out[f"{name}_ci_low"], out[f"{name}_ci_high"] = percentile_interval(samples)
         return out

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import float64, njit
-from numba.types import Tuple
+from numba.types import Tuple  # type: ignore[attr-defined]
 from scipy.linalg import lapack
 
 from ..errors import InputError

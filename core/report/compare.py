@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -116,7 +117,7 @@ def anchor_rows(entry: LoadedResult) -> list[np.ndarray] | None:
 
 def cell_values(exam1) -> list[np.ndarray | None]:
     """Each cell's values: recorded in the cell, or (results written before cells recorded them) the paper's."""
-    out = []
+    out: list[np.ndarray | None] = []
     for cell in exam1.cells:
         if cell.values is not None:
             out.append(np.asarray(cell.values, dtype=np.float64))
@@ -131,7 +132,8 @@ def comparable(entries: list[LoadedResult], notes: list[str] | None = None
                ) -> tuple[list[tuple[LoadedResult, list[np.ndarray]]], list[str], str]:
     """The entries that can be compared: with Exam 1 and its similarity rows, in the largest group of one
     protocol and similarity. The others are returned as lines saying why they were skipped."""
-    usable, skipped = [], []
+    usable: list[tuple[LoadedResult, list[np.ndarray]]] = []
+    skipped: list[str] = []
     for e in entries:
         rows = anchor_rows(e)
         twin = next((u for u, u_rows in usable if u.result.model_id == e.result.model_id
@@ -173,7 +175,9 @@ def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
                          + (f" ({len(skipped)} skipped)" if skipped else "") + ".",
                          "run `fasteval sweep --exams 1` on two or more models into one --out folder.")
     taus = {e.label: float(table1_row(e.result.exams["exam1"].cells)["tau"]) for e, _ in members}
-    resampled = {e.label: resample_exam1(rows, resamples, cell_values(e.result.exams["exam1"])).table1()[0]
+    # comparable() keeps the entries whose every cell has its values
+    resampled = {e.label: resample_exam1(rows, resamples,
+                                         cast(list[np.ndarray], cell_values(e.result.exams["exam1"]))).table1()[0]
                  for e, rows in members}
 
     def paired(a: LoadedResult, b: LoadedResult) -> PairComparison:

@@ -128,8 +128,9 @@ def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
 
 
 def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
-    """Label = the model's own name (all-MiniLM-L6-v2) and, in brackets, what sets the run apart ("[normalized]", "[l2]", "[prompt 'query: ']",
-    "[multilingual]"); where several results still share one, the folder path relative to the root."""
+    """Label = the model's own name (all-MiniLM-L6-v2) and, in brackets, what sets the run apart ("[normalized]",
+    "[l2]", "[prompt 'query: ']", "[multilingual]"); where several results still share one, the folder path relative
+    to the root."""
     groups: dict[str, list[ModelResult]] = {}
     for _, r in loaded:
         groups.setdefault(r.model_id, []).append(r)
