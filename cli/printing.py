@@ -85,6 +85,34 @@ def print_summary(outcomes) -> None:
              f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
+def print_plan(plan) -> None:
+    """``fasteval sweep --dry-run``: one line per model (``models.needs.Needs``), then the ones this machine
+    cannot export and the ways out."""
+    def gb(n):
+        return "?" if n is None else f"{n / 1024 ** 3:.1f}"
+
+    def params(n):
+        return "?" if n is None else (f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M")
+
+    echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'cached':<13} "
+         f"{'this machine':<13} notes")
+    for n in plan:
+        cached = "exported" if n.exported and n.source != "served" else ("yes" if n.cached else "no")
+        here = {True: "fits", False: "too small", None: "?"}[n.fits] if n.source != "served" else "served"
+        notes = "; ".join(x for x in ("gated" if n.gated else "", "remote code" if n.remote_code else "",
+                                      f"prompts: {n.prompts}" if n.prompts else "") if x)
+        echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
+             f"{gb(n.peak_bytes):>8} {cached:<13} {here:<13} {notes}")
+    memory = next((n.memory for n in plan if n.memory), None)
+    echo(f"\nPeak: the memory an export takes (about 3x the {plan[0].dtype if plan else 'fp32'} weights), or the "
+         f"weights' when the export is cached; this machine has {gb(memory)} GB.")
+    refused = [n for n in plan if n.refusal]
+    for n in refused:
+        echo(f"left out: {n.refusal}")
+    if refused:
+        echo(f"  ways out: {refused[0].ways_out}")
+
+
 def short_unit(unit: str) -> str:
     """pint's abbreviation of a unit name ("kilometer" -> "km")."""
     from ..core.quantities import registry

@@ -64,6 +64,10 @@ def sweep(
     request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
     retries: Retries = choices.SERVED_RETRIES,
     tokenizer: TokenizerPath = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the plan and stop: per model its source, parameters, weights, the memory its export "
+                          "takes, cached or not, gated, remote code, prompts, and whether this machine can run it "
+                          "(--model paper: the paper's 24).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
 ) -> None:
     """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
@@ -73,20 +77,16 @@ def sweep(
     with user_errors("finished models are kept, the interrupted one is redone on rerun."):
         set_quiet(quiet)
         from . import printing
-        from ..core.io import check_writable
-
-        from ..core.io import read_models_file
+        from ..core.io import check_writable, read_models_file
         from ..core.plan import scoring
         from ..core.runs.job import Job
+        from ..models.registry import DEFAULT_MODEL, expand_names
 
         # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
         chosen = scoring(exams=exams, metric=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
                          bootstrap=bootstrap)
-        out = check_writable(out)
-        from ..models.registry import DEFAULT_MODEL
-
         names = list(model or []) + (read_models_file(models_file) if models_file else [])
-        names = list(dict.fromkeys(names or [DEFAULT_MODEL]))
+        names = expand_names(names or [DEFAULT_MODEL])
         if shard is not None:
             from ..core.runs.sweep import shard_of
 
@@ -94,6 +94,12 @@ def sweep(
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
             if not names:
                 return
+        if dry_run:
+            from ..models.needs import needs_of
+
+            printing.print_plan([needs_of(name, dtype.value) for name in names])
+            return
+        out = check_writable(out)
 
         def options() -> dict:  # each job its own (a served model's progress callback is set per job)
             return {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
@@ -190,8 +196,17 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
             else:
                 typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
 
-        return run_sweep(jobs, out, load_model, overwrite, fasteval_home(), on_model=on_model, on_step=on_step,
-                         executor=executor, address=address)
+        # the embedding cache: this machine's; on Ray each node's own (None), as nodes need not share a disk
+        cache_root = fasteval_home() if executor == "local" else None
+        return run_sweep(jobs, out, load_model, overwrite, cache_root, on_model=on_model, on_step=on_step,
+                         executor=executor, address=address, memory_of=_peak_memory)
+
+
+def _peak_memory(job) -> int | None:
+    """What a job's model needs at its peak, known before its download (``models.needs``): what its Ray task asks."""
+    from ..models.needs import needs_of
+
+    return needs_of(job.model, job.options.get("dtype", "fp32")).peak_bytes
 
 
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")

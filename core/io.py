@@ -148,8 +148,9 @@ def _owner_alive(name: str) -> bool:
 
 
 def _test_hook(point: str) -> None:
-    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill" or "POINT:sleep=SECONDS"): a SIGKILL or a
-    pause at a named point of the staged writer, as a crash or a slow disk would. Unset, it does nothing."""
+    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill", "POINT:sleep=SECONDS" or "POINT:wait=PATH"):
+    a SIGKILL, a pause, or a wait until PATH exists (two minutes at most) at a named point (of the staged writer; an
+    export once its cache was checked), as a crash, a slow disk or another process would. Unset, it does nothing."""
     hook = os.environ.get("FASTEVAL_TEST_HOOK", "")
     name, _, action = hook.partition(":")
     if name != point:
@@ -162,6 +163,12 @@ def _test_hook(point: str) -> None:
         import time
 
         time.sleep(float(action.split("=", 1)[1]))
+    elif action.startswith("wait="):
+        import time
+
+        deadline = time.monotonic() + 120
+        while not Path(action.split("=", 1)[1]).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def clean_stale(folder: Path) -> None:

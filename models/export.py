@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.choices import DTYPES, check_choice
 from ..core.errors import ModelError, OutputError, first_line, warn_rebuilt
-from ..core.io import staged_folder
+from ..core.io import _test_hook, staged_folder
 from .folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,27 @@ def cuda_usable() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _refuse_custom_code(folder: ModelFolder) -> None:
+    """One line, before any export starts, for a folder whose architecture is custom code (its config.json maps
+    its classes to the folder's own modules, ``auto_map``, for a model type transformers does not have:
+    nomic-embed-text's ``nomic_bert``): Optimum exports only the architectures it knows, and fasteval runs no
+    remote code. The route that works is a server: llama.cpp serves nomic-embed-text from its GGUF."""
+    try:
+        config = json.loads((folder.transformer_path / "config.json").read_text())
+    except (OSError, ValueError):
+        return
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not model_type or "auto_map" not in config:
+        return
+    from transformers import CONFIG_MAPPING
+
+    if model_type not in CONFIG_MAPPING:
+        raise ModelError(f"{folder.path.name} is a {model_type} model, whose architecture is custom code "
+                         "(trust_remote_code): Optimum cannot export it to ONNX, and fasteval runs no remote code.",
+                         "serve it and pass --model URL: llama.cpp serves its GGUF (llama-server -m MODEL.gguf "
+                         "--embeddings --port 8080, then --model http://127.0.0.1:8080/v1).")
+
+
 def _exporter(folder: ModelFolder):
     """Optimum's main_export, or one line saying why it cannot be had: the export extra is not installed, or it
     is but cannot be imported beside what else is installed (a version conflict: sentence-transformers 6, which
@@ -196,11 +217,15 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         raise ModelError("fp16 export needs a CUDA GPU, and torch sees none here.",
                          "export fp32 (the default), or run on a machine with an NVIDIA GPU and a CUDA build "
                          "of torch.")
+    _test_hook("export-checked")
+    _refuse_custom_code(folder)
     main_export = _exporter(folder)
     log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()
-    if dest.exists():  # an empty --out folder: the staged export takes its place
-        dest.rmdir()
+    if dest.exists():
+        if out is None:  # another process finished this very export meanwhile (a shared cache): take it
+            return export(folder, cache_root, dtype)
+        dest.rmdir()  # an empty --out folder: the staged export takes its place
     weights = folder.transformer_path
     if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
         _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle is one line, not TensorFlow's

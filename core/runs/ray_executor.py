@@ -1,9 +1,13 @@
 """The Ray executor: one Ray task per model; Ray schedules, this module only submits and gathers.
 
 Each task is ``run_job`` on a worker, so the result folders, their keys and the resume semantics are the
-local executor's (``job.py``): the same ``OUT/<model_id>/<key>/`` folders, written atomically,
-skipped when done under the same settings. On a cluster of several machines, ``out`` and ``cache_root``
-must be paths every node can write (a shared file system) and the loader's cache (``FASTEVAL_HOME``) too.
+local executor's (``job.py``): the same ``OUT/<model_id>/<key>/`` folders, skipped when done under the same
+settings. No node needs the driver's disk: the driver surveys ``out`` (which folders are there, under which key
+each was finished) and sends that with each task; the task computes on its node and returns the result files,
+which the driver writes under ``out`` with the staged writer. Each node keeps its own caches: the models it
+fetches and exports under its own ``FASTEVAL_HOME`` (the environment its ``ray start`` had) and, unless
+``cache_root`` names a path every node can use, its embedding cache there too. A worker lost mid-task leaves
+nothing under ``out``: the model is "failed" and a rerun computes it.
 
 Ray is an optional extra (``pip install 'fasteval[ray]'``) imported only when this executor runs.
 """
@@ -11,30 +15,34 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..choices import public_model
 from ..errors import FastevalError, InputError, first_line
-from .job import Job, Outcome, prepare_out, run_job
+from .job import Job, Outcome, ResultFolders, ShippedFolders, prepare_out, run_job
 
 # How long a HOST:PORT address may take to accept a TCP connection before we call it dead (Ray itself
 # retries for minutes).
 CONNECT_TIMEOUT_S = 5.0
 
 
-def _run_job_remote(job: Job, out: Path, loader: Callable[..., Any], overwrite: str,
-                    cache_root: Path | None) -> Outcome:
-    """``run_job`` as a Ray task: a FastevalError becomes a "failed" outcome (as in the local executor), and
-    the in-memory result stays on the worker (the result folder is what counts; shipping it back costs)."""
+def _run_job_remote(job: Job, out: Path, surveyed: dict[str, str | None], loader: Callable[..., Any],
+                    overwrite: str, cache_root: Path | None) -> tuple[Outcome, dict[str, dict[str, str]]]:
+    """``run_job`` as a Ray task, on whichever node Ray picks: skip or redo decided from the driver's ``survey``
+    of ``out``, the embedding cache under ``cache_root`` or the node's own FASTEVAL_HOME, and the result files
+    returned (``model_id/key`` -> files) for the driver to write. A FastevalError becomes a "failed" outcome (as
+    in the local executor); the in-memory result stays on the worker (its files are what counts)."""
+    from ..io import fasteval_home
+
+    folders = ShippedFolders(out, surveyed)
     try:
-        outcome = run_job(job, out, loader, overwrite, cache_root)
+        outcome = run_job(job, folders, loader, overwrite, cache_root if cache_root is not None else fasteval_home())
     except FastevalError as err:
-        return Outcome(public_model(job.model), "failed", None, str(err))
+        return Outcome(public_model(job.model), "failed", None, str(err)), {}
     outcome.result = None
-    return outcome
+    return outcome, folders.shipped
 
 
 def _import_ray():
@@ -97,19 +105,24 @@ def _gpus_per_task(ray, job: Job, num_gpus_per_task: float | None) -> float:
 def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
                   cache_root: Path | None = None, address: str | None = None,
                   num_gpus_per_task: float | None = None,
-                  on_model: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+                  on_model: Callable[[Outcome], None] | None = None,
+                  memory_of: Callable[[Job], int | None] | None = None) -> list[Outcome]:
     """Run ``jobs`` as one Ray task each and return their outcomes in job order (as ``run_sweep`` does).
 
+    ``cache_root``: the embedding cache, a path every node can use; None: each node's own FASTEVAL_HOME.
     ``address`` names a running cluster; without it Ray's own rule applies (``RAY_ADDRESS``, else a cluster
     started with ``ray start`` on this machine, else a new local one). A cluster or connection this call
     made is shut down at the end; one the caller already holds (``ray.init`` before) is left alone.
     ``num_gpus_per_task`` overrides the default (one GPU per task when the cluster has GPUs, e.g. 0.5 to put
     two models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as
-    each model finishes, in finishing order.
+    each model finishes, in finishing order. ``memory_of(job)``: the bytes of memory a job's model needs at its
+    peak (``fasteval.models.needs``; None: not known), asked of Ray for its task, so two large models never land
+    on one small node; a job that needs more than the largest node has is "failed" at once, in one line.
     """
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
     out = prepare_out(out, overwrite)
+    here = ResultFolders(out)
     cache_root = None if cache_root is None else Path(cache_root).expanduser().resolve()
     if not jobs:
         return []
@@ -121,17 +134,29 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
         if max(gpus.values()) > have:
             raise InputError(f"Each Ray task asks for {max(gpus.values())} GPU but the cluster has {have}.",
                              "pass a smaller num_gpus_per_task, or use a cluster with GPUs.")
-        # The loader reads FASTEVAL_HOME (exported models): a worker must see the caller's.
-        env = {k: os.environ[k] for k in ("FASTEVAL_HOME",) if k in os.environ}
+        surveyed = here.survey()
         task = ray.remote(_run_job_remote)
-        refs = {task.options(num_gpus=gpus[i], runtime_env={"env_vars": env} if env else None)
-                .remote(job, out, loader, overwrite, cache_root): i for i, job in enumerate(jobs)}
         outcomes: list[Outcome | None] = [None] * len(jobs)
+        memory = {i: memory_of(job) if memory_of else None for i, job in enumerate(jobs)}
+        largest = max((n.get("Resources", {}).get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
+        refs = {}
+        for i, job in enumerate(jobs):
+            need = memory[i]
+            if need and largest and need > largest:  # Ray would wait for such a node for ever
+                name = public_model(job.model)
+                refused = outcomes[i] = Outcome(name, "failed", None, f"{name} needs about {need / 1024 ** 3:.1f} GB "
+                                                f"of memory; the largest node of the cluster has "
+                                                f"{largest / 1024 ** 3:.1f} GB.")
+                if on_model:
+                    on_model(refused)
+                continue
+            options = {"num_gpus": gpus[i], **({"memory": need} if need else {})}
+            refs[task.options(**options).remote(job, out, surveyed, loader, overwrite, cache_root)] = i
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             i = refs[ready[0]]
-            outcome = outcomes[i] = _gather(ray, ready[0], jobs[i])
+            outcome = outcomes[i] = _gather(ray, ready[0], jobs[i], out)
             if on_model:
                 on_model(outcome)
         return outcomes  # type: ignore[return-value]
@@ -140,12 +165,18 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
             ray.shutdown()
 
 
-def _gather(ray, ref, job: Job) -> Outcome:
-    """The task's outcome; a task Ray could not finish (worker or node lost, out of memory) is "failed".
-    A bug in the task (any other exception) is raised, as the local executor would."""
+def _gather(ray, ref, job: Job, out: Path) -> Outcome:
+    """The task's outcome, its result files written here under ``out`` first (the staged writer: a folder is
+    whole or absent); a task Ray could not finish (worker or node lost, out of memory) is "failed" and leaves
+    nothing. A bug in the task (any other exception) is raised, as the local executor would."""
+    from ..io import write_result_folder
+
     try:
-        return ray.get(ref)
+        outcome, shipped = ray.get(ref)
     except ray.exceptions.RayTaskError:
         raise
     except ray.exceptions.RayError as err:
         return Outcome(public_model(job.model), "failed", None, f"Ray could not run the task: {first_line(err)}")
+    for name, files in shipped.items():
+        write_result_folder(out / name, files)
+    return outcome

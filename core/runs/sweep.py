@@ -12,7 +12,7 @@ from typing import Any
 
 from ..choices import EXECUTORS, check_choice, public_model
 from ..errors import FastevalError, InputError
-from .job import Job, Outcome, prepare_out, run_job
+from .job import Job, Outcome, ResultFolders, prepare_out, run_job
 
 
 def shard_of(models: Sequence[str], shard: str) -> list[str]:
@@ -34,21 +34,24 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwr
               cache_root: Path | None = None, keep_going: bool = True,
               on_model: Callable[[Outcome], None] | None = None,
               on_step: Callable[[str], None] | None = None, executor: str = "local",
-              address: str | None = None) -> list[Outcome]:
+              address: str | None = None, memory_of: Callable[[Job], int | None] | None = None) -> list[Outcome]:
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
-    Ray task per model, ``address`` naming the cluster; ``fasteval.core.runs.ray_executor``). ``on_model`` is
-    called as each model finishes, ``on_step`` (local only) before each step of a model."""
+    Ray task per model, ``address`` naming the cluster; ``ray_executor.py``: there ``cache_root`` None is each
+    node's own FASTEVAL_HOME, here no embedding cache). ``on_model`` is called as each model finishes,
+    ``on_step`` (local only) before each step of a model; ``memory_of(job)`` (Ray only) the memory a job's model
+    needs, which its task asks of Ray."""
     check_choice(executor, EXECUTORS, "executor", "--executor")
     if executor == "ray":
         from .ray_executor import run_sweep_ray
 
-        return run_sweep_ray(jobs, out, loader, overwrite, cache_root, address=address, on_model=on_model)
-    out = prepare_out(out, overwrite)
+        return run_sweep_ray(jobs, out, loader, overwrite, cache_root, address=address, on_model=on_model,
+                             memory_of=memory_of)
+    folders = ResultFolders(prepare_out(out, overwrite))
     outcomes = []
     for job in jobs:
         try:
-            outcome = run_job(job, out, loader, overwrite, cache_root, on_step)
+            outcome = run_job(job, folders, loader, overwrite, cache_root, on_step)
         except FastevalError as err:
             if not keep_going or len(jobs) == 1:
                 raise

@@ -199,3 +199,30 @@ def test_planned_provider_is_the_session_provider(tiny_encoder):
     assert tiny_encoder.provider == "cpu" and tiny_encoder.info["provider"] == "cpu"
     if not os.path.exists("/proc/driver/nvidia"):
         assert planned_provider("auto") == "cpu"
+
+
+def test_two_processes_exporting_one_model_into_one_cache_both_finish(tiny_st_folder, tmp_path):
+    """Two processes (two Ray tasks on one node, two sweeps at once) export the same folder into one shared cache,
+    the second having checked the cache before the first finished: it takes the first one's export (it once
+    failed there with a bare OSError), and both embed alike."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from fasteval.models.loader import load_model; "
+            "e = load_model(sys.argv[1], provider='cpu'); print(e.info['onnx_sha256'], e.encode(['1 meter'])[0][:3])")
+    done = tmp_path / "first-done"
+    env = {**os.environ, "FASTEVAL_HOME": str(tmp_path / "shared-home"), "FASTEVAL_DEBUG": "1"}
+
+    def start(hook: str = ""):
+        return subprocess.Popen([sys.executable, "-c", code, str(tiny_st_folder)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**env, "FASTEVAL_TEST_HOOK": hook})
+
+    second = start(f"export-checked:wait={done}")  # finds no export, then waits for the first to finish
+    time.sleep(2)
+    first = start()
+    results = [first.communicate(timeout=600)]
+    done.touch()
+    results.append(second.communicate(timeout=600))
+    assert [first.returncode, second.returncode] == [0, 0], [err[-800:] for _out, err in results]
+    assert results[0][0] == results[1][0], "one export, the same embedding"
+    assert len(list((tmp_path / "shared-home" / "onnx").iterdir())) == 1

@@ -1,0 +1,146 @@
+"""What a model needs of a machine, known before anything is downloaded: its parameters, its fp32 weights (what an
+ONNX export holds), the memory its export takes at its peak, whether it is cached, gated, needs remote code or a
+prompt; and whether this machine can export it. ``fasteval sweep --dry-run`` prints it for every model asked for;
+``load_model`` refuses, before the download, a model whose export cannot fit this machine's memory, in one line
+that names the need and the ways out.
+
+An export holds the model in torch and writes it as ONNX: its peak resident memory is about three times the fp32
+weights (``EXPORT_PEAK_PER_WEIGHT_BYTE``, measured: a 666M-parameter XLM-RoBERTa, 2.66 GB of fp32 weights,
+peaked at 8.2 GB). A model whose export is cached needs no export: it runs in about its weights.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import ModelError
+
+EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
+BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # int8 is quantized from the fp32 export
+GIB = 1024 ** 3
+# The dtypes a safetensors header names, and their bytes per parameter
+_SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                      "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """One model's plan: where it comes from, its size, what its export takes, and whether this machine can."""
+    model: str
+    source: str  # "PyPI", "Hub", "folder", "served"
+    params: int | None  # None: not known before the download
+    cached: bool  # its folder is here (a served model: nothing to fetch)
+    exported: bool  # its ONNX export is here (nothing to export)
+    gated: bool = False
+    remote_code: bool = False
+    prompts: str | None = None
+    dtype: str = "fp32"
+    memory: int | None = None  # this machine's memory, bytes
+
+    @property
+    def weights_bytes(self) -> int | None:
+        """Its weights as the export holds them (fp32; fp16 halves them)."""
+        return None if self.params is None else self.params * BYTES_PER_PARAM.get(self.dtype, 4)
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """The memory it needs at its peak here: its export's when it must be exported, else its weights'."""
+        weights = self.weights_bytes
+        if weights is None or self.source == "served":
+            return None
+        return weights if self.exported else int(weights * EXPORT_PEAK_PER_WEIGHT_BYTE)
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether this machine's memory holds its peak (None: not known)."""
+        peak = self.peak_bytes
+        return None if peak is None or not self.memory else peak <= self.memory
+
+    @property
+    def refusal(self) -> str | None:
+        """The one line that refuses it here, with the ways out; None when it fits or nothing is known."""
+        if self.fits is not False:
+            return None
+        return (f"{self.model} needs about {_gib(self.peak_bytes)} GB of memory to export "
+                f"({EXPORT_PEAK_PER_WEIGHT_BYTE}x its {_gib(self.weights_bytes)} GB of {self.dtype} weights); this "
+                f"machine has {_gib(self.memory)} GB.")
+
+    @property
+    def ways_out(self) -> str:
+        return ("export it with --dtype fp16 on a GPU machine (half the weights), serve it (llama.cpp, TEI, vLLM) and "
+                "pass --model URL, or run it on a machine with more memory.")
+
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / GIB:.1f}"
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def folder_params(folder: Path) -> int | None:
+    """The parameters of a model folder's weights, read from its safetensors headers (no tensor is loaded); for
+    .bin or ONNX weights only, their bytes / 4 (fp32); None when it has no weights."""
+    total = 0
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            with path.open("rb") as f:
+                (size,) = struct.unpack("<Q", f.read(8))
+                header = json.loads(f.read(size))
+        except (OSError, ValueError, struct.error):
+            return None
+        for name, tensor in header.items():
+            if name != "__metadata__" and isinstance(tensor, dict):
+                count = 1
+                for dim in tensor.get("shape", []):
+                    count *= int(dim)
+                total += count
+    if total:
+        return total
+    other = [p for pattern in ("*.bin", "model.onnx", "model.onnx_data", "*.onnx.data") for p in folder.glob(pattern)]
+    return sum(p.stat().st_size for p in other) // 4 or None
+
+
+def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs:
+    """What ``name`` (a registry name, a model folder, a Hugging Face id or a served URL) needs here, from the
+    registry and whatever is already on this machine; nothing is downloaded."""
+    from ..core.choices import is_url
+    from .export import export_dir
+    from .folder import content_hash
+    from .registry import cache_folder, fasteval_home, find_spec
+
+    memory = machine_memory() if memory is None else memory
+    if is_url(name):
+        return Needs(name, "served", None, True, True, dtype=dtype, memory=memory)
+    spec = find_spec(name)
+    path = Path(name).expanduser()
+    if spec is None and path.is_dir():
+        folder, source = path, "folder"
+    else:
+        folder = cache_folder(spec.hf_id if spec else name)
+        source = "PyPI" if spec is not None and spec.source is not None else "Hub"
+    cached = folder.is_dir()
+    exported = cached and ((folder / "model.onnx").is_file() or
+                           (export_dir(fasteval_home(), content_hash(folder), dtype) / "model.onnx").is_file())
+    params = folder_params(folder) if cached else None
+    if params is None and spec is not None and spec.params_m is not None:
+        params = int(spec.params_m * 1e6)
+    return Needs(spec.name if spec else (path.name if source == "folder" else name), source, params, cached,
+                 exported, gated=bool(spec and spec.gated), remote_code=bool(spec and spec.remote_code),
+                 prompts=spec.prompts if spec else None, dtype=dtype, memory=memory)
+
+
+def require_fits(name: str, dtype: str = "fp32") -> None:
+    """ModelError, in one line naming the need and the ways out, when ``name``'s export cannot fit this machine's
+    memory: before its download (a registry name's size is known from its card) or its export."""
+    needs = needs_of(name, dtype)
+    if needs.refusal:
+        raise ModelError(needs.refusal, needs.ways_out)

@@ -1,0 +1,79 @@
+"""What a model needs, known before its download: parameters from the card or the folder's safetensors headers,
+the export's peak memory, the plan of ``fasteval sweep --dry-run``, and the refusal of a model that cannot fit."""
+from __future__ import annotations
+
+import pytest
+
+from fasteval.core.errors import ModelError
+from fasteval.models.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, GIB, folder_params, machine_memory, needs_of
+
+from fakes import run_cli
+
+
+def test_folder_params_read_the_safetensors_headers(tiny_st_folder):
+    """The parameter count from the headers alone equals the count of the tensors safetensors loads."""
+    from safetensors.numpy import load_file
+
+    tensors = load_file(str(next(tiny_st_folder.glob("*.safetensors"))))
+    assert folder_params(tiny_st_folder) == sum(t.size for t in tensors.values()) > 0
+
+
+def test_a_registry_model_is_sized_from_its_card_before_the_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path))
+    eight = needs_of("Qwen3-Embedding-8B", memory=24 * GIB)
+    assert (eight.source, eight.cached, eight.exported) == ("Hub", False, False)
+    assert eight.weights_bytes == 7_567_000_000 * 4
+    assert eight.peak_bytes == int(eight.weights_bytes * EXPORT_PEAK_PER_WEIGHT_BYTE) and eight.fits is False
+    assert "needs about 87.4 GB" in eight.refusal and "this machine has 24.0 GB" in eight.refusal
+    assert "--dtype fp16" in eight.ways_out and "--model URL" in eight.ways_out
+    half = needs_of("Qwen3-Embedding-8B", "fp16", memory=48 * GIB)
+    assert half.weights_bytes == eight.weights_bytes // 2 and half.fits is True, "fp16 halves the weights"
+    assert needs_of("all-MiniLM-L6-v2", memory=24 * GIB).fits is True
+    assert needs_of("http://127.0.0.1:1/v1", memory=GIB).fits is None, "a served model needs no export here"
+
+
+def test_a_model_too_big_for_this_machine_is_refused_before_its_download(tmp_path, monkeypatch):
+    memory = machine_memory()
+    if memory is None or memory >= 90 * GIB:
+        pytest.skip("this machine can export Qwen3-Embedding-8B")
+    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path))
+    from fasteval.models.loader import load_model
+
+    with pytest.raises(ModelError, match="Qwen3-Embedding-8B needs about 87.4 GB"):
+        load_model("Qwen3-Embedding-8B")
+    assert not (tmp_path / "models").exists(), "nothing was downloaded"
+
+
+def test_dry_run_prints_the_papers_24_and_writes_nothing(tmp_path):
+    proc = run_cli(["sweep", "--model", "paper", "--dry-run", "--out", tmp_path / "out"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    rows = {line.split()[0]: line for line in lines[1:25]}
+    assert len(rows) == 24 and "Qwen3-Embedding-8B" in rows and "DenseOn" in rows
+    assert "87.4" in rows["Qwen3-Embedding-8B"] and "remote code" in rows["nomic-embed-text-v1.5"]
+    assert "gated" in rows["embeddinggemma-300m"]
+    too_small = (machine_memory() or 0) < 87.4 * GIB
+    assert ("left out: Qwen3-Embedding-8B needs about 87.4 GB" in proc.stdout) == too_small
+    assert not (tmp_path / "out").exists() and not (tmp_path / "home" / "models").exists()
+
+
+def test_a_custom_code_architecture_is_one_line_naming_the_served_route(tiny_st_folder, tmp_path, fasteval_home):
+    """nomic-embed-text's folder declares nomic_bert through auto_map (remote code): refused before any export,
+    naming --model URL of a llama.cpp server, and nothing is left in the export cache."""
+    import json
+    import shutil
+
+    from fasteval.models.loader import load_model
+
+    folder = tmp_path / "nomic-like"
+    shutil.copytree(tiny_st_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="nomic_bert", auto_map={"AutoModel": "modeling_hf_nomic_bert.NomicBertModel"})
+    (folder / "config.json").write_text(json.dumps(config))
+    before = sorted(p.name for p in (fasteval_home / "onnx").glob("*")) if (fasteval_home / "onnx").exists() else []
+    with pytest.raises(ModelError, match="nomic_bert model.*custom code") as err:
+        load_model(str(folder), provider="cpu")
+    assert "--model http://127.0.0.1:8080/v1" in err.value.fix and "llama-server" in err.value.fix
+    after = sorted(p.name for p in (fasteval_home / "onnx").glob("*")) if (fasteval_home / "onnx").exists() else []
+    assert after == before
