@@ -8,7 +8,7 @@ from harness import Line
 
 
 SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
-            "parity", "evaluator")
+            "parity", "evaluator", "memory")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 
@@ -89,5 +89,13 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
                             f"{f['rss_growth_mib']:.0f} |",
                             f"| numpy + scipy | {p['rss_base_mib']:.0f} | {p['rss_peak_mib']:.0f} | "
                             f"{p['rss_growth_mib']:.0f} |"]
+        if section == "memory" and rows:
+            d = rows[0].detail
+            out += ["", "| peak resident memory (fresh process, GiB) | weights (fp32) | peak | peak / weights |",
+                    "|---|---|---|---|",
+                    f"| nothing cached: Optimum's export, then the session | {d['weights_mib'] / 1024:.2f} | "
+                    f"{d['export_peak_mib'] / 1024:.2f} | {d['export_ratio']:.2f} (budgeted {d['budget_ratio']}) |",
+                    f"| the cached export: the session alone | {d['weights_mib'] / 1024:.2f} | "
+                    f"{d['cached_peak_mib'] / 1024:.2f} | {d['cached_ratio']:.2f} |"]
     out += ["", NOTES_MARK, ""]
     path.write_text("\n".join(out) + "\n" + old_notes, encoding="utf-8")

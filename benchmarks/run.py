@@ -26,10 +26,12 @@ Sections:
 - parity: `fasteval drift` beside embed-parity 0.3.0 on the same deployments (llama.cpp's server with f32, q8_0, q4_0
   and a changed tokenizer; a batch-dependent copy): what each catches, and how long each takes;
 - evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
+- memory: the peak resident memory of a 560M-parameter model through the door (export, then session; and from
+  the cached export), against its weights.
 
 One module per section (e2e.py, encode.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py,
-check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py), the shared harness (harness.py)
-and the Markdown writer (results_md.py).
+check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py, memory_bench.py), the shared
+harness (harness.py) and the Markdown writer (results_md.py).
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ from encode import bench_encode
 from harness import HERE, Line, load1, prepare
 from int8 import bench_int8
 from kernels_bench import bench_kernels  # not kernels.py: transformers 5 imports a package named kernels
+from memory_bench import bench_memory
 from results_md import SECTIONS, fmt_ratio, fmt_s, write_results
 from scale import bench_scale
 from served import bench_served
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
     runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
                "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8,
                "served": bench_served, "drift": bench_drift, "parity": bench_parity,
-               "evaluator": bench_evaluator}
+               "evaluator": bench_evaluator, "memory": bench_memory}
     lines: list[Line] = []
     failed: list[str] = []
     try:
