@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from .embeddings import EmbeddingTable, normalize_rows
-from .errors import warn_rebuilt
+from .errors import FastevalError, warn_rebuilt
 from .io import atomic_write, pack_texts, unpack_texts
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,11 @@ class EmbeddingCache:
             return None
         return path
 
-    def load(self, key: str) -> EmbeddingTable:
-        """The cached table for ``key`` (empty when there is none, or when the entry was unreadable)."""
+    def load(self, key: str, check: Callable[[EmbeddingTable], str | None] | None = None) -> EmbeddingTable:
+        """The cached table for ``key``: empty when there is none, or when the entry was unreadable (reported in one
+        line) or ``check`` found it is not what the encoder embeds now (its reason, the caller's to tell); either
+        way the entry is discarded, so the cache heals in this one place. An error of the encoder that ``check``
+        asks (a server that died) is raised: that is no fault of the entry."""
         path = self._usable_path(key)
         if path is None or not path.exists():
             return EmbeddingTable()
@@ -78,11 +82,17 @@ class EmbeddingCache:
                 raise ValueError("it holds a zero vector")
             table = EmbeddingTable()
             table.add(texts, vectors, who="the cache entry")
-            return table
+            rejected = check(table) if check is not None and len(table) else None
+        except FastevalError:
+            raise
         except Exception as err:  # noqa: BLE001 - zip, npy, shape and value errors all mean "rebuild"
             warn_rebuilt("embedding cache", path, err)
             path.unlink(missing_ok=True)
             return EmbeddingTable()
+        if rejected is not None:
+            path.unlink(missing_ok=True)
+            return EmbeddingTable()
+        return table
 
     def save(self, key: str, table: EmbeddingTable) -> None:
         path = self._usable_path(key)
@@ -144,16 +154,20 @@ def verified(cache: EmbeddingCache, planned, finished: bool = False) -> tuple[Em
     its deployment's (None: it is): a server can change its vectors without changing what /models says, so such a
     result is trusted only when its canaries come back as cached (a local model is its content hashes, and needs
     no such check: it is never asked here, so a finished local model starts no session)."""
-    key = planned.embedding_key
     served = bool(planned.settings.get("deployment"))
-    table = cache.load(key)
-    reason = mismatch(table, planned.encoder, planned.scoring.rewrite, values=served) if len(table) else None
-    changed = (reason or (None if len(table) else "there are no cached embeddings to check it against")
-               if served and finished else None)
-    if reason is not None:
-        if changed is None:
-            log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and "
-                        "embedding afresh", planned.name, reason)
-        cache.discard(key)
-        table = EmbeddingTable()
-    return table, changed
+    reasons: list[str] = []
+
+    def check(table: EmbeddingTable) -> str | None:
+        reason = mismatch(table, planned.encoder, planned.scoring.rewrite, values=served)
+        if reason:
+            reasons.append(reason)
+        return reason
+
+    table = cache.load(planned.embedding_key, check)
+    if served and finished:
+        return table, reasons[0] if reasons else (None if len(table) else "there are no cached embeddings to "
+                                                  "check it against")
+    if reasons:
+        log.warning("the cached embeddings of %s are not what it embeds now (%s): discarding them and embedding "
+                    "afresh", planned.name, reasons[0])
+    return table, None
