@@ -1,2 +1,3 @@
-"""Running the exams: ``evaluate`` (one encoder, in memory), ``sweep`` (many models, result folders, resume),
-``cache`` (embeddings on disk), ``ray_executor`` (a sweep on Ray), ``bench`` (timings)."""
+"""The runs that carry out plans (``fasteval.core.plan``): a sweep's ``job`` and the ``sweep`` over many models (here,
+or on Ray: ``ray_executor``), ``drift/`` (the CI gate, a room of its own), ``check``, ``bench`` (timings) and
+``training`` (PhysScoreEvaluator)."""
