@@ -5,7 +5,9 @@ temporary folder and its own ``FASTEVAL_HOME``) run as separate processes; the w
 namespace where the driver's folder (its ``--out`` and its ``FASTEVAL_HOME``) is an empty tmpfs: whatever the
 worker writes there, the driver never sees. So results appear under the driver's ``--out`` only if the tasks
 return them and the driver writes them, and the caches fill on the worker's disk only. Every process started
-here is stopped by its process id (never ``ray stop``, which would stop any Ray on this machine).
+here is stopped by its process id (never ``ray stop``, which would stop any Ray on this machine). The driver of
+each sweep is a fresh process, as a user's is (``drive``): a test process that already held another Ray cluster
+cannot fetch this one's objects.
 """
 from __future__ import annotations
 
@@ -104,6 +106,35 @@ def cluster():
         shutil.rmtree(root, ignore_errors=True)
 
 
+_DRIVER = r"""
+import json, sys
+from pathlib import Path
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
+from test_ray_nodes import loader
+spec = json.loads(sys.argv[1])
+jobs = [Job(m, exams=tuple(spec["exams"]), **({"bootstrap": spec["bootstrap"]} if "bootstrap" in spec else {}))
+        for m in spec["models"]]
+memory = spec.get("memory") or {}
+outcomes = run_sweep(jobs, Path(spec["out"]), loader, executor="ray", address=spec["address"],
+                     memory_of=(lambda job: memory.get(job.model)) if memory else None)
+print(json.dumps([{"status": o.status, "message": o.message, "path": str(o.path) if o.path else None}
+                  for o in outcomes]))
+"""
+
+
+def drive(cluster, models: list[str], out: Path, **spec) -> list[dict]:
+    """A sweep on the cluster from a fresh driver process: each model's status, message and folder."""
+    path = os.pathsep.join(p for p in (str(HERE), str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+           "SLOW_MARK": str(cluster["mark"])}
+    arg = json.dumps({"models": models, "out": str(out), "address": cluster["address"], "exams": [1, 2], **spec})
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, arg], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def contents(root: Path) -> dict[str, object]:
     """Every file under ``root`` by relative path, JSON parsed with its timings left out."""
     def strip(value):
@@ -117,46 +148,42 @@ def contents(root: Path) -> dict[str, object]:
 
 def test_results_come_back_to_the_driver_and_caches_stay_on_the_node(cluster, tmp_path):
     out = cluster["driver"] / "out"
-    outcomes = run_sweep(JOBS, out, loader, executor="ray", address=cluster["address"])
-    assert [o.status for o in outcomes] == ["done", "done"], [o.message for o in outcomes]
+    outcomes = drive(cluster, [j.model for j in JOBS], out)
+    assert [o["status"] for o in outcomes] == ["done", "done"], [o["message"] for o in outcomes]
     local = run_sweep(JOBS, tmp_path / "local", loader)
-    assert [o.path.relative_to(out) for o in outcomes] == [o.path.relative_to(tmp_path / "local") for o in local]
+    assert [Path(o["path"]).relative_to(out) for o in outcomes] == \
+        [o.path.relative_to(tmp_path / "local") for o in local]
     assert contents(out) == contents(tmp_path / "local"), "the local executor's folders, keys and numbers"
     assert len(list((cluster["node_home"] / "embeddings").glob("*.npz"))) == 2, "the node's own embedding cache"
     assert not list((cluster["driver"] / "home").rglob("*")), "nothing cached on the head's disk"
-    again = run_sweep(JOBS, out, loader, executor="ray", address=cluster["address"])
-    assert [o.status for o in again] == ["skipped", "skipped"], "the driver's folders decide what is done"
+    again = drive(cluster, [j.model for j in JOBS], out)
+    assert [o["status"] for o in again] == ["skipped", "skipped"], "the driver's folders decide what is done"
 
 
 def test_a_worker_killed_mid_task_leaves_nothing_and_the_sweep_finishes(cluster):
     out = cluster["driver"] / "killed"
-    jobs = [Job("slow/model", exams=(1,), bootstrap=0)]
     killer = subprocess.Popen([sys.executable, "-c", (
         "import os, signal, sys, time\nfrom pathlib import Path\nmark = Path(sys.argv[1])\n"
         "for _ in range(1200):\n    time.sleep(0.1)\n    if mark.exists() and mark.read_text():\n"
         "        os.kill(int(mark.read_text()), signal.SIGKILL)\n        break\n"), str(cluster["mark"])])
     try:
-        outcomes = run_sweep(jobs, out, loader, executor="ray", address=cluster["address"])
+        outcomes = drive(cluster, ["slow/model"], out, exams=[1], bootstrap=0)
     finally:
         killer.wait(timeout=180)
     assert cluster["mark"].exists(), "the first attempt ran on the worker and was killed"
-    if outcomes[0].status == "failed":  # Ray gave up on the task: nothing was written, and a rerun computes it
+    if outcomes[0]["status"] == "failed":  # Ray gave up on the task: nothing was written, and a rerun computes it
         assert not list(out.glob("*/*/results.json"))
-        outcomes = run_sweep(jobs, out, loader, executor="ray", address=cluster["address"])
-    assert [o.status for o in outcomes] == ["done"], outcomes[0].message
+        outcomes = drive(cluster, ["slow/model"], out, exams=[1], bootstrap=0)
+    assert [o["status"] for o in outcomes] == ["done"], outcomes[0]["message"]
     assert len(list(out.glob("*/*/results.json"))) == 1 and not list(out.glob("*/.*staging*"))
 
 
 def test_a_task_asks_ray_for_its_models_memory(cluster):
     """A model that needs more memory than the largest node is failed at once, in one line (Ray would wait for such
     a node for ever); one that fits runs with its memory asked of Ray."""
-    import ray
-
     out = cluster["driver"] / "memory"
     asked = {"org/model-a": 64 * 1024 ** 2, "org/model-b": 1024 ** 5}  # 64 MiB; a petabyte
-    outcomes = run_sweep(JOBS, out, loader, executor="ray", address=cluster["address"],
-                         memory_of=lambda job: asked[job.model])
-    assert [o.status for o in outcomes] == ["done", "failed"]
-    assert "needs about 1048576.0 GB of memory; the largest node of the cluster has" in outcomes[1].message
+    outcomes = drive(cluster, list(asked), out, memory=asked)
+    assert [o["status"] for o in outcomes] == ["done", "failed"]
+    assert "needs about 1048576.0 GB of memory; the largest node of the cluster has" in outcomes[1]["message"]
     assert len(list(out.glob("*/*/results.json"))) == 1
-    assert not ray.is_initialized(), "the sweep disconnected from the cluster it connected to"
