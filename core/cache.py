@@ -108,11 +108,6 @@ class EmbeddingCache:
         except OSError as err:
             log.info("embeddings not cached (%s: %s); results are unaffected", path.parent, err.strerror or err)
 
-    def discard(self, key: str) -> None:
-        path = self._usable_path(key)
-        if path is not None:
-            path.unlink(missing_ok=True)
-
 
 def _texts_of(data) -> list[str]:
     """The texts of an entry: UTF-8 bytes and end offsets, or (entries written before) a unicode array."""
