@@ -17,6 +17,7 @@ from ..core.errors import ModelError
 from .folder import ModelFolder
 from .gpu import open_session, planned_provider
 from ..core.embeddings import normalize_rows
+from .head import POOLED_OUTPUT, POOLING_MASK, pooled_graph, token_output
 from .pooling import dense, pool
 
 log = logging.getLogger(__name__)
@@ -72,13 +73,46 @@ class OnnxEncoder:
         self.provider = planned_provider(provider)
         self._session = None
         self._io_binding: bool | None = None
+        self._graph_head: bool | None = None  # asked for (None: on CUDA); what runs is self._head_in_graph
+        self._head_in_graph = False
 
     @property
     def session(self):
         """The onnxruntime session, started on first use."""
         if self._session is None:
-            self._session, self.provider = open_session(self.folder.onnx_file, self._requested_provider, self.threads)
+            self._session, self.provider, self._head_in_graph = self._open()
         return self._session
+
+    def _open(self):
+        """(session, provider, head in the graph). On the GPU the session runs the graph with the sentence head
+        (models/head.py: only batch x dimension comes back); on the CPU the plain graph, pooled in numpy (the
+        reference every CPU result is keyed by). A head session that fell back to the CPU is opened again plain,
+        so that a result keyed "cpu" is always numpy's pooling, unless ``graph_head`` was set on purpose."""
+        onnx_file = self.folder.onnx_file
+        assert onnx_file is not None
+        wanted = self.provider == "cuda" if self._graph_head is None else self._graph_head
+        if wanted:
+            session, provider = open_session(pooled_graph(self.folder), self._requested_provider, self.threads,
+                                             weights=onnx_file.parent)
+            if provider == "cuda" or self._graph_head:
+                return session, provider, True
+        session, provider = open_session(onnx_file, self._requested_provider, self.threads)
+        return session, provider, False
+
+    @property
+    def graph_head(self) -> bool:
+        """Whether pooling, Dense and Normalize run inside the graph (see _open): on CUDA by default. Set before
+        the first encode (setting it starts the next session afresh)."""
+        if self._session is not None:
+            return self._head_in_graph
+        return self.provider == "cuda" if self._graph_head is None else self._graph_head
+
+    @graph_head.setter
+    def graph_head(self, value: bool) -> None:
+        self._graph_head = bool(value)
+        self._session = None
+        self.__dict__.pop("input_names", None)
+        self.__dict__.pop("output_name", None)
 
     @property
     def info(self) -> dict:
@@ -109,7 +143,7 @@ class OnnxEncoder:
     @cached_property
     def output_name(self) -> str:
         outputs = [o.name for o in self.session.get_outputs()]
-        return next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), outputs[0])
+        return POOLED_OUTPUT if self._head_in_graph else token_output(outputs)
 
     @property
     def io_binding(self) -> bool:
@@ -192,7 +226,20 @@ class OnnxEncoder:
             # count; absolute-position models then match sentence-transformers, which is the reference).
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
         feed = {k: v for k, v in feed.items() if k in input_names}
+        mask = self._pooling_mask(mask)
+        if self._head_in_graph:  # pooled, Dense and normalised in the graph
+            feed[POOLING_MASK] = mask
+            return self._infer(feed)
         tokens = self._infer(feed).astype(np.float32, copy=False)
+        out = pool(tokens, mask, self.folder.pooling)
+        for layer, (weight, bias) in zip(self.folder.dense, self.dense_weights):
+            out = dense(out, layer, weight, bias)
+        if self.folder.normalize:
+            out = normalize_rows(out)
+        return out.astype(np.float32, copy=False)
+
+    def _pooling_mask(self, mask: np.ndarray) -> np.ndarray:
+        """The attention mask, the prompt's tokens cleared when the pooling leaves the prompt out."""
         if self._prompt_length and not self.folder.pooling.include_prompt:
             mask = mask.copy()
             if self.padding_side == "left":
@@ -201,12 +248,7 @@ class OnnxEncoder:
                     mask[row, start:start + self._prompt_length] = 0
             else:
                 mask[:, :self._prompt_length] = 0
-        out = pool(tokens, mask, self.folder.pooling)
-        for layer, (weight, bias) in zip(self.folder.dense, self.dense_weights):
-            out = dense(out, layer, weight, bias)
-        if self.folder.normalize:
-            out = normalize_rows(out)
-        return out.astype(np.float32, copy=False)
+        return mask
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts`` in one call (batched, order preserved). float32 (len(texts), dim)."""

@@ -146,13 +146,16 @@ def planned_provider(provider: str) -> str:
     return "cpu"
 
 
-def open_session(onnx_file: Path | bytes, provider: str, threads: int | None):
+def open_session(onnx_file: Path | bytes, provider: str, threads: int | None, weights: Path | None = None):
     """An onnxruntime session of a graph (a file, or its bytes) on ``provider`` and the provider it runs on;
-    ModelError, naming why, when "cuda" is asked for and the session falls back to the CPU."""
+    ModelError, naming why, when "cuda" is asked for and the session falls back to the CPU. ``weights``: the
+    folder a graph given as bytes finds its external weights in (the folder of the model.onnx it was read from)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if weights is not None:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(weights))
     if threads:
         options.intra_op_num_threads = threads
     available = ort.get_available_providers()

@@ -66,22 +66,29 @@ def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig) -> np.ndar
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
-_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "Identity": lambda x: x,
-    "Tanh": np.tanh,
-    "ReLU": lambda x: np.maximum(x, 0),
-    "Sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+# The Dense activations supported: in numpy, and as the ONNX op of the graph head (models/head.py; None: none).
+ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str | None]] = {
+    "Identity": (lambda x: x, None),
+    "Tanh": (np.tanh, "Tanh"),
+    "ReLU": (lambda x: np.maximum(x, 0), "Relu"),
+    "Sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "Sigmoid"),
 }
+
+
+def activation_of(layer: DenseLayer) -> str:
+    """The layer's activation by its short name (torch.nn.modules.activation.Tanh -> Tanh); one line when it is not
+    supported."""
+    name = layer.activation.rsplit(".", 1)[-1]
+    if name not in ACTIVATIONS:
+        from ..core.errors import ModelError
+        raise ModelError(f"Dense activation {layer.activation} is not supported.",
+                         f"use one of {', '.join(ACTIVATIONS)}.")
+    return name
 
 
 def dense(x: np.ndarray, layer: DenseLayer, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """activation(x W^T + b) for a sentence-transformers Dense module."""
-    name = layer.activation.rsplit(".", 1)[-1]
-    if name not in _ACTIVATIONS:
-        from ..core.errors import ModelError
-        raise ModelError(f"Dense activation {layer.activation} is not supported.",
-                         f"use one of {', '.join(_ACTIVATIONS)}.")
     y = x @ weight.T
     if bias is not None:
         y = y + bias
-    return _ACTIVATIONS[name](y).astype(np.float32, copy=False)
+    return ACTIVATIONS[activation_of(layer)][0](y).astype(np.float32, copy=False)

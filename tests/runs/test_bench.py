@@ -162,6 +162,11 @@ def test_io_binding_path_gives_the_same_embeddings(tiny_st_folder, fasteval_home
     plain = encoder.encode(texts)
     encoder.io_binding = True
     np.testing.assert_array_equal(encoder.encode(texts), plain)
+    encoder.graph_head = True  # the GPU's path whole: the sentence head in the graph, bound
+    headed = encoder.encode(texts)
+    np.testing.assert_allclose(headed, plain, rtol=1e-5, atol=1e-6)
+    encoder.io_binding = False
+    np.testing.assert_array_equal(encoder.encode(texts), headed)
 
 
 @needs_cuda
@@ -176,6 +181,7 @@ def test_cuda_bench_and_io_binding(tiny_st_folder, fasteval_home, tmp_path):
     cpu = load_model(str(tiny_st_folder), provider="cpu")
     texts = B.paper_texts()[:64]
     np.testing.assert_allclose(gpu.encode(texts), cpu.encode(texts), atol=1e-4)
+    assert gpu.graph_head and not cpu.graph_head, "on the GPU the sentence head runs in the graph"
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(app, _bench_args(tiny_st_folder, out, "--provider", "cuda", "--exams", "2"))
     assert result.exit_code == 0, result.output
