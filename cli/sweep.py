@@ -33,8 +33,9 @@ def sweep(
         = None,
     prompt_name: Annotated[Optional[str], typer.Option(
         help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
-    dtype: Annotated[DType, typer.Option(help="Export precision; fp16 needs a CUDA GPU; int8 is onnxruntime's "
-                                              "dynamic quantization (its own result key).")] = DType.fp32,
+    dtype: Annotated[DType, typer.Option(help="Export precision: fp16 (onnxruntime's transformer optimizer, "
+                                              "for the GPU) and int8 (onnxruntime's dynamic quantization) are made "
+                                              "from the fp32 export, each with its own result key.")] = DType.fp32,
     exams: Annotated[Optional[str], typer.Option(
         help="Exams to run, comma-separated: the paper's 1, 2, 3, and the extension 'conversion' (default: the "
              "paper's exams that the protocol supports: 1,2,3, or 1 for a protocol file).",

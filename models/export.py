@@ -106,15 +106,6 @@ def export_info(path: Path) -> dict:
         return {}
 
 
-def cuda_usable() -> bool:
-    """True when torch sees a CUDA device: Optimum exports fp16 on the GPU only."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
 def _refuse_custom_code(folder: ModelFolder) -> None:
     """One line, before any export starts, for a folder whose architecture is custom code (its config.json maps
     its classes to the folder's own modules, ``auto_map``, for a model type transformers does not have:
@@ -188,14 +179,14 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
 
     The export goes to ``out`` when given, else to the cache (``cache_root/onnx/<source hash>-<dtype>``). It is
     staged in a temporary folder beside the destination and renamed into place: a failed or interrupted export
-    leaves nothing behind. fp16 needs a CUDA GPU (checked before anything is written). A folder that already
-    holds ``model.onnx`` is returned as it is.
+    leaves nothing behind. int8 and fp16 are made from the fp32 export by onnxruntime (``derive``). A folder that
+    already holds ``model.onnx`` is returned as it is.
     """
     if folder.onnx_file is not None:
         return folder.path
     check_choice(dtype, DTYPES, "dtype", "--dtype")
-    if dtype == "int8":
-        return quantize_int8(export(folder, cache_root, "fp32"), folder, cache_root, out)
+    if dtype != "fp32":
+        return derive(export(folder, cache_root, "fp32"), folder, cache_root, dtype, out)
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
@@ -213,10 +204,6 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
-    if dtype == "fp16" and not cuda_usable():
-        raise ModelError("fp16 export needs a CUDA GPU, and torch sees none here.",
-                         "export fp32 (the default), or run on a machine with an NVIDIA GPU and a CUDA build "
-                         "of torch.")
     _test_hook("export-checked")
     _refuse_custom_code(folder)
     main_export = _exporter(folder)
@@ -233,9 +220,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         try:
             with _quiet_exporters():
                 main_export(str(folder.transformer_path), staging, task="feature-extraction",
-                            library_name="transformers", local_files_only=True, do_validation=False,
-                            dtype="fp16" if dtype == "fp16" else None,
-                            device="cuda" if dtype == "fp16" else "cpu")
+                            library_name="transformers", local_files_only=True, do_validation=False, device="cpu")
         except Exception as err:  # Optimum raises many types; the user needs one line.
             if isinstance(err, OSError) and err.errno == errno.ENOSPC:
                 raise OutputError(f"No space left on the device of {dest.parent} while exporting "
@@ -255,13 +240,22 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     return dest
 
 
-# The int8 recipe (keyword arguments of onnxruntime's quantize_dynamic). Weights int8 with one scale per output
-# channel, activations quantized per batch. 7-bit weights (reduce_range) keep the u8 x s8 products of CPUs
-# without VNNI (AVX2, AVX-512 before VNNI) from saturating their 16-bit sums, so an int8 result does not depend on
-# the instruction set; per-channel scales lift the mean cosine to fp32 from 0.947 to 0.989 on all-MiniLM-L6-v2
-# and from 0.738 to 0.870 on all-mpnet-base-v2 at the same speed (benchmarks/RESULTS.md, int8). Recorded in
-# fasteval_export.json: an entry made with other settings is quantized again.
+# The recipes of the exports made from the fp32 export, recorded in fasteval_export.json: an entry made with other
+# settings is made again, never reused.
+#
+# int8 (keyword arguments of onnxruntime's quantize_dynamic). Weights int8 with one scale per output channel,
+# activations quantized per batch. 7-bit weights (reduce_range) keep the u8 x s8 products of CPUs without VNNI
+# (AVX2, AVX-512 before VNNI) from saturating their 16-bit sums, so an int8 result does not depend on the
+# instruction set; per-channel scales lift the mean cosine to fp32 from 0.947 to 0.989 on all-MiniLM-L6-v2 and from
+# 0.738 to 0.870 on all-mpnet-base-v2 at the same speed (benchmarks/RESULTS.md, int8).
 INT8_QUANTIZATION: dict[str, Any] = {"weight_type": "QInt8", "per_channel": True, "reduce_range": True}
+# fp16: onnxruntime's transformer optimizer (its documented path to fp16: a plain fp16 export loses the fusions)
+# fuses attention, layer norms and GELU for the GPU (opt_level 0: its own fusions only, no onnxruntime session, so
+# the graph is the same whichever machine makes it), then converts the weights and activations to float16 with
+# float32 inputs and outputs. model_type "bert" is its encoder fusion set (BERT, MPNet, XLM-R and kin); in the
+# graphs of other families its patterns find nothing to fuse and the conversion alone applies.
+FP16_OPTIMIZATION: dict[str, Any] = {"model_type": "bert", "opt_level": 0, "use_gpu": True, "keep_io_types": True}
+RECIPES: dict[str, dict[str, Any]] = {"int8": INT8_QUANTIZATION, "fp16": FP16_OPTIMIZATION}
 
 
 def int8_quantize_kwargs() -> dict:
@@ -271,36 +265,56 @@ def int8_quantize_kwargs() -> dict:
     return {**INT8_QUANTIZATION, "weight_type": getattr(QuantType, INT8_QUANTIZATION["weight_type"])}
 
 
-def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, out: Path | None = None) -> Path:
-    """The int8 export: onnxruntime's own dynamic quantization (``onnxruntime.quantization.quantize_dynamic``
-    with INT8_QUANTIZATION) of the fp32 export, cached beside it (``<source hash>-int8``), its configs copied.
-    An entry made with other settings (an older recipe) is quantized again, not reused."""
+def _quantize_int8(source: Path, dest: Path) -> None:
+    from onnxruntime.quantization import quantize_dynamic
+
+    quantize_dynamic(str(source), str(dest), **int8_quantize_kwargs())
+
+
+def _optimize_fp16(source: Path, dest: Path) -> None:
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    recipe = FP16_OPTIMIZATION
+    model = optimize_model(str(source), model_type=recipe["model_type"], num_heads=0, hidden_size=0,
+                           opt_level=recipe["opt_level"], use_gpu=recipe["use_gpu"])
+    model.convert_float_to_float16(keep_io_types=recipe["keep_io_types"])
+    external = any(p.name != "model.onnx" for p in source.parent.glob("model.onnx*"))
+    model.save_model_to_file(str(dest), use_external_data_format=external)
+
+
+_MAKERS = {"int8": ("quantizing", "to int8", _quantize_int8), "fp16": ("optimizing", "to fp16", _optimize_fp16)}
+
+
+def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: Path | None = None) -> Path:
+    """The int8 or fp16 export, made by onnxruntime from the fp32 export (int8: ``quantize_dynamic``; fp16: the
+    transformer optimizer and its float16 conversion; the recipes above), cached beside it (``<source
+    hash>-<dtype>``), its configs copied. An entry made with another recipe (an older one) is made again."""
+    recipe = RECIPES[dtype]
+    doing, what, make = _MAKERS[dtype]
     source_hash = content_hash(folder.path)
-    dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, "int8")
+    dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
-    intact = (info.get("source_sha256") == source_hash and info.get("dtype") == "int8"
+    intact = (info.get("source_sha256") == source_hash and info.get("dtype") == dtype
               and (dest / "model.onnx").exists() and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")))
-    if intact and info.get("quantization") == INT8_QUANTIZATION:
+    if intact and info.get("recipe", info.get("quantization")) == recipe:
         return dest
     if dest.exists():
         if out is not None and any(dest.iterdir()):
             raise ModelError(f"{dest} exists and is not an empty folder.",
                              "pass a new --out folder, or delete that one.")
         if out is None and not intact:
-            warn_rebuilt("int8 export", dest, "no intact record")
+            warn_rebuilt(f"{dtype} export", dest, "no intact record")
         _discard(dest)
-    from onnxruntime.quantization import quantize_dynamic
-
-    log.info("quantizing %s to int8 with onnxruntime, once; written to %s", folder.path.name, dest)
-    with staged_folder(dest, replace=False, what="the int8 export") as staging:
+    log.info("%s %s %s with onnxruntime, once; written to %s", doing, folder.path.name, what, dest)
+    with staged_folder(dest, replace=False, what=f"the {dtype} export") as staging:
         for item in fp32.iterdir():
-            if item.name in ("model.onnx", "fasteval_export.json") or item.name.startswith("."):
+            if item.name.startswith(("model.onnx", "fasteval_export.json", ".")):
                 continue
             (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
         root = logging.getLogger()
         level = root.level
-        root.setLevel(logging.ERROR)  # its advice to pre-process is for static quantization
-        # onnxruntime writes a shape-inferred copy beside its input: quantize a private copy, never the shared fp32
+        root.setLevel(logging.ERROR)  # int8: its advice to pre-process is for static quantization
+        # onnxruntime writes a shape-inferred copy beside its input: work on a private copy, never the shared fp32
         # folder (two int8 runs at once collided there, and a read-only cache failed)
         private = staging / ".fp32-input"
         private.mkdir()
@@ -308,17 +322,17 @@ def quantize_int8(fp32: Path, folder: ModelFolder, cache_root: Path, out: Path |
             shutil.copy2(item, private / item.name)
         try:
             with _quiet_exporters():
-                quantize_dynamic(str(private / "model.onnx"), str(staging / "model.onnx"), **int8_quantize_kwargs())
+                make(private / "model.onnx", staging / "model.onnx")
         except Exception as err:  # onnxruntime raises many types
-            raise ModelError(f"onnxruntime could not quantize {folder.path.name} to int8: {first_line(err)}",
-                             "use --dtype fp32, or report the model's architecture.") from None
+            raise ModelError(f"onnxruntime could not make the {dtype} export of {folder.path.name}: "
+                             f"{first_line(err)}", "use --dtype fp32, or report the model's architecture.") from None
         finally:
             root.setLevel(level)
             shutil.rmtree(private, ignore_errors=True)
         import onnxruntime
 
-        record = {**export_info(fp32), "dtype": "int8", "quantized_from": export_info(fp32).get("onnx_sha256"),
-                  "onnxruntime": onnxruntime.__version__, "quantization": INT8_QUANTIZATION,
+        record = {**export_info(fp32), "dtype": dtype, "made_from": export_info(fp32).get("onnx_sha256"),
+                  "onnxruntime": onnxruntime.__version__, "recipe": recipe,
                   "onnx_sha256": sha256_of_file(staging / "model.onnx")}
         (staging / "fasteval_export.json").write_text(json.dumps(record, indent=2))
     return dest

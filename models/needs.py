@@ -7,7 +7,9 @@ that names the need and the ways out.
 An export holds the model in torch and writes it as ONNX: its peak resident memory is about three times the fp32
 weights (``EXPORT_PEAK_PER_WEIGHT_BYTE``, the larger of two measurements: a 666M-parameter XLM-RoBERTa, 2.66 GB of
 fp32 weights, peaked at 8.2 GB, 3.08x; a 560M one at 2.75x, benchmarks/RESULTS.md "memory"). A model whose export
-is cached needs no export: it runs in less than its weights (0.59x there), budgeted at its weights.
+is cached needs no export: it runs in less than its weights (0.59x there), budgeted at its weights. The int8 and
+fp16 exports are made from the fp32 export, so making them takes what the fp32 export takes; an fp16 export runs in
+half the weights.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from pathlib import Path
 from ..core.errors import ModelError
 
 EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
-BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # int8 is quantized from the fp32 export
+BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # as a session holds them (int8: budgeted as fp32)
+FP32 = 4  # bytes per parameter of the fp32 export every other export is made from
 GIB = 1024 ** 3
 # The dtypes a safetensors header names, and their bytes per parameter
 _SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
@@ -47,12 +50,17 @@ class Needs:
         return None if self.params is None else self.params * BYTES_PER_PARAM.get(self.dtype, 4)
 
     @property
+    def export_weights_bytes(self) -> int | None:
+        """The fp32 weights its export holds in torch (every dtype is made from the fp32 export)."""
+        return None if self.params is None else self.params * FP32
+
+    @property
     def peak_bytes(self) -> int | None:
-        """The memory it needs at its peak here: its export's when it must be exported, else its weights'."""
-        weights = self.weights_bytes
-        if weights is None or self.source == "served":
+        """The memory it needs at its peak here: the fp32 export's when it must be exported, else its weights'."""
+        weights, export = self.weights_bytes, self.export_weights_bytes
+        if weights is None or export is None or self.source == "served":
             return None
-        return weights if self.exported else int(weights * EXPORT_PEAK_PER_WEIGHT_BYTE)
+        return weights if self.exported else int(export * EXPORT_PEAK_PER_WEIGHT_BYTE)
 
     @property
     def fits(self) -> bool | None:
@@ -66,13 +74,13 @@ class Needs:
         if self.fits is not False:
             return None
         return (f"{self.model} needs about {_gib(self.peak_bytes)} GB of memory to export "
-                f"({EXPORT_PEAK_PER_WEIGHT_BYTE}x its {_gib(self.weights_bytes)} GB of {self.dtype} weights); this "
+                f"({EXPORT_PEAK_PER_WEIGHT_BYTE}x its {_gib(self.export_weights_bytes)} GB of fp32 weights); this "
                 f"machine has {_gib(self.memory)} GB.")
 
     @property
     def ways_out(self) -> str:
-        return ("export it with --dtype fp16 on a GPU machine (half the weights), serve it (llama.cpp, TEI, vLLM) and "
-                "pass --model URL, or run it on a machine with more memory.")
+        return ("serve it (llama.cpp, TEI, vLLM) and pass --model URL, or export it on a machine with more memory "
+                "and copy its FASTEVAL_HOME here (an --dtype fp16 export then runs in half the weights).")
 
 
 def _gib(n: int | None) -> str:

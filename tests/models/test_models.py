@@ -232,7 +232,7 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "cached beside the fp32 export"
     drift = drift_of(tiny_encoder, int8, conformance=False, resamples=0)
     assert drift.texts > 1000 and drift.worst_cosine < drift.mean_cosine < 1 and drift.worst_cosine > 0.5
-    assert export_module.export_info(int8.folder.path)["quantized_from"] == tiny_encoder.info["onnx_sha256"]
+    assert export_module.export_info(int8.folder.path)["made_from"] == tiny_encoder.info["onnx_sha256"]
 
 
 def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder, tiny_encoder, fasteval_home):
@@ -248,7 +248,7 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     record_file = int8.folder.path / "fasteval_export.json"
     record = json.loads(record_file.read_text())
-    assert record["quantization"] == export_module.INT8_QUANTIZATION
+    assert record["recipe"] == export_module.INT8_QUANTIZATION
     graph = onnx.load(str(int8.folder.onnx_file)).graph
     consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     weights = [consts[n.input[1]] for n in graph.node if n.op_type == "MatMulInteger" and n.input[1] in consts]
@@ -256,8 +256,8 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     scales = [consts[n.input[1]] for n in graph.node if n.op_type == "Mul" and n.input[1] in consts
               and n.input[1].endswith("_scale")]
     assert any(s.size > 1 for s in scales), "one scale per output channel"
-    del record["quantization"]  # an entry of the recipe before this one
+    del record["recipe"]  # an entry of the recipe before this one
     record_file.write_text(json.dumps(record))
     again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
-    assert json.loads(record_file.read_text())["quantization"] == export_module.INT8_QUANTIZATION
+    assert json.loads(record_file.read_text())["recipe"] == export_module.INT8_QUANTIZATION
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"

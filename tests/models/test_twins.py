@@ -46,3 +46,13 @@ def test_the_twin_embeds_like_sentence_transformers(name, tmp_path, fasteval_hom
     assert ours.shape == ref.shape and np.abs(ours - ref).max() < 1e-4
     alone = normalize_rows(np.stack([encoder.encode([t])[0] for t in TEXTS]))
     assert np.abs(alone - ours).max() < 1e-4, "a row's padding does not change it"
+    head = load_model(str(folder), provider="cpu")
+    head.graph_head = True  # the GPU's sentence head (models/head.py), run on the CPU
+    np.testing.assert_allclose(head.encode(TEXTS), encoder.encode(TEXTS), rtol=1e-5, atol=1e-6)
+    assert head.graph_head and head.info == encoder.info
+    half = load_model(str(folder), provider="cpu", dtype="fp16")  # the transformer optimizer's fp16, this family
+    halves = normalize_rows(half.encode(TEXTS))
+    zero = ~ours.any(axis=1)  # the Gemma twin embeds "" as zeros, as sentence-transformers does
+    assert (zero == ~halves.any(axis=1)).all()
+    cosines = (halves * ours).sum(axis=1)[~zero]
+    assert cosines.min() > 0.99, cosines

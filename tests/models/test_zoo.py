@@ -334,19 +334,52 @@ def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, m
         assert [p.name for p in tmp_path.iterdir()] == ["home"], "neither --out nor a staging folder"
 
 
-@pytest.mark.skipif(os.environ.get("FASTEVAL_ASSUME_GPU") == "1", reason="a GPU exports fp16")
-def test_fp16_without_gpu_is_one_line(tiny_st_folder, tmp_path):
-    from fasteval.models.export import cuda_usable, export
-    from fasteval.models.folder import load_folder
+def test_fp16_is_the_transformer_optimizers_made_here_from_the_fp32_export(tiny_st_folder, tiny_encoder, tmp_path,
+                                                                          fasteval_home, monkeypatch):
+    """fp16 through onnxruntime's transformer optimizer (fused attention, layer norms and GELU, float16 weights,
+    float32 inputs and outputs), made on the CPU from the fp32 export, cached with its recipe and its own key; an
+    entry of another recipe (Optimum's plain fp16 export of the versions before) is made again."""
+    import json
 
-    if cuda_usable():
-        pytest.skip("this machine has a CUDA GPU: fp16 exports here")
-    with pytest.raises(ModelError, match="fp16 export needs a CUDA GPU"):
-        export(load_folder(tiny_st_folder), tmp_path / "home", dtype="fp16")
-    assert not (tmp_path / "home").exists()
-    proc = run_cli(["export", str(tiny_st_folder), "--dtype", "fp16"], env={"FASTEVAL_HOME": str(tmp_path / "home")})
-    one_line_error(proc, "fp16", "CUDA GPU", "Fix:")
-    assert not (tmp_path / "home" / "onnx").exists() or not any((tmp_path / "home" / "onnx").iterdir())
+    import onnx
+    from onnx import TensorProto
+
+    from fasteval import drift as drift_of
+    from fasteval.models import export as export_module
+    from fasteval.models.loader import load_model
+
+    fp16 = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")
+    assert fp16.info["dtype"] == "fp16" and fp16.folder.path.name.endswith("-fp16")
+    record_file = fp16.folder.path / "fasteval_export.json"
+    record = json.loads(record_file.read_text())
+    assert record["recipe"] == export_module.FP16_OPTIMIZATION
+    assert record["made_from"] == tiny_encoder.info["onnx_sha256"]
+    graph = onnx.load(str(fp16.folder.onnx_file)).graph
+    ops = {node.op_type for node in graph.node}
+    assert {"Attention", "SkipLayerNormalization"} <= ops, f"the optimizer's fusions: {ops}"
+    weights = [t for t in graph.initializer if len(t.dims) == 2]
+    assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights), "float16 weights"
+    assert all(v.type.tensor_type.elem_type == TensorProto.FLOAT for v in graph.output), "float32 out"
+    texts = [f"{k} kilometers" for k in range(40)] + ["the flour weighs 500 grams", "2 litres of water"]
+    a, b = tiny_encoder.encode(texts), fp16.encode(texts)
+    cosines = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert 0.999 < cosines.min() and (a != b).any(), "fp16, and close to fp32"
+    drift = drift_of(tiny_encoder, fp16, conformance=False, resamples=0)
+    assert drift.worst_cosine > 0.99 and drift.mean_cosine < 1
+    monkeypatch.setattr("onnxruntime.transformers.optimizer.optimize_model",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("optimized twice")))
+    cached = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")
+    assert cached.info["onnx_sha256"] == fp16.info["onnx_sha256"], "cached beside the fp32 export"
+    monkeypatch.undo()
+    del record["recipe"]  # what an Optimum fp16 export of the versions before recorded
+    record_file.write_text(json.dumps(record))
+    again = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")
+    assert json.loads(record_file.read_text())["recipe"] == export_module.FP16_OPTIMIZATION
+    assert again.info["onnx_sha256"] == fp16.info["onnx_sha256"], "the same recipe gives the same graph"
+    proc = run_cli(["export", str(tiny_st_folder), "--dtype", "fp16", "--out", str(tmp_path / "half")],
+                   env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 0, proc.stderr
+    assert export_module.export_info(tmp_path / "half")["onnx_sha256"] == fp16.info["onnx_sha256"]
 
 
 # --- bad input -------------------------------------------------------------------------------------------------
