@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU lines of the benchmarks: encode and the whole sweep with fasteval on onnxruntime's CUDA provider
-# (I/O binding on), against sentence-transformers on the GPU when torch sees one (else on the CPU, and the
-# report says so), and Exam 1 on the GPU against the CPU cell by cell (fp32: every tau and PACC of the 20
-# cells must be equal). Skips, exit 0, with a reason on a machine without a GPU; exits 1 naming the library when
+# (I/O binding on, the sentence head in the graph), against sentence-transformers on the GPU when torch sees one
+# (else on the CPU, and the report says so); Exam 1 on the GPU against the CPU cell by cell (fp32: every tau and
+# PACC of the 20 cells must be equal); and the gpu section: throughput over batch sizes 32 to 1024 in fp32 and fp16,
+# the share of the GPU's GEMM rate, fp16's drift against fp32. Skips, exit 0, with a reason on a machine without a GPU; exits 1 naming the library when
 # a GPU is there and onnxruntime still cannot use it.
 #
 #   benchmarks/gpu.sh [--quick]          (uses .venv/bin/python when present, else python3)
@@ -25,5 +26,5 @@ case $code in
     2) echo "benchmarks/gpu.sh: skipped: ${state#skip: }"; exit 0 ;;
     *) echo "benchmarks/gpu.sh: CUDA is here but onnxruntime cannot use it: ${state#broken: }" >&2; exit 1 ;;
 esac
-exec "$PY" benchmarks/run.py --provider cuda --only encode,e2e \
+exec "$PY" benchmarks/run.py --provider cuda --only encode,e2e,gpu \
     --results benchmarks/RESULTS-gpu.md --json benchmarks/results-gpu.json "$@"

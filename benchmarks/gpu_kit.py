@@ -11,7 +11,7 @@ no network, and takes 64 MiB of carried files a call (the device tool's KINDS.md
 
     python benchmarks/gpu_kit.py prepare [--kit .gpukit] [--model all-MiniLM-L6-v2]   # here: parts + MANIFEST.json
     python benchmarks/gpu_kit.py plan [--kit .gpukit]                                 # the device calls, in order
-    bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu]                              # there (cpu: a dry run here)
+    bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu] [--quick]                    # there (cpu: a dry run here)
 
 ``prepare`` puts the kit in one tar (gzip level 1), cut into parts of at most 60 MiB (``part-000``, ...) with their
 sha256 and the whole tar's in ``MANIFEST.json``, under the ignored folder ``.gpukit/parts``. ``unpack`` (run there
@@ -186,7 +186,7 @@ def plan(kit: Path) -> str:
     lines = [f"{len(names)} parts, {manifest['bytes'] / 2**20:.0f} MiB in all:"]
     for k, name in enumerate(names):
         carry = [f".gpukit/parts/{name}"] + ([".gpukit/parts/MANIFEST.json"] if k == len(names) - 1 else [])
-        action = "bash benchmarks/gpu_kit_run.sh" if k == len(names) - 1 else "true"
+        action = "bash benchmarks/gpu_kit_run.sh --quick" if k == len(names) - 1 else "true"
         lines.append(f"  call {k + 1}: carry {json.dumps(carry)}; command: {action}")
     return "\n".join(lines)
 

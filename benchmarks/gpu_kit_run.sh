@@ -33,6 +33,19 @@ build = onnxruntime.capi.build_and_package_info
 print(f"gpu kit: fasteval {fasteval.__version__}; {build.package_name} {onnxruntime.__version__} (CUDA "
       f"{getattr(build, 'cuda_version', None)}) from .gpukit/site; providers {onnxruntime.get_available_providers()}; "
       f"model {kit['model']} (onnx {str(kit['onnx_sha256'])[:12]}) in FASTEVAL_HOME, offline")
+
+# The GPU's sentence head (pooling, Normalize in the graph) built with this machine's onnx, run on its CPU against
+# numpy's head: a head that cannot be built here fails now, in seconds, not in the middle of the GPU run.
+import numpy as np
+from fasteval.core.runs.bench import paper_texts
+from fasteval.models.loader import load_model
+
+texts = paper_texts()[:200]
+plain, headed = (load_model(kit["model"], provider="cpu") for _ in range(2))
+headed.graph_head = True
+diff = float(np.abs(headed.encode(texts) - plain.encode(texts)).max())
+assert headed.graph_head and diff < 1e-5, diff
+print(f"gpu kit: the sentence head in the graph equals numpy's on the CPU (max |diff| {diff:.1e} on {len(texts)} texts)")
 CHECK
 if [ "$provider" = "cuda" ]; then
     status=0
@@ -42,5 +55,5 @@ if [ "$provider" = "cuda" ]; then
     fi
     exit $status
 fi
-exec "$PY" benchmarks/run.py --provider cpu --only encode,e2e --results .gpukit/RESULTS-dry.md \
+exec "$PY" benchmarks/run.py --provider cpu --only encode,e2e,gpu --results .gpukit/RESULTS-dry.md \
     --json .gpukit/results-dry.json "$@"

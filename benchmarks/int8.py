@@ -58,7 +58,7 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
                         f"down-projections in fp32 (paper strings, {ctx.threads} threads)", excluded=len(down))
 
 
-def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, **detail) -> Line:
+def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, section: str = "int8", **detail) -> Line:
     """One drift line: Exam 1 of both encoders (Table 1, the cells whose tau changed), the cosine between a
     text's two embeddings, and the encode time of ``other`` against fp32 on the paper strings."""
     from fasteval import drift as drift_of
@@ -69,8 +69,8 @@ def against_fp32(ctx: Ctx, fp32, other, texts, kind: str, label: str, **detail) 
     changed = sum(x.tau != y.tau for x, y in zip(a.cells, b.cells))
     drift = drift_of(fp32, other, conformance=False, resamples=0)
     tf, tg = alternate(lambda: other.encode(texts), lambda: fp32.encode(texts), 2 if ctx.quick else 3)
-    versus = "int8" if kind == "int8" else "this"
-    return Line("int8", label, med(tf), med(tg), "the fp32 export",
+    versus = kind if kind in ("int8", "fp16") else "this"
+    return Line(section, label, med(tf), med(tg), "the fp32 export",
                 f"Table 1 tau {sa['tau_display']:.2f} -> {sb['tau_display']:.2f}, PACC {sa['pacc_display']:.2f} -> "
                 f"{sb['pacc_display']:.2f}; cells whose tau changed {changed} of 20; cosine fp32 vs {versus} mean "
                 f"{drift.mean_cosine:.4f}, worst {drift.worst_cosine:.4f}", None, None, "",

@@ -7,7 +7,7 @@ from typing import Any
 from harness import Line
 
 
-SECTIONS = ("e2e", "encode", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
+SECTIONS = ("e2e", "encode", "gpu", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
             "parity", "evaluator", "memory")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 

@@ -1,7 +1,7 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
     .venv/bin/python benchmarks/run.py [--quick]
-        [--only e2e,encode,kernels,scale,startup,statistics,check,int8,served,drift]
+        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,served,drift]
         [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
@@ -14,6 +14,8 @@ Sections:
 - e2e: `fasteval sweep` (all three exams) against benchmarks/reference_impl.py (sentence-transformers,
   scipy, RapidFuzz, scikit-learn), each in a cold process, same model, no embedding cache;
 - encode: the ONNX encoder against sentence-transformers (torch) on the same strings and threads;
+- gpu: the GPU path (benchmarks/gpu.sh): throughput over batch sizes 32-1024 in fp32 and fp16 against
+  sentence-transformers on the same device, the share of the device's GEMM rate, and fp16's drift against fp32;
 - kernels: Kendall tau-b (many short rows; one long list), Levenshtein, the ridge probe, similarity;
 - scale: a dense grid (1,000 values per range, all pairs), time and peak memory in child processes;
 - startup: `fasteval --help`, and a warm `fasteval sweep` less its compute;
@@ -29,7 +31,7 @@ Sections:
 - memory: the peak resident memory of a 560M-parameter model through the door (export, then session; and from
   the cached export), against its weights.
 
-One module per section (e2e.py, encode.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py,
+One module per section (e2e.py, encode.py, gpu_bench.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py,
 check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py, memory_bench.py), the shared
 harness (harness.py) and the Markdown writer (results_md.py).
 """
@@ -50,6 +52,7 @@ from parity import bench_parity
 from e2e import bench_e2e
 from evaluator_bench import bench_evaluator
 from encode import bench_encode
+from gpu_bench import bench_gpu
 from harness import HERE, Line, load1, prepare
 from int8 import bench_int8
 from kernels_bench import bench_kernels  # not kernels.py: transformers 5 imports a package named kernels
@@ -60,11 +63,15 @@ from served import bench_served
 from startup import bench_startup
 from statistics_bench import bench_statistics
 
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "gpu")  # gpu: benchmarks/gpu.sh and the kit's dry run
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="fasteval against its peers (writes benchmarks/RESULTS.md).")
     parser.add_argument("--quick", action="store_true", help="fewer runs and smaller inputs (a minute or two)")
-    parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections, comma-separated: {', '.join(SECTIONS)}")
+    parser.add_argument("--only", default=",".join(DEFAULT_SECTIONS),
+                        help=f"sections, comma-separated: {', '.join(SECTIONS)} (default: all but gpu, which "
+                        "benchmarks/gpu.sh runs)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="registry name or model folder")
     parser.add_argument("--provider", default="cpu", choices=("cpu", "cuda"), help="fasteval's execution provider")
     parser.add_argument("--results", default=str(HERE / "RESULTS.md"), help="Markdown report to (re)write")
@@ -79,9 +86,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     load_before = load1()
     ctx = prepare(args)
-    runners = {"e2e": bench_e2e, "encode": bench_encode, "kernels": bench_kernels, "scale": bench_scale,
-               "startup": bench_startup, "statistics": bench_statistics, "check": bench_check, "int8": bench_int8,
-               "served": bench_served, "drift": bench_drift, "parity": bench_parity,
+    runners = {"e2e": bench_e2e, "encode": bench_encode, "gpu": bench_gpu, "kernels": bench_kernels,
+               "scale": bench_scale, "startup": bench_startup, "statistics": bench_statistics, "check": bench_check,
+               "int8": bench_int8, "served": bench_served, "drift": bench_drift, "parity": bench_parity,
                "evaluator": bench_evaluator, "memory": bench_memory}
     lines: list[Line] = []
     failed: list[str] = []
@@ -97,7 +104,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
     meta = {"command": "python benchmarks/run.py" + (" --quick" if args.quick else "")
-                       + (f" --only {args.only}" if set(chosen) != set(SECTIONS) else "")
+                       + (f" --only {args.only}" if set(chosen) != set(DEFAULT_SECTIONS) else "")
                        + (f" --provider {args.provider}" if args.provider != "cpu" else ""),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
             "minutes": (time.perf_counter() - started) / 60, "load_before": load_before, "load_after": load1(),

@@ -26,6 +26,10 @@ GPU_EXTRA = "pip install 'fasteval[gpu]'"
 CUDA_LIBRARIES = ("libcudart.so.{major}", "libcublas.so.{major}", "libcublasLt.so.{major}", "libcufft.so.{cufft}",
                   "libcurand.so.10", "libcudnn.so.9")
 NVIDIA_DRIVER_VERSION = Path("/proc/driver/nvidia/version")
+# The CUDA provider's options. fp32 stays fp32: onnxruntime's CUDA provider lets cuBLAS round fp32 matrix products'
+# inputs to TF32 (10 bits of mantissa) on Ampere and later unless told not to; torch, under the paper's
+# sentence-transformers, keeps them in fp32 by default, and so does every CPU result. An fp16 graph is unaffected.
+CUDA_PROVIDER_OPTIONS = {"use_tf32": "0"}
 
 
 def driver_loads() -> bool:
@@ -166,7 +170,7 @@ def open_session(onnx_file: Path | bytes, provider: str, threads: int | None, we
                 ort.preload_dlls()
             except Exception:  # noqa: BLE001 - a failed preload only means the system libraries are used
                 pass
-        wanted.append("CUDAExecutionProvider")
+        wanted.append(("CUDAExecutionProvider", CUDA_PROVIDER_OPTIONS))
     wanted.append("CPUExecutionProvider")
     try:
         session = ort.InferenceSession(onnx_file if isinstance(onnx_file, bytes) else str(onnx_file),
@@ -179,6 +183,6 @@ def open_session(onnx_file: Path | bytes, provider: str, threads: int | None, we
     on_gpu = "CUDAExecutionProvider" in used
     if provider == "cuda" and not on_gpu:
         raise ModelError(f"The CUDA execution provider is not usable here: {cuda_problem()}.", cuda_fix())
-    if provider == "auto" and "CUDAExecutionProvider" in wanted and not on_gpu:
+    if provider == "auto" and len(wanted) > 1 and not on_gpu:
         log.warning("onnxruntime-gpu could not use the GPU (%s); running on the CPU.", cuda_problem())
     return session, ("cuda" if on_gpu else "cpu")

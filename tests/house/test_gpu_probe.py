@@ -41,7 +41,10 @@ class SessionOptions:
 class InferenceSession:
     def __init__(self, model, sess_options=None, providers=()):
         assert isinstance(model, (bytes, str)) and isinstance(sess_options, SessionOptions), (model, sess_options)
-        self.providers = list(providers)
+        for p in providers:  # onnxruntime's forms: a name, or (name, options of strings)
+            assert isinstance(p, str) or (isinstance(p, tuple) and isinstance(p[0], str) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in p[1].items())), p
+        self.providers = [p if isinstance(p, str) else p[0] for p in providers]
 
     def get_providers(self):
         return [p for p in self.providers if ON_GPU or p != "CUDAExecutionProvider"]
