@@ -211,6 +211,20 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
     assert packed.exams["exam3"].summary() == paper.exams["exam3"].summary()
 
 
+def test_the_gpus_sentence_head_gives_every_exam1_cell_on_the_cpu(real_model, both_results):
+    """The GPU path's graph (pooling and Normalize appended, models/head.py), run on the CPU, gives every Exam 1
+    cell of the paper's run: what the GPU run then holds the GPU to, cell by cell."""
+    from fasteval import evaluate
+    from fasteval.models.loader import load_model
+
+    encoder, _ = real_model
+    headed = load_model(encoder.info["source"], provider="cpu")
+    headed.graph_head = True
+    cells = evaluate(headed, exams=(1,), bootstrap=0).exams["exam1"].cells
+    assert headed.graph_head and headed.info == encoder.info
+    assert [(c.tau, c.pacc) for c in cells] == [(c.tau, c.pacc) for c in both_results[0].exams["exam1"].cells]
+
+
 def test_the_readmes_check_example_and_normalization_rows_are_what_the_commands_give(real_model):
     """The README quotes `fasteval check "2 kilometers" "2000 meters" "2 meters"` as a console session, and
     docs/sweep.md the all-MiniLM-L6-v2 rows of its normalisation table: both are held to a run."""
