@@ -163,7 +163,7 @@ def open_session(onnx_file: Path | bytes, provider: str, threads: int | None, we
     if threads:
         options.intra_op_num_threads = threads
     available = ort.get_available_providers()
-    wanted = []
+    wanted: list[str | tuple[str, dict[str, str]]] = []
     if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and driver_loads():
         if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
             try:
