@@ -34,6 +34,14 @@ print(f"gpu kit: fasteval {fasteval.__version__}; {build.package_name} {onnxrunt
       f"{getattr(build, 'cuda_version', None)}) from .gpukit/site; providers {onnxruntime.get_available_providers()}; "
       f"model {kit['model']} (onnx {str(kit['onnx_sha256'])[:12]}) in FASTEVAL_HOME, offline")
 
+# The CUDA libraries the kit's onnxruntime-gpu needs, found in the image's own nvidia-* wheels (another site folder
+# than .gpukit/site, where onnxruntime's preload alone would not look).
+from fasteval.models.gpu import load_cuda_libraries, nvidia_library_folders
+
+missing = load_cuda_libraries(getattr(build, "cuda_version", None))
+assert missing is None, f"{missing} is not on this machine (searched {[str(f) for f in nvidia_library_folders()]})"
+print(f"gpu kit: the CUDA and cuDNN libraries load from {', '.join(str(f) for f in nvidia_library_folders()[:2])}")
+
 # The GPU's sentence head (pooling, Normalize in the graph) built with this machine's onnx, run on its CPU against
 # numpy's head: a head that cannot be built here fails now, in seconds, not in the middle of the GPU run.
 import numpy as np

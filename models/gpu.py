@@ -2,7 +2,8 @@
 built for, the NVIDIA driver found, and the first CUDA library that does not load.
 
 onnxruntime-gpu 1.31 is a CUDA 13 build (a driver of the 580 series or newer); its CUDA libraries come from the
-system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'`` (``onnxruntime.preload_dlls()`` loads those).
+system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'``, wherever on ``sys.path`` those are installed
+(``load_cuda_libraries``: onnxruntime's own preload looks only beside onnxruntime).
 When a session asked for CUDA falls back to the CPU, onnxruntime only logs; ``cuda_problem`` names the cause.
 ``open_session`` is where every onnxruntime session starts, on the GPU when it is asked for and usable, else the
 CPU (``planned_provider`` says which without starting one); ``readiness`` opens one on the GPU (on a graph of one
@@ -11,9 +12,12 @@ node): what ``fasteval --version`` says of the GPU, and what ``benchmarks/gpu.sh
 from __future__ import annotations
 
 import base64
+import contextlib
 import ctypes
+import io
 import logging
 import re
+import sys
 from pathlib import Path
 
 from ..core.errors import ModelError, first_line
@@ -22,8 +26,9 @@ log = logging.getLogger(__name__)
 
 GPU_EXTRA = "pip install 'fasteval[gpu]'"
 # The libraries onnxruntime's CUDA provider loads, by the CUDA major of its build ({major}: 12 or 13; cuDNN 9 for
-# both), in the order a fallback is explained: the runtime, cuBLAS, cuBLASLt, cuFFT, cuRAND, cuDNN.
-CUDA_LIBRARIES = ("libcudart.so.{major}", "libcublas.so.{major}", "libcublasLt.so.{major}", "libcufft.so.{cufft}",
+# both), in the order they are loaded and a fallback is explained: the runtime, cuBLASLt (cuBLAS needs it), cuBLAS,
+# cuFFT, cuRAND, cuDNN (which loads its own parts from its folder).
+CUDA_LIBRARIES = ("libcudart.so.{major}", "libcublasLt.so.{major}", "libcublas.so.{major}", "libcufft.so.{cufft}",
                   "libcurand.so.10", "libcudnn.so.9")
 NVIDIA_DRIVER_VERSION = Path("/proc/driver/nvidia/version")
 # The CUDA provider's options. fp32 stays fp32: onnxruntime's CUDA provider lets cuBLAS round fp32 matrix products'
@@ -63,24 +68,54 @@ def build() -> tuple[str, str | None]:
     return f"{package} {ort.__version__}", cuda or None
 
 
-def missing_library(cuda: str | None) -> str | None:
-    """The first CUDA library of ``CUDA_LIBRARIES`` (for the build's CUDA major) that does not load, after
-    onnxruntime has preloaded those of the nvidia-* wheels; None when they all load."""
+def nvidia_library_folders() -> list[Path]:
+    """The library folders of the nvidia-* wheels in every folder of ``sys.path`` (``nvidia/cu13/lib``,
+    ``nvidia/cudnn/lib``, ``nvidia/cublas/lib`` of CUDA 12's layout, ...)."""
+    folders: list[Path] = []
+    for entry in dict.fromkeys(sys.path):
+        root = Path(entry or ".") / "nvidia"
+        with contextlib.suppress(OSError):
+            folders += sorted(p for p in root.glob("*/lib") if p.is_dir())
+    return folders
+
+
+def _load(name: str, folders: list[Path]) -> bool:
+    """Load a shared library for the whole process: by its name (already loaded, or on the system's library path),
+    else from the first of ``folders`` that holds it. A library loaded from a folder is then found by its name
+    when onnxruntime's CUDA provider asks for it (the loader matches the names of loaded libraries)."""
+    for target in [name, *(str(folder / name) for folder in folders if (folder / name).is_file())]:
+        try:
+            ctypes.CDLL(target, mode=ctypes.RTLD_GLOBAL)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def load_cuda_libraries(cuda: str | None) -> str | None:
+    """Load the CUDA libraries of ``CUDA_LIBRARIES`` for the build's CUDA major (``cuda``: "13.0"), from the system
+    or the nvidia-* wheels on ``sys.path`` (onnxruntime-gpu installed in another folder than its CUDA wheels, as
+    with ``pip install --target``, would not find them otherwise), then let onnxruntime preload the rest of what it
+    wants (its printing kept off stdout); the first library that does not load, None when they all do."""
+    major = (cuda or "12").split(".")[0]
+    folders = nvidia_library_folders()
+    missing = None
+    for pattern in CUDA_LIBRARIES:
+        name = pattern.format(major=major, cufft="12" if major == "13" else "11")
+        if not _load(name, folders) and missing is None:
+            missing = name
     import onnxruntime as ort
 
     if hasattr(ort, "preload_dlls"):
+        printed = io.StringIO()
         try:
-            ort.preload_dlls()
-        except Exception:  # noqa: BLE001 - a failed preload leaves the system libraries to be found
+            with contextlib.redirect_stdout(printed):
+                ort.preload_dlls()
+        except Exception:  # noqa: BLE001 - a failed preload leaves the libraries loaded above
             pass
-    major = (cuda or "12").split(".")[0]
-    for pattern in CUDA_LIBRARIES:
-        name = pattern.format(major=major, cufft="12" if major == "13" else "11")
-        try:
-            ctypes.CDLL(name)
-        except OSError:
-            return name
-    return None
+        if printed.getvalue().strip():
+            log.debug("onnxruntime's preload_dlls: %s", printed.getvalue().strip())
+    return missing
 
 
 def cuda_problem() -> str:
@@ -96,7 +131,7 @@ def cuda_problem() -> str:
     if not driver_loads():
         return f"{package} is a CUDA {cuda} build, and no NVIDIA driver loads here (libcuda.so.1)"
     where = f"{package} is a CUDA {cuda} build on NVIDIA driver {driver or '(version unknown)'}"
-    library = missing_library(cuda)
+    library = load_cuda_libraries(cuda)
     if library is not None:
         return f"{where}, and {library} does not load"
     return f"{where}; its CUDA libraries load, but the session fell back to the CPU (see onnxruntime's log)"
@@ -165,11 +200,7 @@ def open_session(onnx_file: Path | bytes, provider: str, threads: int | None, we
     available = ort.get_available_providers()
     wanted: list[str | tuple[str, dict[str, str]]] = []
     if provider in ("auto", "cuda") and "CUDAExecutionProvider" in available and driver_loads():
-        if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels, when they are installed
-            try:
-                ort.preload_dlls()
-            except Exception:  # noqa: BLE001 - a failed preload only means the system libraries are used
-                pass
+        load_cuda_libraries(build()[1])  # what does not load, cuda_problem names if the session falls back
         wanted.append(("CUDAExecutionProvider", CUDA_PROVIDER_OPTIONS))
     wanted.append("CPUExecutionProvider")
     try:

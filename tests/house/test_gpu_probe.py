@@ -56,9 +56,11 @@ def libm() -> Path:
     return Path(next(line.split("=>")[1].strip() for line in out.splitlines() if "libm.so.6 " in line))
 
 
-def machine(tmp_path: Path, libraries: list[str], on_gpu: bool) -> dict:
+def machine(tmp_path: Path, libraries: list[str], on_gpu: bool, wheels: tuple[str, ...] = ()) -> dict:
     """An environment whose onnxruntime is the stand-in (a CUDA 13 build) and whose loadable libraries are
-    ``libraries`` (plus the driver, libcuda.so.1)."""
+    ``libraries`` (plus the driver, libcuda.so.1) on the library path, and ``wheels`` in the nvidia-* wheels' folders
+    of another site folder on sys.path (CUDA 13's nvidia/cu13/lib, cuDNN's nvidia/cudnn/lib), as when onnxruntime-gpu
+    is installed apart from its CUDA wheels (the GPU kit's --target folder beside the image's own)."""
     site = tmp_path / "site" / "onnxruntime"
     (site / "capi").mkdir(parents=True)
     (site / "__init__.py").write_text(STAND_IN.format(on_gpu=on_gpu))
@@ -69,7 +71,12 @@ def machine(tmp_path: Path, libraries: list[str], on_gpu: bool) -> dict:
     libs.mkdir()
     for name in ["libcuda.so.1", *libraries]:
         shutil.copy(libm(), libs / name)
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
+    for name in wheels:
+        folder = tmp_path / "wheels" / "nvidia" / ("cudnn" if "cudnn" in name else "cu13") / "lib"
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(libm(), folder / name)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(tmp_path / "wheels"),
+                                                         os.environ.get("PYTHONPATH", "")]),
             "LD_LIBRARY_PATH": str(libs), "PYTHON": sys.executable}
 
 
@@ -80,7 +87,7 @@ def probe(env: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("present, missing", [
     (["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcufft.so.12", "libcurand.so.10"], "libcudnn.so.9"),
-    (["libcudart.so.13"], "libcublas.so.13"),
+    (["libcudart.so.13"], "libcublasLt.so.13"),
 ])
 def test_a_session_that_falls_back_names_the_library_and_gpu_sh_exits_1(tmp_path, present, missing):
     env = machine(tmp_path, present, on_gpu=False)
@@ -98,6 +105,21 @@ def test_a_session_that_falls_back_names_the_library_and_gpu_sh_exits_1(tmp_path
     gpu = version.stdout.splitlines()[-1]
     assert version.returncode == 0 and gpu.startswith("GPU: NVIDIA driver "), version.stdout + version.stderr
     assert "no session on the GPU: The CUDA execution provider is not usable here" in gpu and missing in gpu, gpu
+
+
+ALL_13 = ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcufft.so.12", "libcurand.so.10",
+          "libcudnn.so.9")
+
+
+@pytest.mark.parametrize("wheels, named", [
+    (ALL_13, "its CUDA libraries load, but the session fell back to the CPU"),
+    (ALL_13[:-1], "and libcudnn.so.9 does not load"),
+])
+def test_the_cuda_wheels_are_found_in_another_site_folder(tmp_path, wheels, named):
+    """onnxruntime's own preload looks for the nvidia-* wheels only beside onnxruntime; fasteval finds them in any
+    folder of sys.path, so the diagnosis moves past them (and a session can load them)."""
+    proc = probe(machine(tmp_path, [], on_gpu=False, wheels=wheels))
+    assert proc.returncode == 1 and named in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_a_session_on_the_gpu_is_ready(tmp_path):
