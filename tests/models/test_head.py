@@ -164,3 +164,25 @@ def test_external_weights_are_found_beside_the_graph(tiny_encoder, tmp_path):
     texts = ["2 kilometers", "2000 meters", "2 meters"]
     np.testing.assert_allclose(encoder.encode(texts), tiny_encoder.encode(texts), rtol=1e-5, atol=1e-6)
     assert encoder.graph_head
+
+
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_a_prompt_left_out_of_the_pooling_is_left_out_in_the_graph(tiny_encoder, tmp_path, padding_side):
+    """include_prompt=False: the prompt's tokens leave the pooling through pooling_mask, with either padding side."""
+    from fasteval.models.encoder import OnnxEncoder
+    from fasteval.models.export import load_export
+    from tiny_models import variant
+
+    edits = {"1_Pooling/config.json": {"include_prompt": False}}
+    if padding_side == "left":
+        edits["tokenizer_config.json"] = {"padding_side": "left"}
+    folder = load_export(variant(tiny_encoder.folder.path, tmp_path / "prompted", edits))
+    assert folder.pooling.include_prompt is False
+    plain, headed = (OnnxEncoder(folder, provider="cpu", prompt="query: the quantity ") for _ in range(2))
+    headed.graph_head = True
+    texts = ["2 kilometers", "2000 meters and a much longer text than the others", ""]
+    np.testing.assert_allclose(headed.encode(texts), plain.encode(texts), rtol=1e-5, atol=1e-6)
+    assert headed.padding_side == padding_side and headed._prompt_length > 0
+    unprompted = OnnxEncoder(folder, provider="cpu", prompt="query: the quantity ")
+    unprompted._prompt_length = 0  # the prompt pooled after all: another embedding, so the mask above mattered
+    assert np.abs(unprompted.encode(texts) - plain.encode(texts)).max() > 1e-3
