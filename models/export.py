@@ -255,7 +255,6 @@ INT8_QUANTIZATION: dict[str, Any] = {"weight_type": "QInt8", "per_channel": True
 # float32 inputs and outputs. model_type "bert" is its encoder fusion set (BERT, MPNet, XLM-R and kin); in the
 # graphs of other families its patterns find nothing to fuse and the conversion alone applies.
 FP16_OPTIMIZATION: dict[str, Any] = {"model_type": "bert", "opt_level": 0, "use_gpu": True, "keep_io_types": True}
-RECIPES: dict[str, dict[str, Any]] = {"int8": INT8_QUANTIZATION, "fp16": FP16_OPTIMIZATION}
 
 
 def int8_quantize_kwargs() -> dict:
@@ -282,15 +281,16 @@ def _optimize_fp16(source: Path, dest: Path) -> None:
     model.save_model_to_file(str(dest), use_external_data_format=external)
 
 
-_MAKERS = {"int8": ("quantizing", "to int8", _quantize_int8), "fp16": ("optimizing", "to fp16", _optimize_fp16)}
+# dtype -> (its recipe, what the log says is done, the maker)
+_DERIVED = {"int8": (INT8_QUANTIZATION, "quantizing", _quantize_int8),
+            "fp16": (FP16_OPTIMIZATION, "optimizing", _optimize_fp16)}
 
 
 def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: Path | None = None) -> Path:
     """The int8 or fp16 export, made by onnxruntime from the fp32 export (int8: ``quantize_dynamic``; fp16: the
     transformer optimizer and its float16 conversion; the recipes above), cached beside it (``<source
     hash>-<dtype>``), its configs copied. An entry made with another recipe (an older one) is made again."""
-    recipe = RECIPES[dtype]
-    doing, what, make = _MAKERS[dtype]
+    recipe, doing, make = _DERIVED[dtype]
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
@@ -305,7 +305,7 @@ def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: P
         if out is None and not intact:
             warn_rebuilt(f"{dtype} export", dest, "no intact record")
         _discard(dest)
-    log.info("%s %s %s with onnxruntime, once; written to %s", doing, folder.path.name, what, dest)
+    log.info("%s %s to %s with onnxruntime, once; written to %s", doing, folder.path.name, dtype, dest)
     with staged_folder(dest, replace=False, what=f"the {dtype} export") as staging:
         for item in fp32.iterdir():
             if item.name.startswith(("model.onnx", "fasteval_export.json", ".")):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import functools
 import io
 import logging
 import re
@@ -92,6 +93,7 @@ def _load(name: str, folders: list[Path]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=None)  # once a process: a session and the diagnosis of its fallback ask alike
 def load_cuda_libraries(cuda: str | None) -> str | None:
     """Load the CUDA libraries of ``CUDA_LIBRARIES`` for the build's CUDA major (``cuda``: "13.0"), from the system
     or the nvidia-* wheels on ``sys.path`` (onnxruntime-gpu installed in another folder than its CUDA wheels, as

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.embeddings import NORM_EPS
 from .folder import ModelFolder
-from .pooling import ACTIVATIONS, activation_of
+from .pooling import ACTIVATIONS, COUNT_EPS, PADDING_FOR_MAX, activation_of
 
 POOLED_OUTPUT = "sentence_embedding"
 POOLING_MASK = "pooling_mask"
@@ -74,19 +75,21 @@ def _rows_at(b: _Builder, tokens: str, index: str, shape: str) -> str:
 
 def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str) -> str:
     """One pooling mode, as models/pooling.py computes it. ``mask`` is the float32 (batch, seq) pooling mask."""
+    from onnx import TensorProto
+
     if mode in ("mean", "mean_sqrt_len_tokens", "weightedmean"):
         weights = mask
         if mode == "weightedmean":  # weight of token t = t + 1, padding 0
-            seq = b.op("Cast", b.op("Gather", shape, b.const(1, np.int64), axis=0), to=1)
+            seq = b.op("Cast", b.op("Gather", shape, b.const(1, np.int64), axis=0), to=TensorProto.FLOAT)
             positions = b.op("Range", b.const(1.0), b.op("Add", seq, b.const(1.0)), b.const(1.0))
             weights = b.op("Mul", b.op("Unsqueeze", positions, b.const([0], np.int64)), mask)
         w = b.op("Unsqueeze", weights, b.const([-1], np.int64))
         total = b.reduce("ReduceSum", b.op("Mul", tokens, w), 1, keepdims=0)
-        count = b.op("Max", b.reduce("ReduceSum", w, 1, keepdims=0), b.const(1e-9))
+        count = b.op("Max", b.reduce("ReduceSum", w, 1, keepdims=0), b.const(COUNT_EPS))
         return b.op("Div", total, b.op("Sqrt", count) if mode == "mean_sqrt_len_tokens" else count)
     if mode == "max":
         keep = b.op("Greater", b.op("Unsqueeze", mask, b.const([-1], np.int64)), b.const(0.0))
-        return b.reduce("ReduceMax", b.op("Where", keep, tokens, b.const(-1e9)), 1, keepdims=0)
+        return b.reduce("ReduceMax", b.op("Where", keep, tokens, b.const(PADDING_FOR_MAX)), 1, keepdims=0)
     if mode == "cls":  # the first non-padding token (index 0 of an all-padding row)
         first = b.op("ArgMax", mask, axis=1, keepdims=0)
         return _rows_at(b, tokens, first, shape)
@@ -94,7 +97,7 @@ def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str) -> str:
         last = b.op("ArgMax", mask, axis=1, keepdims=0, select_last_index=1)
         picked = _rows_at(b, tokens, last, shape)
         there = _rows_at(b, b.op("Unsqueeze", mask, b.const([-1], np.int64)), last, shape)
-        return b.op("Mul", picked, b.op("Cast", b.op("Greater", there, b.const(0.0)), to=1))
+        return b.op("Mul", picked, b.op("Cast", b.op("Greater", there, b.const(0.0)), to=TensorProto.FLOAT))
     raise ValueError(f"pooling mode {mode!r} has no graph head")
 
 
@@ -129,9 +132,9 @@ def pooled_graph(folder: ModelFolder) -> bytes:
             out = b.op("Add", out, b.const(np.asarray(bias, dtype=np.float32)))
         if activation is not None:
             out = b.op(activation, out)
-    if folder.normalize:  # x / max(||x||, 1e-12), the norm in float64
+    if folder.normalize:  # x / max(||x||, NORM_EPS), the norm in float64
         wide = b.op("Cast", out, to=TensorProto.DOUBLE)
-        norm = b.op("Max", b.reduce("ReduceL2", wide, 1, keepdims=1), b.const(1e-12, np.float64))
+        norm = b.op("Max", b.reduce("ReduceL2", wide, 1, keepdims=1), b.const(NORM_EPS, np.float64))
         out = b.op("Cast", b.op("Div", wide, norm), to=TensorProto.FLOAT)
     graph.node.append(helper.make_node("Identity", [out], [POOLED_OUTPUT], name="fasteval_head/output"))
     del graph.output[:]

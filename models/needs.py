@@ -23,7 +23,6 @@ from ..core.errors import ModelError
 
 EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
 BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # as a session holds them (int8: budgeted as fp32)
-FP32 = 4  # bytes per parameter of the fp32 export every other export is made from
 GIB = 1024 ** 3
 # The dtypes a safetensors header names, and their bytes per parameter
 _SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
@@ -52,7 +51,7 @@ class Needs:
     @property
     def export_weights_bytes(self) -> int | None:
         """The fp32 weights its export holds in torch (every dtype is made from the fp32 export)."""
-        return None if self.params is None else self.params * FP32
+        return None if self.params is None else self.params * BYTES_PER_PARAM["fp32"]
 
     @property
     def peak_bytes(self) -> int | None:

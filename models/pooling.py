@@ -10,23 +10,26 @@ import numpy as np
 
 from .folder import DenseLayer, PoolingConfig
 
+COUNT_EPS = 1e-9  # the floor of a mean's token count (an all-padding row gives 0), as sentence-transformers
+PADDING_FOR_MAX = -1e9  # what padding becomes before the max, as sentence-transformers
+
 
 def pool_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """sum_t m_t x_t / max(sum_t m_t, 1e-9)  (an all-padding row gives 0)."""
     m = mask[..., None].astype(tokens.dtype)
-    return (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+    return (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), COUNT_EPS)
 
 
 def pool_mean_sqrt_len(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """sum_t m_t x_t / sqrt(max(sum_t m_t, 1e-9))."""
     m = mask[..., None].astype(tokens.dtype)
-    return (tokens * m).sum(axis=1) / np.sqrt(np.maximum(m.sum(axis=1), 1e-9))
+    return (tokens * m).sum(axis=1) / np.sqrt(np.maximum(m.sum(axis=1), COUNT_EPS))
 
 
 def pool_weighted_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Position-weighted mean, weight of token t = t + 1 (masked tokens weigh 0)."""
     w = (np.arange(1, tokens.shape[1] + 1, dtype=tokens.dtype)[None, :] * mask)[..., None]
-    return (tokens * w).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-9)
+    return (tokens * w).sum(axis=1) / np.maximum(w.sum(axis=1), COUNT_EPS)
 
 
 def pool_cls(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -38,7 +41,7 @@ def pool_cls(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def pool_max(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Max over tokens, padding set to -1e9 first (as sentence-transformers does)."""
-    return np.where(mask[..., None] > 0, tokens, np.asarray(-1e9, tokens.dtype)).max(axis=1)
+    return np.where(mask[..., None] > 0, tokens, np.asarray(PADDING_FOR_MAX, tokens.dtype)).max(axis=1)
 
 
 def pool_last_token(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
