@@ -116,7 +116,9 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
 
 
 def cells_against_cpu(ctx: Ctx) -> Line:
-    """Exam 1 on the chosen provider against the CPU, cell by cell (tau and PACC of all 20), fp32 both."""
+    """The three exams on the chosen provider against the CPU, fp32 both, as the sweep prints them: Exam 1's 20 cells
+    (tau and PACC), Exam 2's rows (the pivot's taus and every group's), Exam 3's rows (the probe's and the cosine's
+    tau and PACC, whose means are its summary). Each differing number is named with its difference."""
     from fasteval import evaluate
     from fasteval.models.loader import load_model
 
@@ -125,11 +127,23 @@ def cells_against_cpu(ctx: Ctx) -> Line:
         encoder = load_model(ctx.model, provider=provider, threads=ctx.threads)
         evaluate(encoder, exams=(1,), bootstrap=0)  # warm-up: session start and kernels
         start = time.perf_counter()
-        runs[provider] = (evaluate(encoder, exams=(1,), bootstrap=0).exams["exam1"], time.perf_counter() - start)
+        runs[provider] = (evaluate(encoder, exams=(1, 2, 3), bootstrap=0).exams, time.perf_counter() - start)
     (cpu, t_cpu), (other, t_other) = runs["cpu"], runs[ctx.args.provider]
-    same = [(a.tau, a.pacc) == (b.tau, b.pacc) for a, b in zip(cpu.cells, other.cells)]
-    worst = max(max(abs(a.tau - b.tau), abs(a.pacc - b.pacc)) for a, b in zip(cpu.cells, other.cells))
-    return Line("e2e", f"Exam 1 on {ctx.args.provider} against the CPU, fp32, embeddings computed (in process)",
-                t_other, t_cpu, "the same export on the CPU",
-                f"cells equal (tau and PACC): {sum(same)} of {len(same)}; worst |diff| {worst:.1e}",
-                all(same), None, "", {"cells_equal": sum(same), "cells": len(same), "worst_diff": worst})
+    numbers = {}  # exam -> [(name, cpu value, other value)]
+    numbers["exam1"] = [(f"{a.quantity} {a.range_name} {m}", getattr(a, m), getattr(b, m))
+                        for a, b in zip(cpu["exam1"].cells, other["exam1"].cells) for m in ("tau", "pacc")]
+    numbers["exam2"] = [(f"{a.group_type} {a.group} {a.reference}", a.tau, b.tau)
+                        for a, b in zip(cpu["exam2"].rows, other["exam2"].rows)]
+    numbers["exam3"] = [(f"{a.unit} {a.range} {m}", getattr(a, m), getattr(b, m))
+                        for a, b in zip(cpu["exam3"].rows, other["exam3"].rows)
+                        for m in ("kendall", "pairwise", "kendall_cosine", "pairwise_cosine")]
+    summary, detail = [], {}
+    for exam, triples in numbers.items():
+        differ = [(name, x, y) for name, x, y in triples if x != y]
+        worst = max((abs(x - y) for _, x, y in triples), default=0.0)
+        summary.append(f"{exam} {len(triples) - len(differ)} of {len(triples)} equal (worst |diff| {worst:.1e})")
+        detail[exam] = {"equal": len(triples) - len(differ), "numbers": len(triples), "worst_diff": worst,
+                        "differ": [{"name": n, "cpu": x, ctx.args.provider: y} for n, x, y in differ]}
+    return Line("e2e", f"Exams 1-3 on {ctx.args.provider} against the CPU, fp32, embeddings computed (in process)",
+                t_other, t_cpu, "the same export on the CPU", "; ".join(summary),
+                all(d["equal"] == d["numbers"] for d in detail.values()), None, "", detail)

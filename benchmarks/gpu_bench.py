@@ -47,6 +47,30 @@ def gemm_rate(device: str, dtype: str, threads: int) -> float:
     return 2 * n ** 3 / med(times) / 1e9
 
 
+def device_facts(peer_device: str) -> dict:
+    """What the GPU machine says of itself, for the report's machine lines: the GPU's name and memory, the driver,
+    the CUDA and cuDNN versions (torch's, the image's own wheels, which onnxruntime's CUDA provider loads too),
+    onnxruntime's build and providers and the TF32 state of both sides (onnxruntime's CUDA provider options, torch's
+    matmul and cuDNN flags)."""
+    import onnxruntime as ort
+
+    from fasteval.models.gpu import CUDA_PROVIDER_OPTIONS, build, driver_version
+
+    package, cuda = build()
+    facts = {"onnxruntime": package, "onnxruntime_cuda": cuda, "onnxruntime_providers": ort.get_available_providers(),
+             "driver": driver_version(), "onnxruntime_cuda_options": CUDA_PROVIDER_OPTIONS}
+    if peer_device == "cuda":
+        import torch
+
+        props = torch.cuda.get_device_properties(0)
+        facts.update({"gpu": torch.cuda.get_device_name(0), "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+                      "multiprocessors": props.multi_processor_count, "torch": torch.__version__,
+                      "torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                      "torch_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                      "torch_tf32_cudnn": torch.backends.cudnn.allow_tf32})
+    return facts
+
+
 def bench_gpu(ctx: Ctx) -> list[Line]:
     import numpy as np
     import torch

@@ -42,7 +42,9 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
            "## Machine and versions", "",
            f"- CPU: {m['cpu']} ({', '.join(m.get('simd') or ['no flags read'])}), {m['cores']} usable cores, "
            f"{m['ram_gib']} GiB RAM; {m['os']}",
-           f"- Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v), "",
+           f"- Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v),
+           *(["- Device: " + "; ".join(f"{k} {v}" for k, v in meta["device"].items())] if meta.get("device") else []),
+           "",
            "## Targets", "", "| target | line | measured | met |", "|---|---|---|---|"]
     for ln in lines:
         if ln.target_name:

@@ -52,7 +52,7 @@ from parity import bench_parity
 from e2e import bench_e2e
 from evaluator_bench import bench_evaluator
 from encode import bench_encode
-from gpu_bench import bench_gpu
+from gpu_bench import bench_gpu, device_facts
 from harness import HERE, Line, load1, prepare
 from int8 import bench_int8
 from kernels_bench import bench_kernels  # not kernels.py: transformers 5 imports a package named kernels
@@ -110,6 +110,8 @@ def main(argv=None) -> int:
             "minutes": (time.perf_counter() - started) / 60, "load_before": load_before, "load_after": load1(),
             "machine": machine_info(), "model": args.model, "provider": args.provider,
             "peer_device": ctx.peer_device}
+    if args.provider == "cuda":
+        meta["device"] = device_facts(ctx.peer_device)
     kept = kept_lines(Path(args.json), chosen)
     if kept:  # the sections not run this time stay as the earlier runs measured them, and say when and where
         runs: dict[tuple[str, str], set[str]] = {}
