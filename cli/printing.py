@@ -97,20 +97,28 @@ def print_plan(plan) -> None:
     echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'cached':<13} "
          f"{'this machine':<13} notes")
     for n in plan:
-        cached = "exported" if n.exported and n.source != "served" else ("yes" if n.cached else "no")
-        here = {True: "fits", False: "too small", None: "?"}[n.fits] if n.source != "served" else "served"
+        if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
+            cached, here = "-", "not called"
+        else:
+            cached = "exported" if n.exported else ("yes" if n.cached else "no")
+            here = ("offline" if n.offline else
+                    {True: "fits", False: "needs more mem", None: "?"}[n.fits])
         notes = "; ".join(x for x in ("gated" if n.gated else "", "remote code" if n.remote_code else "",
-                                      f"prompts: {n.prompts}" if n.prompts else "") if x)
+                                      f"prompts: {n.prompts} (none used, as in the paper; --prompt or --prompt-name picks one)"
+                                      if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
              f"{gb(n.peak_bytes):>8} {cached:<13} {here:<13} {notes}")
     memory = next((n.memory for n in plan if n.memory), None)
     echo(f"\nPeak: the memory an export takes (about 3x the {plan[0].dtype if plan else 'fp32'} weights), or the "
-         f"weights' when the export is cached; this machine has {gb(memory)} GB.")
+         f"weights' when the export is cached; this machine has {gb(memory)} GB. 'needs more mem': more memory "
+         "than this machine has.")
+    if any(n.source == "served" for n in plan):
+        echo("A served model: nothing is fetched or cached here for it; whether it answers is not checked by a dry run.")
     refused = [n for n in plan if n.refusal]
     for n in refused:
         echo(f"left out: {n.refusal}")
-    if refused:
-        echo(f"  ways out: {refused[0].ways_out}")
+    for ways in dict.fromkeys(n.ways_out for n in refused):
+        echo(f"  ways out: {ways}")
 
 
 def short_unit(unit: str) -> str:

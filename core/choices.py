@@ -101,6 +101,14 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def public_address(address: str) -> str:
+    """A cluster address (``HOST:PORT``, ``ray://HOST:PORT``, any ``SCHEME://``) as it may be shown: without a
+    ``user:password@`` and without a query string."""
+    scheme, sep, rest = address.partition("://") if "://" in address else ("", "", address)
+    authority, slash, path = rest.split("?", 1)[0].split("#", 1)[0].partition("/")
+    return scheme + sep + authority.rpartition("@")[2] + slash + path
+
+
 def public_model(spec: object) -> str:
     """A --model value as it may be shown or written: a URL[#MODEL] without credentials, anything else as it is."""
     if not is_url(spec):

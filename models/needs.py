@@ -35,13 +35,14 @@ class Needs:
     model: str
     source: str  # "PyPI", "Hub", "folder", "served"
     params: int | None  # None: not known before the download
-    cached: bool  # its folder is here (a served model: nothing to fetch)
+    cached: bool  # its folder is here (a served model: False, nothing is cached for it)
     exported: bool  # its ONNX export is here (nothing to export)
     gated: bool = False
     remote_code: bool = False
     prompts: str | None = None
     dtype: str = "fp32"
     memory: int | None = None  # this machine's memory, bytes
+    offline: bool = False  # HF_HUB_OFFLINE is set and its folder is not cached: the sweep cannot fetch it
 
     @property
     def weights_bytes(self) -> int | None:
@@ -70,6 +71,8 @@ class Needs:
     @property
     def refusal(self) -> str | None:
         """The one line that refuses it here, with the ways out; None when it fits or nothing is known."""
+        if self.offline:
+            return f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
         if self.fits is not False:
             return None
         return (f"{self.model} needs about {_gib(self.peak_bytes)} GB of memory to export "
@@ -78,6 +81,9 @@ class Needs:
 
     @property
     def ways_out(self) -> str:
+        if self.offline:
+            return ("unset HF_HUB_OFFLINE for the download, or copy a FASTEVAL_HOME that holds it from a machine "
+                    "that has it.")
         return ("serve it (llama.cpp, TEI, vLLM) and pass --model URL, or export it on a machine with more memory "
                 "and copy its FASTEVAL_HOME here (an --dtype fp16 export then runs in half the weights).")
 
@@ -120,14 +126,14 @@ def folder_params(folder: Path) -> int | None:
 def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs:
     """What ``name`` (a registry name, a model folder, a Hugging Face id or a served URL) needs here, from the
     registry and whatever is already on this machine; nothing is downloaded."""
-    from ..core.choices import is_url
+    from ..core.choices import is_url, public_model
     from .export import export_dir
     from .folder import content_hash
     from .registry import cache_folder, fasteval_home, find_spec
 
     memory = machine_memory() if memory is None else memory
-    if is_url(name):
-        return Needs(name, "served", None, True, True, dtype=dtype, memory=memory)
+    if is_url(name):  # shown without its credentials; nothing is cached for it, and a dry run does not call it
+        return Needs(public_model(name), "served", None, False, False, dtype=dtype, memory=memory)
     spec = find_spec(name)
     path = Path(name).expanduser()
     if spec is None and path.is_dir():
@@ -141,9 +147,29 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     params = folder_params(folder) if cached else None
     if params is None and spec is not None and spec.params_m is not None:
         params = int(spec.params_m * 1e6)
+    prompts = spec.prompts if spec else None
+    if cached and not prompts:  # a folder's own prompts (config_sentence_transformers.json), by name
+        prompts = ", ".join(folder_prompts(folder)) or None
+    offline = source == "Hub" and not cached and hub_offline()
     return Needs(spec.name if spec else (path.name if source == "folder" else name), source, params, cached,
                  exported, gated=bool(spec and spec.gated), remote_code=bool(spec and spec.remote_code),
-                 prompts=spec.prompts if spec else None, dtype=dtype, memory=memory)
+                 prompts=prompts, dtype=dtype, memory=memory, offline=offline)
+
+
+def folder_prompts(folder: Path) -> list[str]:
+    """The names of the prompts a model folder's config_sentence_transformers.json configures (none applied unless
+    asked for by --prompt-name, as in the paper)."""
+    try:
+        config = json.loads((Path(folder) / "config_sentence_transformers.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    prompts = config.get("prompts") if isinstance(config, dict) else None
+    return [str(k) for k in prompts] if isinstance(prompts, dict) else []
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face Hub is switched off here (HF_HUB_OFFLINE, as huggingface_hub reads it)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def require_fits(name: str, dtype: str = "fp32") -> None:

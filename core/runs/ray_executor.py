@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..choices import public_model
+from ..choices import public_address, public_model
 from ..errors import FastevalError, InputError, first_line
 from .job import Job, Outcome, ResultFolders, ShippedFolders, prepare_out, run_job
 
@@ -58,7 +58,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     connection there within ``timeout`` seconds. Other forms (``auto``, ``local``) are left to Ray."""
     import socket
 
-    hostport = address.split("://", 1)[1] if "://" in address else address
+    hostport = public_address(address).split("://", 1)[-1].split("/", 1)[0]  # no user:password@ nor path
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit() or not host:
         return
@@ -67,7 +67,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             return
     except OSError as err:
         reason = "timed out" if isinstance(err, socket.timeout) else first_line(err)
-        raise InputError(f"Nothing answers at the Ray address {address} ({reason}).",
+        raise InputError(f"Nothing answers at the Ray address {public_address(address)} ({reason}).",
                          "start the cluster there (`ray start --head`), or pass its address with --address "
                          "HOST:PORT (default port 6379), or leave --address out to start a local cluster.") \
             from None
@@ -79,15 +79,16 @@ def _connect(ray, address: str | None) -> bool:
         return False
     # Ray Client needs grpcio, which the minimal Ray lacks; say so before Ray's multi-line error.
     if address and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
-        raise InputError(f"--address {address} needs Ray Client.", "pip install 'ray[client]'")
+        raise InputError(f"--address {public_address(address)} needs Ray Client.", "pip install 'ray[client]'")
     if address:
         check_reachable(address)
     try:
         ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
                  logging_level=logging.WARNING)
     except (ConnectionError, ValueError, RuntimeError) as err:
-        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-        raise InputError(f"Cannot connect to {where}: {first_line(err)}",
+        where = f"the Ray cluster at {public_address(address)}" if address else "a local Ray cluster"
+        said = first_line(err).replace(address, public_address(address)) if address else first_line(err)
+        raise InputError(f"Cannot connect to {where}: {said}",
                          "check --address (e.g. HOST:6379 or ray://HOST:10001) and that the cluster is up.") \
             from None
     return True

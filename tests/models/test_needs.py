@@ -78,3 +78,49 @@ def test_a_custom_code_architecture_is_one_line_naming_the_served_route(tiny_st_
     assert "--model http://127.0.0.1:8080/v1" in err.value.fix and "llama-server" in err.value.fix
     after = sorted(p.name for p in (fasteval_home / "onnx").glob("*")) if (fasteval_home / "onnx").exists() else []
     assert after == before
+
+
+def test_dry_run_never_shows_a_served_models_credentials_nor_calls_it_cached(tmp_path):
+    """A URL with user:password@ and a query key is shown without either; nothing is "cached" for a server, and the
+    plan says a dry run does not call it (issue 45, item 1)."""
+    proc = run_cli(["sweep", "--dry-run", "--model", "http://a:PW9@127.0.0.1:1/v1?k=QS9#some-model"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    for secret in ("PW9", "QS9", "a:"):
+        assert secret not in proc.stdout + proc.stderr
+    row = proc.stdout.splitlines()[1].split()
+    assert row[:2] == ["http://127.0.0.1:1/v1#some-model", "served"]
+    assert "yes" not in row and "fits" not in row and "not called" in proc.stdout.splitlines()[1]
+    assert "whether it answers is not checked by a dry run" in proc.stdout
+
+
+def test_dry_run_offline_says_a_hub_model_is_not_cached_and_leaves_it_out(tmp_path):
+    """HF_HUB_OFFLINE set and nothing cached: not "fits" but "offline", left out with the way out (item 12); a model
+    too big for this machine "needs more mem", never "too small"."""
+    proc = run_cli(["sweep", "--dry-run", "--model", "e5-large-v2"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "offline" in proc.stdout.splitlines()[1] and "fits" not in proc.stdout.splitlines()[1]
+    assert "left out: e5-large-v2 is not cached, and HF_HUB_OFFLINE is set" in proc.stdout
+    assert "unset HF_HUB_OFFLINE" in proc.stdout
+    assert needs_of("Qwen3-Embedding-8B", memory=24 * GIB).fits is False
+    big = run_cli(["sweep", "--dry-run", "--model", "Qwen3-Embedding-8B"],
+                  env={"FASTEVAL_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": ""})
+    if (machine_memory() or 0) < 87.4 * GIB:
+        assert "needs more mem" in big.stdout.splitlines()[1] and "too small" not in big.stdout
+
+
+def test_dry_run_names_a_folders_own_prompts_and_that_none_is_used(tmp_path, tiny_st_folder):
+    """A local folder's config_sentence_transformers.json prompts are named in the plan, with the paper's default
+    (none used) and how to pick one (item 17)."""
+    import json
+    import shutil
+
+    folder = tmp_path / "with-prompts"
+    shutil.copytree(tiny_st_folder, folder)
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(
+        {"prompts": {"query": "task: search result | query: ", "document": "title: none | text: "},
+         "default_prompt_name": None}))
+    proc = run_cli(["sweep", "--dry-run", "--model", folder], env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    assert "prompts: query, document (none used, as in the paper; --prompt or --prompt-name picks one)" in proc.stdout

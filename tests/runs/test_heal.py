@@ -226,3 +226,18 @@ def test_two_processes_exporting_one_model_into_one_cache_both_finish(tiny_st_fo
     assert [first.returncode, second.returncode] == [0, 0], [err[-800:] for _out, err in results]
     assert results[0][0] == results[1][0], "one export, the same embedding"
     assert len(list((tmp_path / "shared-home" / "onnx").iterdir())) == 1
+
+
+def test_cli_ray_address_with_credentials_never_shows_them(tmp_path):
+    """--address with user:password@ (and a query) is named without them in the error line; the host and port are
+    still the ones tried (issue 45, item 2)."""
+    pytest.importorskip("ray")
+    port = _dead_port()
+    proc = run_cli(["sweep", "--model", tmp_path / "nope", "--out", tmp_path / "out", "--executor", "ray",
+                    "--address", f"ray://u:SECRET7@127.0.0.1:{port}?token=QS7"], timeout=60)
+    line = one_line_error(proc, f"127.0.0.1:{port}")
+    assert "SECRET7" not in proc.stdout + proc.stderr and "QS7" not in proc.stdout + proc.stderr, line
+    plain = run_cli(["sweep", "--model", tmp_path / "nope", "--out", tmp_path / "out", "--executor", "ray",
+                     "--address", f"u:SECRET7@127.0.0.1:{port}"], timeout=60)
+    one_line_error(plain, f"Nothing answers at the Ray address 127.0.0.1:{port} (")
+    assert "SECRET7" not in plain.stdout + plain.stderr
