@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -208,12 +209,30 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
+            if hasattr(os, "fchmod"):  # mkstemp makes it private (0600); an output follows the umask, as open() does
+                os.fchmod(fh.fileno(), 0o666 & ~process_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@functools.lru_cache(maxsize=1)
+def process_umask() -> int:
+    """This process's umask: read from /proc where the system has it (reading it otherwise means setting it, for
+    an instant, process-wide), once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def check_writable(folder: Path, what: str = "the output folder",
@@ -242,7 +261,7 @@ def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> It
     check_writable(dest.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-{_owner_tag()}", dir=dest.parent))
     try:
-        staging.chmod(0o755)  # mkdtemp makes it private (0700); results and caches are meant to be shared
+        staging.chmod(0o777 & ~process_umask())  # mkdtemp makes it private (0700): results follow the umask
         yield staging
         _test_hook("staged")
         (staging / COMPLETE).touch()  # whole: a kill from here on is recovered to this copy (clean_stale)

@@ -27,6 +27,12 @@ from ..core.io import unpack_texts
 
 MAGIC = "fasteval-receipt-1"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
+# The most a receipt may declare, all its arrays together, before any is read: a receipt is an input from elsewhere
+# (a CI artifact). The paper's texts with a 384-dimensional model take 2 MB; 100,000 --texts at 4,096 dimensions
+# 1.6 GB.
+MAX_RECEIPT_BYTES = 4 * 2**30
+# What each array of a receipt is: its dtype kind(s) and number of dimensions (vectors: texts x dimension).
+ARRAYS = {"magic": ("U", 0), "meta": ("U", 0), "text_bytes": ("u", 1), "text_ends": ("iu", 1), "vectors": ("f", 2)}
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -44,6 +50,8 @@ def is_receipt(value: Any) -> bool:
         return False
     path = Path(value).expanduser()
     try:
+        if not path.is_file():  # a FIFO or a device is never opened here: opening one can wait forever
+            return False
         with path.open("rb") as f:
             return f.read(4) in ZIP_SIGNATURES
     except OSError:  # missing, a folder, unreadable: not a receipt (load_model names what it is)
@@ -73,19 +81,30 @@ class ReceiptEncoder:
         path = Path(path).expanduser()
         fix = "write it again with fasteval drift --save-receipt FILE REFERENCE."
         try:
+            declared = _declared_arrays(path, fix)
             with np.load(path, allow_pickle=False) as data:
                 if "magic" not in data or str(data["magic"]) != MAGIC:
                     raise InputError(f"{path} is a zip (.npz) file but not a fasteval receipt (no "
                                      f"{MAGIC!r} in it).", "pass a file written by fasteval drift --save-receipt.")
-                self.meta = json.loads(str(data["meta"]))
+                _check_arrays(path, declared, fix)
+                meta = json.loads(str(data["meta"]))
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
-                vectors = np.asarray(data["vectors"], dtype=np.float32)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+                vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as err:
             raise InputError(f"The receipt {path} is damaged or cut short ({type(err).__name__}: "
                              f"{first_line(err, 80)}).", fix) from None
+        if not isinstance(meta, dict) or not isinstance(meta.get("texts_sha256"), str):
+            raise InputError(f"The receipt {path} has no readable meta (a JSON object with the texts' digest), "
+                             f"but {type(meta).__name__}.", fix)
+        self.meta = meta
         if len(texts) != len(vectors) or texts_digest(texts) != self.meta.get("texts_sha256"):
             raise InputError(f"The receipt {path} does not hold what its digest says.",
                              fix)
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            raise InputError(f"The receipt {path} holds {int((~finite).sum())} embedding(s) with NaN or inf (the "
+                             f"first of {texts[int(np.argmin(finite))][:60]!r}): its reference failed, not a "
+                             "candidate.", "make the receipt again from a reference that embeds every text.")
         self.path, self.texts = path, texts
         self._rows = {t: vectors[i] for i, t in enumerate(texts)}
         self.name = f"{self.meta.get('name')} (receipt)"
@@ -109,3 +128,43 @@ class ReceiptEncoder:
             raise InputError(f"The receipt {self.path} holds no embedding of {missing[0][:60]!r}.",
                              "make the receipt with the same --texts and --no-conformance as the gate.")
         return np.stack([self._rows[t] for t in texts]) if texts else np.zeros((0, self.dim or 0), np.float32)
+
+
+def _declared_arrays(path: Path, fix: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Each array's shape and dtype as the receipt's zip declares them, read from the member headers alone; an
+    InputError before anything is allocated when the arrays declare more than the file holds or than
+    ``MAX_RECEIPT_BYTES``, or a member is not an array."""
+    size = path.stat().st_size
+    declared: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if info.compress_type == zipfile.ZIP_STORED and info.file_size > size:
+                raise InputError(f"The receipt {path} declares {info.filename} of {info.file_size:,} bytes in a file "
+                                 f"of {size:,}.", fix)
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                          else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = reader(member, max_header_size=10_000)
+            nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+            total += nbytes
+            if nbytes > info.file_size or total > MAX_RECEIPT_BYTES:
+                raise InputError(f"The receipt {path} declares {name} of shape {tuple(shape)} ({nbytes / 2**30:.2f} "
+                                 f"GiB), more than it holds ({info.file_size:,} bytes) or than a receipt may "
+                                 f"({MAX_RECEIPT_BYTES / 2**30:.0f} GiB).", fix)
+            declared[name] = (tuple(shape), dtype)
+    return declared
+
+
+def _check_arrays(path: Path, declared: dict[str, tuple[tuple[int, ...], np.dtype]], fix: str) -> None:
+    """InputError unless the receipt holds each of ``ARRAYS`` with its kind of dtype and number of dimensions."""
+    for name, (kinds, ndim) in ARRAYS.items():
+        if name not in declared:
+            raise InputError(f"The receipt {path} has no {name} array.", fix)
+        shape, dtype = declared[name]
+        if dtype.kind not in kinds or len(shape) != ndim:
+            raise InputError(f"The receipt {path} holds {name} as {dtype} of shape {shape}, not "
+                             f"{ndim}-dimensional of kind {kinds!r}.", fix)
+

@@ -63,11 +63,12 @@ class CountingEncoder(FakeEncoder):
         self.info = {"model": name, "onnx_sha256": name, "provider": "cpu", "dtype": "fp32", "prompt": ""}
 
 
-def run_cli(args, env=None, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``fasteval ARGS`` in a subprocess, as a user runs it (FASTEVAL_DEBUG off)."""
+def run_cli(args, env=None, cwd=None, timeout: float = 600, umask: int = -1) -> subprocess.CompletedProcess:
+    """``fasteval ARGS`` in a subprocess, as a user runs it (FASTEVAL_DEBUG off; ``umask`` the process's, where
+    given)."""
     full_env = {**os.environ, "FASTEVAL_DEBUG": "", **(env or {})}
     return subprocess.run(FASTEVAL + [str(a) for a in args], capture_output=True, text=True, env=full_env,
-                          cwd=cwd, timeout=timeout)
+                          cwd=cwd, timeout=timeout, umask=umask)
 
 
 def one_line_error(proc, *fragments) -> str:

@@ -291,3 +291,84 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     text = drift_text(accepted).splitlines()
     assert text[0] == "fasteval drift: conforms (exit 0)" and not any("hint:" in line for line in text)
     assert any(line.startswith("  accepted (--accept, shown, not gated): scripts ") for line in text)
+
+
+def _rewrite_receipt(source, dest, **arrays) -> None:
+    """A copy of the receipt ``source`` with some of its arrays replaced."""
+    with np.load(source, allow_pickle=False) as data:
+        held = {k: data[k] for k in data.files}
+    with open(dest, "wb") as f:  # a file object: np.savez would add .npz to the name
+        np.savez(f, **{**held, **arrays})
+
+
+def test_a_receipt_is_checked_whole_before_it_is_trusted(tiny_st_folder, fasteval_home, tmp_path):
+    """A receipt is an input from elsewhere: one that declares more than it holds (9.66 GiB of vectors in a small
+    file), NaN or inf rows, meta that is no JSON object, vectors of three dimensions, and a FIFO in its place are
+    each refused in one line with exit 2, before any candidate is embedded (issue 45, item 3)."""
+    import io
+    import os
+    import zipfile
+
+    from fasteval.core.errors import InputError
+    from fasteval.models.receipt import ReceiptEncoder
+
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--provider", "cpu", "--bootstrap", "0", "-q", "--no-invariance"]
+    receipt = tmp_path / "ref.receipt"
+    assert run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common], env=env).returncode == 0
+    with np.load(receipt) as data:
+        vectors, meta = data["vectors"].copy(), str(data["meta"])
+    ReceiptEncoder(receipt)  # the whole one loads
+
+    nan = vectors.copy()
+    nan[3, 0], nan[5, 1] = np.nan, np.inf
+    _rewrite_receipt(receipt, tmp_path / "nan.receipt", vectors=nan)
+    proc = run_cli(["drift", tmp_path / "nan.receipt", tiny_st_folder, *common], env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    one_line_error(proc, "2 embedding(s) with NaN or inf", "its reference failed")
+
+    _rewrite_receipt(receipt, tmp_path / "list.receipt", meta=np.array(json.dumps([json.loads(meta)])))
+    with pytest.raises(InputError, match="no readable meta"):
+        ReceiptEncoder(tmp_path / "list.receipt")
+    _rewrite_receipt(receipt, tmp_path / "cube.receipt", vectors=vectors[:, None, :])
+    with pytest.raises(InputError, match=r"vectors as float32 of shape \(\d+, 1, \d+\), not 2-dimensional"):
+        ReceiptEncoder(tmp_path / "cube.receipt")
+    _rewrite_receipt(receipt, tmp_path / "ints.receipt", vectors=vectors.astype(np.int64))
+    with pytest.raises(InputError, match="vectors as int64"):
+        ReceiptEncoder(tmp_path / "ints.receipt")
+
+    # vectors that declare 1,000,000 x 2,592 float32 (9.66 GiB) in a member of a few bytes: refused from the header
+    huge = tmp_path / "huge.receipt"
+    with np.load(receipt) as data, zipfile.ZipFile(huge, "w") as out:
+        for name in data.files:
+            if name != "vectors":
+                buf = io.BytesIO()
+                np.save(buf, data[name])
+                out.writestr(f"{name}.npy", buf.getvalue())
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False,
+                                                   "shape": (1_000_000, 2_592)})
+        out.writestr("vectors.npy", buf.getvalue() + b"\0" * 4096)
+    proc = run_cli(["drift", huge, tiny_st_folder, *common], env=env, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    one_line_error(proc, "declares vectors of shape (1000000, 2592) (9.66 GiB), more than it holds")
+
+    fifo = tmp_path / "fifo.receipt"
+    os.mkfifo(fifo)
+    proc = run_cli(["drift", fifo, tiny_st_folder, *common], env=env, timeout=60)  # a hang fails the timeout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    one_line_error(proc, str(fifo))
+
+
+def test_a_receipt_follows_the_umask_as_every_output_does(tiny_st_folder, fasteval_home, tmp_path):
+    """A receipt was written 0600 (mkstemp's) while results were 0644: a colleague or a CI job on a shared runner
+    could not read it. Under umask 022 it is 0644, under 027 0640 (issue 45, item 8)."""
+    import stat
+
+    common = ["--provider", "cpu", "--bootstrap", "0", "-q", "--no-invariance"]
+    for umask, mode in ((0o022, 0o644), (0o027, 0o640)):
+        receipt = tmp_path / f"ref-{umask:o}.receipt"
+        proc = run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common],
+                       env={"FASTEVAL_HOME": str(fasteval_home)}, umask=umask)
+        assert proc.returncode == 0, proc.stderr
+        assert stat.S_IMODE(receipt.stat().st_mode) == mode, oct(receipt.stat().st_mode)
