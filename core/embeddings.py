@@ -13,7 +13,9 @@
 * ``tokenizer`` - see ``token_ids``;
 * ``usage`` - a served model's account of what it sent and got (``as_dict()``), recorded in the result;
 * ``settled() -> dict`` - the settings that settled only as it ran (the provider an onnxruntime session fell back
-  to), read after a run so its result is kept under the settings it was made with.
+  to), read after a run so its result is kept under the settings it was made with;
+* ``concurrency: int`` - how many encode calls it takes at once (a served model's ``--concurrency``): the
+  protocol's calls are then sent that many at a time, each call still exactly the group's texts (default 1).
 
 ``describe`` reads them once per run (``fasteval.core.plan``).
 
@@ -22,11 +24,14 @@ door, ``fasteval.core.encoders.as_encoder``.
 
 **Embedding.** Groups are encoded in protocol order; a group's texts that an earlier group already embedded
 are taken from the table, the rest go to the encoder in one call, so the first occurrence of every text is
-embedded exactly as the paper's notebook embedded it.
+embedded exactly as the paper's notebook embedded it. Which texts each call holds is settled before the first is
+made, so an encoder that takes several calls at once (``concurrency``) gets them in flight together: the same calls,
+the same vectors, in the time of the slowest few.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,6 +69,7 @@ class EncoderView:
     token_ids: Callable[[list[str]], list[list[int]] | None] | None = None
     usage: Any = None  # a served model's usage (``as_dict()``), else None
     settled: Callable[[], dict[str, Any]] | None = None  # the settings that settled as it ran (``settled()``)
+    concurrency: int = 1  # encode calls it takes at once (``concurrency``)
 
 
 def describe(encoder: Any, name: str | None = None) -> EncoderView:
@@ -80,10 +86,12 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
         token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
     usage = getattr(encoder, "usage", None)
     settled = getattr(encoder, "settled", None)
+    concurrency = getattr(encoder, "concurrency", 1)
     return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
                        info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids,
                        usage=usage if callable(getattr(usage, "as_dict", None)) else None,
-                       settled=settled if callable(settled) else None)
+                       settled=settled if callable(settled) else None,
+                       concurrency=concurrency if isinstance(concurrency, int) and concurrency > 1 else 1)
 
 
 def follows_mteb_protocol(encoder: Any) -> bool:
@@ -169,23 +177,53 @@ class EmbeddingTable:
 
 def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: EmbeddingTable | None = None,
                  normalize: bool = True, rewrite: Callable[[str], str] | None = None,
-                 name: str | None = None) -> EmbeddingTable:
+                 name: str | None = None, concurrency: int = 1) -> EmbeddingTable:
     """Fill ``table`` with every text of ``groups``, one encode call per group for its new texts.
 
     ``encoder`` is one the door made (``as_encoder``); ``name`` is how errors name it (default: its class).
     ``normalize`` = the paper's ``encode(..., normalize_embeddings=True)``: rows scaled to unit L2 norm.
     ``rewrite``: what the encoder is given instead of each text (the table stays keyed by the original).
+    ``concurrency``: calls in flight at once (an encoder that takes several, ``EncoderView.concurrency``); each
+    call holds the texts it holds one at a time, and the table is filled in call order. A call that fails (or an
+    interrupt) leaves the table holding every call that finished before it, so a rerun resumes from them.
     """
     who = f"{name or getattr(encoder, 'name', None) or type(encoder).__name__}.encode()"
     table = table if table is not None else EmbeddingTable()
+    calls: list[list[str]] = []  # each group's texts that no earlier group holds: settled before any call
+    seen: set[str] = set()
     for group in groups:
-        new = list(dict.fromkeys(t for t in group if t not in table))
+        new = list(dict.fromkeys(t for t in group if t not in table and t not in seen))
         if new:
-            inputs = [rewrite(t) for t in new] if rewrite else new
-            vectors = as_array(encoder.encode(inputs))
-            if normalize and vectors.ndim == 2:
-                vectors = normalize_rows(vectors)
-            table.add(new, vectors, who=who)
+            calls.append(new)
+            seen.update(new)
+
+    def one(new: list[str]) -> np.ndarray:
+        vectors = as_array(encoder.encode([rewrite(t) for t in new] if rewrite else new))
+        return normalize_rows(vectors) if normalize and vectors.ndim == 2 else vectors
+
+    if concurrency <= 1 or len(calls) <= 1:
+        for new in calls:
+            table.add(new, one(new), who=who)
+        return table
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(calls)), thread_name_prefix="fasteval-encode")
+    futures = [pool.submit(one, new) for new in calls]
+    added = 0
+    try:
+        for new, future in zip(calls, futures):
+            table.add(new, future.result(), who=who)
+            added += 1
+    except BaseException:  # the calls that finished stay in the table (in call order); the rest are not sent
+        for future in futures:
+            future.cancel()
+        for new, future in list(zip(calls, futures))[added + 1:]:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                with suppress(InputError):  # a call whose answer is refused is not kept
+                    table.add(new, future.result(), who=who)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return table
 
 

@@ -220,6 +220,7 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
+                             concurrency=planned.view.concurrency,
                              name=planned.name)
     warming.join()
     if warming.compiled:  # the first run after an install: numba compiled the kernels alongside the embedding

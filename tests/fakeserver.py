@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -26,6 +27,7 @@ class Faults:
     index_null: bool = False  # rows answered with "index": null
     redirect: str | None = None  # every request answered 308 to this URL
     per_batch: float = 0.0  # every vector shifted by this times the batch's size (a batch-dependent server)
+    delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
 
 
 @dataclass
@@ -35,6 +37,9 @@ class FakeServer:
     posts: int = 0
     texts: int = 0
     seen: list = field(default_factory=list)  # (path with query, headers) of every request
+    inputs: list = field(default_factory=list)  # the texts of every /embeddings request, as sent
+    in_flight: int = 0
+    peak_in_flight: int = 0  # the most /embeddings requests it was answering at once
 
     def __post_init__(self):
         server = self
@@ -93,6 +98,19 @@ class FakeServer:
         texts = body["input"]
         with self._lock:
             self.posts += 1
+            self.inputs.append(list(texts))
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if f.delay:
+                time.sleep(f.delay)
+            return self._embed(h, texts, body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _embed(self, h, texts: list[str], body: dict) -> None:
+        f = self.faults
         if f.max_batch and len(texts) > f.max_batch:
             return self._send(h, 413, {"error": "too many inputs"})
         if f.max_chars and any(len(t) > f.max_chars for t in texts):

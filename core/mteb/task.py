@@ -62,7 +62,8 @@ def _task_class(name: str):
             calls: dict[int, list[str]] = {}
             for text, group in zip(data_split["text"], data_split["group"]):
                 calls.setdefault(int(group), []).append(text)
-            table = embed_groups(planned.encoder, [calls[k] for k in sorted(calls)], name=planned.name)
+            table = embed_groups(planned.encoder, [calls[k] for k in sorted(calls)], name=planned.name,
+                                 concurrency=planned.view.concurrency)
             return scores_of(exam, score(planned, table)[exam.key])
 
     PhysScoreTask.__name__ = PhysScoreTask.__qualname__ = name

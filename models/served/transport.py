@@ -11,6 +11,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +107,9 @@ class Transport:
         import httpx
 
         self.endpoint, self.timeout, self.retries, self.usage = endpoint, float(timeout), int(retries), usage
+        # at most ``concurrency`` requests in flight, however many threads send (groups in flight, each split into
+        # batches): one waits here for its turn, never in httpx's pool, whose wait would count against a timeout
+        self._slots = threading.BoundedSemaphore(concurrency)
         headers = {"Authorization": f"Bearer {endpoint.bearer}"} if endpoint.bearer else {}
         self._client = httpx.Client(headers=headers, auth=endpoint.auth, timeout=httpx.Timeout(timeout),
                                     params=list(endpoint.params), follow_redirects=False, transport=transport,
@@ -158,7 +162,11 @@ class Transport:
 
     def _send(self, method: str, url: str, payload: Any) -> tuple[int, Any, bytes]:
         """(status, headers, body) of one request, read whole before its deadline."""
-        deadline = time.monotonic() + self.timeout
+        with self._slots:
+            deadline = time.monotonic() + self.timeout
+            return self._stream(method, url, payload, deadline)
+
+    def _stream(self, method: str, url: str, payload: Any, deadline: float) -> tuple[int, Any, bytes]:
         chunks: list[bytes] = []
         with self._client.stream(method, url, json=payload) as response:
             for chunk in response.iter_bytes():

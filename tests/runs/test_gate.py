@@ -366,6 +366,25 @@ def test_an_empty_read_only_home_names_fasteval_home_not_out(tiny_st_folder, tmp
         assert "--out" not in line
 
 
+def test_a_slow_servers_paper_calls_go_in_flight_with_the_same_numbers(servers, tmp_path):
+    """--concurrency 8 against a server that takes 0.25 s a request: the paper's calls (one a group) are sent up to 8
+    at once, not one after another, the same requests with the same texts, and the result is the sequential run's
+    to the last digit (issue 45, item 6). Before, one was in flight at a time whatever --concurrency said."""
+    runs = {}
+    for concurrency in (1, 8):
+        server = servers(delay=0.25)
+        out = tmp_path / f"c{concurrency}"
+        proc = run_cli(["sweep", "--model", server.url, "--exams", "1", "--bootstrap", "0", "--concurrency",
+                        concurrency, "--out", out, "-q"], env={"FASTEVAL_HOME": str(tmp_path / f"home{concurrency}")})
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(next(out.rglob("results.json")).read_text())
+        runs[concurrency] = (server, result)
+    (one, a), (eight, b) = runs[1], runs[8]
+    assert one.peak_in_flight == 1 and 2 <= eight.peak_in_flight <= 8, (one.peak_in_flight, eight.peak_in_flight)
+    assert sorted(map(tuple, one.inputs)) == sorted(map(tuple, eight.inputs)) and one.posts == eight.posts > 10
+    assert json.dumps(a["exams"], sort_keys=True) == json.dumps(b["exams"], sort_keys=True)
+
+
 # --- 17. drift validates everything before the first request ----------------------------------------------------
 def test_drift_refuses_too_many_texts_before_sending_one(servers, tmp_path):
     ref, cand = servers(), servers()

@@ -230,7 +230,7 @@ def _embed_side(side: str, planned: Plan, calls: list, groups: list, tables: lis
     table, saved = _cached_table(planned, cache_root, fresh=side == "candidate" if fresh is None else fresh)
     before = len(table)
     try:
-        embed_groups(planned.encoder, calls, table, name=planned.name)
+        embed_groups(planned.encoder, calls, table, name=planned.name, concurrency=planned.view.concurrency)
     except FastevalError as err:
         failed[PROTOCOL_GROUP] = f"{side}: {first_line(err, 200)}"
     if tables:  # another dimension is another model: refused before its other texts are sent
