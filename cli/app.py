@@ -176,9 +176,9 @@ def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code:
         yield
     except FastevalError as err:
         _fail(err, exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:  # Ctrl-C (130), or SIGTERM (143: cli.main's Terminated)
         typer.echo(f"fasteval: interrupted; {on_interrupt}", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(130 if type(err) is KeyboardInterrupt else 143) from None
     except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # typer's own way out, and its usage errors
         raise
     except Exception as err:

@@ -13,7 +13,20 @@ from . import deploy  # noqa: F401, I001
 from .app import _log_to_stderr, app, internal_error_line  # noqa: F401 (_log_to_stderr: the handler tests install)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's preemption or time limit, ``kill``, ``timeout``): unwound as Ctrl-C is, so what a
+    sweep embedded is cached and a rerun resumes from it; exit 143."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def main() -> None:
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # left alone where a host process set its own
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         app()
     except FastevalError as err:  # raised outside a command body

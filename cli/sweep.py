@@ -75,7 +75,8 @@ def sweep(
 
     Resumable: a rerun skips every model already done under the same settings and redoes the rest.
     """
-    with user_errors("finished models are kept, the interrupted one is redone on rerun."):
+    with user_errors("finished models are kept; what the interrupted one embedded is cached, and a rerun "
+                     "resumes from it."):
         set_quiet(quiet)
         from . import printing
         from ..core.io import check_writable, read_models_file

@@ -177,7 +177,8 @@ class EmbeddingTable:
 
 def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: EmbeddingTable | None = None,
                  normalize: bool = True, rewrite: Callable[[str], str] | None = None,
-                 name: str | None = None, concurrency: int = 1) -> EmbeddingTable:
+                 name: str | None = None, concurrency: int = 1,
+                 on_added: Callable[[EmbeddingTable], None] | None = None) -> EmbeddingTable:
     """Fill ``table`` with every text of ``groups``, one encode call per group for its new texts.
 
     ``encoder`` is one the door made (``as_encoder``); ``name`` is how errors name it (default: its class).
@@ -186,6 +187,7 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
     ``concurrency``: calls in flight at once (an encoder that takes several, ``EncoderView.concurrency``); each
     call holds the texts it holds one at a time, and the table is filled in call order. A call that fails (or an
     interrupt) leaves the table holding every call that finished before it, so a rerun resumes from them.
+    ``on_added(table)`` is told after each call's rows are in the table (a sweep's checkpoints).
     """
     who = f"{name or getattr(encoder, 'name', None) or type(encoder).__name__}.encode()"
     table = table if table is not None else EmbeddingTable()
@@ -204,8 +206,10 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
     if concurrency <= 1 or len(calls) <= 1:
         for new in calls:
             table.add(new, one(new), who=who)
+            if on_added is not None:
+                on_added(table)
         return table
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     pool = ThreadPoolExecutor(max_workers=min(concurrency, len(calls)), thread_name_prefix="fasteval-encode")
     futures = [pool.submit(one, new) for new in calls]
@@ -214,10 +218,13 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
         for new, future in zip(calls, futures):
             table.add(new, future.result(), who=who)
             added += 1
-    except BaseException:  # the calls that finished stay in the table (in call order); the rest are not sent
+            if on_added is not None:
+                on_added(table)
+    except BaseException:  # the calls sent are let finish and stay in the table (in call order); the rest are not
         for future in futures:
             future.cancel()
-        for new, future in list(zip(calls, futures))[added + 1:]:
+        wait(futures)  # the requests in flight (the process would wait for their threads anyway); Ctrl-C again: out
+        for new, future in list(zip(calls, futures))[added:]:
             if future.done() and not future.cancelled() and future.exception() is None:
                 with suppress(InputError):  # a call whose answer is refused is not kept
                     table.add(new, future.result(), who=who)

@@ -208,9 +208,11 @@ def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] |
 
 
 def run(planned: Plan, table: EmbeddingTable | None = None,
-        on_step: Callable[[str], None] | None = None) -> ModelResult:
+        on_step: Callable[[str], None] | None = None,
+        checkpoint: Callable[[EmbeddingTable], None] | None = None) -> ModelResult:
     """Carry out ``planned``: embed every distinct text once, in the plan's encode calls (``table`` may hold
-    embeddings from an earlier run and is filled in place), then score. ``on_step(name)`` is told each step."""
+    embeddings from an earlier run and is filled in place), then score. ``on_step(name)`` is told each step;
+    ``checkpoint(table)`` after each encode call (a sweep saves what was embedded now and then)."""
     from .. import __version__
     from .kernels import warm_up_in_background
 
@@ -220,8 +222,7 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     warming = warm_up_in_background()  # numba loads its kernels while the encoder works
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
-                             concurrency=planned.view.concurrency,
-                             name=planned.name)
+                             concurrency=planned.view.concurrency, name=planned.name, on_added=checkpoint)
     warming.join()
     if warming.compiled:  # the first run after an install: numba compiled the kernels alongside the embedding
         result.timings[ONE_TIME_COMPILATION] = warming.seconds

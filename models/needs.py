@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import ModelError
@@ -73,6 +73,11 @@ class Needs:
         """The one line that refuses it here, with the ways out; None when it fits or nothing is known."""
         if self.offline:
             return f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
+        return self.memory_refusal
+
+    @property
+    def memory_refusal(self) -> str | None:
+        """The one line that refuses it for this machine's memory; None when it fits or nothing is known."""
         if self.fits is not False:
             return None
         return (f"{self.model} needs about {_gib(self.peak_bytes)} GB of memory to export "
@@ -176,5 +181,5 @@ def require_fits(name: str, dtype: str = "fp32") -> None:
     """ModelError, in one line naming the need and the ways out, when ``name``'s export cannot fit this machine's
     memory: before its download (a registry name's size is known from its card) or its export."""
     needs = needs_of(name, dtype)
-    if needs.refusal:
-        raise ModelError(needs.refusal, needs.ways_out)
+    if needs.memory_refusal:  # (offline and not cached: the download names it, with the Hub id)
+        raise ModelError(needs.memory_refusal, replace(needs, offline=False).ways_out)

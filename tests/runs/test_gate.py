@@ -518,3 +518,77 @@ def test_drifts_errors_name_no_option_it_does_not_take(servers, tmp_path):
     ref = servers()
     line = one_line_error(drift(ref.url, "http://127.0.0.1:9/v1", home=tmp_path), "Nothing answers at")
     assert "--model" not in line and "its URL" in line
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_sweep_resumes_from_what_it_embedded(servers, tmp_path, sig):
+    """A real Ctrl-C (SIGINT, with its default handler, as a terminal's is: a background process of a
+    non-interactive shell starts with SIGINT ignored) or SIGTERM (a scheduler's preemption, `timeout`) in the middle
+    of a model's embedding: exit 130 or 143, and the rerun sends only what was not embedded (issue 45, item 14)."""
+    import signal
+    import time
+
+    server = servers(delay=0.1)
+    out, env = tmp_path / "out", {**os.environ, "FASTEVAL_HOME": str(tmp_path / "home"), "FASTEVAL_DEBUG": ""}
+    args = ["sweep", "--model", server.url, "--exams", "1", "--bootstrap", "0", "--out", str(out), "-q"]
+    proc = subprocess.Popen(FASTEVAL + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while server.posts < 8 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143}[sig], err
+    assert "a rerun resumes from it" in err and "Traceback" not in err
+    embedded = server.texts
+    assert not any(out.rglob("results.json"))
+    server.texts = 0
+    again = subprocess.run(FASTEVAL + args, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    fresh = servers()
+    whole = run_cli(args[:2] + [fresh.url] + args[3:-3] + ["--out", tmp_path / "whole"],
+                    env={"FASTEVAL_HOME": str(tmp_path / "home2")})
+    assert whole.returncode == 0, whole.stderr
+    # the rerun sends the texts not yet embedded, and a few canaries to trust the cached ones (never all again)
+    assert embedded > 0 and server.texts <= fresh.texts - embedded + 10, (embedded, server.texts, fresh.texts)
+
+
+def test_a_killed_sweep_keeps_its_last_checkpoint(tmp_path):
+    """A process killed outright (SIGKILL, the OOM killer: no finally runs) keeps what its last checkpoint saved:
+    with checkpoints after every call, the rows of every call before the kill are in the cache (issue 45, item 14)."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+from fakes import CountingEncoder
+import fasteval.core.runs.job as job_module
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
+
+job_module.CHECKPOINT_S = 0.0
+
+class Killed(CountingEncoder):
+    calls = 0
+    def encode(self, texts):
+        Killed.calls += 1
+        if Killed.calls == 6:
+            os._exit(9)
+        return super().encode(texts)
+
+from pathlib import Path
+run_sweep([Job("org/killed", exams=(1,))], Path({str(tmp_path / "out")!r}), lambda name, **o: Killed(name),
+          cache_root=Path({str(tmp_path / "cache")!r}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    (saved,) = (tmp_path / "cache").rglob("*.npz")
+    with np.load(saved) as data:
+        rows = len(data["vectors"])
+    from fasteval.core.plan import plan, scoring
+
+    calls, seen = [], set()  # the first five calls' texts, as embed_groups makes them
+    for group in plan(CountingEncoder("org/killed"), scoring(exams=(1,))).groups():
+        new = [t for t in dict.fromkeys(group) if t not in seen]
+        if new:
+            calls.append(new)
+            seen.update(new)
+    assert rows == sum(len(c) for c in calls[:5]) > 0, rows
