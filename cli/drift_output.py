@@ -27,6 +27,8 @@ def drift_text(report: DriftReport) -> str:
                                         + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
                                         + ")" for side, w in who.items() if w)
              + (f" -- {report.identity_mismatch}" if report.identity_mismatch else "")
+             + (f" -- the expected model, named {report.identity_match}"
+                if report.identity_match and report.identity_match != "exactly" else "")
              + (f" -- {report.precision_mismatch}" if report.precision_mismatch else ""),
              f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
              f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {len(report.collisions)}", "",

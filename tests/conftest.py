@@ -15,6 +15,13 @@ settings.register_profile("nojit", deadline=None, max_examples=15,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE",
                                      "nojit" if os.environ.get("NUMBA_DISABLE_JIT") == "1" else "fasteval"))
 
+# A user's environment must not change what the suite holds (HF_HUB_OFFLINE=1 on an offline machine made the Hub
+# tests fail): the variables that switch the Hub's or fasteval's behaviour are cleared for the whole run, and a test
+# that needs one sets it itself (run_cli(env=...), monkeypatch).
+for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT", "FASTEVAL_API_KEY",
+              "FASTEVAL_DEBUG"):
+    os.environ.pop(_name, None)
+
 TINY_WORDS = ["meter", "meters", "kilogram", "kilograms", "liter", "liters", "second", "seconds", "zero", "one",
               "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "centimeter",
               "centimeters", "millimeter", "millimeters", "kilometer", "kilometers", "gram", "grams",

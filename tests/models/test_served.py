@@ -181,12 +181,14 @@ def test_a_rerun_sends_only_its_canaries_and_faults_heal_to_the_same_numbers(inf
     healed = sweep(faulty.url, tmp_path / "c", "--exams", "1", "--request-timeout", "1.5",
                    env={"FASTEVAL_HOME": str(tmp_path / "home2")})
     assert healed.returncode == 0, healed.stderr
-    assert faulty.posts == sent + 5, "each fault was retried once"
     numbers = [json.loads(next((tmp_path / d).glob("*/*/results.json")).read_text())["exams"]["exam1"]["cells"]
                for d in ("a", "c")]
     assert [c["tau"] for c in numbers[0]] == [c["tau"] for c in numbers[1]]
     usage = json.loads(next((tmp_path / "c").glob("*/*/results.json")).read_text())["usage"]
-    assert usage["retries"] == 5
+    # each fault was met and retried; a real answer slower than the 1.5 s timeout on a loaded machine is retried
+    # too, so the count is held to what the client says it retried, not to the five faults alone
+    assert faulty.faults == [] and usage["retries"] >= 5, usage
+    assert faulty.posts == sent + usage["retries"], "every retry is one more request, the server saw each"
 
 
 @pytest.mark.parametrize("fault, fragment", [("html", "not JSON"), ("short", "rows for"), ("dim", "dimension"),

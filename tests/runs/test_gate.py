@@ -88,6 +88,7 @@ def test_a_candidate_of_another_dimension_is_refused_in_one_line(servers, tmp_pa
     assert proc.returncode == 2
     one_line_error(proc, "24 dimensions", "16", "different models")
     assert "RuntimeWarning" not in proc.stderr
+    assert cand.texts == 1, "said after one text, not after all of them (issue 45, item 9)"
 
 
 def test_a_nan_never_conforms():
@@ -439,6 +440,16 @@ def test_expect_model_fails_a_deployment_that_serves_another_model(servers, tmp_
     report = json.loads(right.stdout)
     assert right.returncode == 0 and report["identity"]["candidate"]["model"] == "fake-model"
     assert report["identity"]["candidate"]["kind"] == "served" and report["identity_mismatch"] is None
+    assert report["identity_match"] == "exactly"
+    # infinity serves a model by its path: the id as the last path component(s) is the same model (issue 45, 10)
+    cand.model = "models/sentence-transformers/fake-model"
+    for expected, form in (("fake-model", "the last path component of"),
+                           ("sentence-transformers/fake-model", "the last path components of")):
+        pathy = drift(ref.url, cand.url, "--expect-model", expected, "--no-conformance", home=tmp_path)
+        assert pathy.returncode == 0, pathy.stdout + pathy.stderr
+        assert f"the expected model, named as {form} 'models/sentence-transformers/fake-model'" in pathy.stdout
+    for other in ("ake-model", "models/fake-model", "other/fake-model"):
+        assert drift(ref.url, cand.url, "--expect-model", other, "--no-conformance", home=tmp_path).returncode == 1
 
 
 def test_an_unknown_group_to_accept_is_one_line_before_anything_is_sent(servers, tmp_path):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...choices import DRIFT_RESAMPLES
-from ...embeddings import EmbeddingTable, embed_groups
+from ...embeddings import EmbeddingTable, as_array, embed_groups
 from ...errors import FastevalError, InputError, InputRefusedError, first_line
 from ...plan import Plan, Scoring, plan, score, scoring, step_timer
 from ...protocol.conformance import TextGroup, conformance_groups, user_groups
@@ -114,8 +115,10 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     report.identity = {side: identity_of(p.view) for side, p in zip(SIDES, plans)}
     report.behaviours = _behaviours(refused, names, report.identity)
     said = report.identity["candidate"].get("model")
-    if expect_model is not None and said != expect_model:
-        report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
+    if expect_model is not None:
+        report.identity_match = model_id_match(said, expect_model)
+        if report.identity_match is None:
+            report.identity_mismatch = f"the candidate says it is {said!r}, expected {expect_model!r}"
     report.precision = {side: precision_of(report.identity[side]) for side in SIDES}
     report.precision_mismatch = precision_mismatch(report.precision, expect_precision)
     drifted = sorted(((c, t) for t, c in report.cosines.items() if drifted_at(threshold)(c)),
@@ -222,6 +225,20 @@ class _Recording:
         return out
 
 
+def model_id_match(said: Any, expected: str) -> str | None:
+    """How a served model's id (``said``) names the ``expected`` one: "exactly", or "as the last path component(s)
+    of 'models/all-MiniLM-L6-v2'" (infinity and others serve a model by its path); None when it names another."""
+    if not isinstance(said, str):
+        return None
+    if said == expected:
+        return "exactly"
+    tail = [part for part in expected.strip("/").split("/") if part]
+    parts = [part for part in said.strip("/").split("/") if part]
+    if tail and len(parts) > len(tail) and parts[-len(tail):] == tail:
+        return f"as the last path component{'s' if len(tail) > 1 else ''} of {said!r}"
+    return None
+
+
 def _embed_side(side: str, planned: Plan, calls: list, groups: list, tables: list, names: list,
                 cache_root: Path | None, failed: dict, refused: dict, fresh: bool | None = None) -> EmbeddingTable:
     """One side's embeddings: the protocol's calls (the paper's grouping), then each other group, a group's
@@ -229,6 +246,12 @@ def _embed_side(side: str, planned: Plan, calls: list, groups: list, tables: lis
     cache. The candidate is checked for the reference's dimension before its other texts are sent."""
     table, saved = _cached_table(planned, cache_root, fresh=side == "candidate" if fresh is None else fresh)
     before = len(table)
+    if tables and calls and calls[0]:  # another dimension is another model: said after one text, not all of them
+        probe = None
+        with suppress(FastevalError):  # (a side that cannot embed fails below, in its group, as it would)
+            probe = as_array(planned.encoder.encode([calls[0][0]]))  # alone, outside the table: the paper's
+        if probe is not None and probe.ndim == 2:                    # calls stay as they are
+            check_dimensions(names[0], names[1], tables[0].dim, probe.shape[1])
     try:
         embed_groups(planned.encoder, calls, table, name=planned.name, concurrency=planned.view.concurrency)
     except FastevalError as err:

@@ -64,6 +64,7 @@ class DriftReport:
     # who each side says it is (a served model: its /models entry and server info; a local one: its hashes)
     identity: dict[str, Any] = field(default_factory=dict)
     identity_mismatch: str | None = None  # --expect-model: why the candidate is not the model expected
+    identity_match: str | None = None  # --expect-model: how the candidate's id names it ("exactly", a path's end)
     # the candidate's batch and concurrency invariance (invariance.py): condition, worst, text | skipped
     invariance: list[dict[str, Any]] = field(default_factory=list)
     # the weights' precision each side states (f32, f16, bf16, q8_0, q4_0, int8, ...; None: not stated), and why
@@ -144,7 +145,8 @@ class DriftReport:
                        for k, g in self.groups.items()},
             "worst": self.worst, "collisions": self.collisions,
             "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
-            "identity": self.identity, "identity_mismatch": self.identity_mismatch, "invariance": self.invariance,
+            "identity": self.identity, "identity_mismatch": self.identity_mismatch,
+            "identity_match": self.identity_match, "invariance": self.invariance,
             "precision": self.precision, "precision_mismatch": self.precision_mismatch,
             "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
             "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings})
