@@ -167,7 +167,9 @@ def _print_ranking(result, row, num) -> None:
     sim_rank, dist_rank = result.ranks()
     for c in result.by_similarity():
         echo(row(c, f"  {sim_rank[c.text]:>9} {dist_rank[c.text]:>5}"))
-    verdict = "the physical order" if not result.discordant_count else "not the physical order"
+    distinct = len({c.distance for c in result.candidates})
+    verdict = ("nothing to rank: every candidate is as far from the anchor" if distinct < 2 else
+               "the physical order" if not result.discordant_count else "not the physical order")
     echo(f"  Kendall tau-b = {num(result.tau)}   pairwise accuracy = {num(result.pacc)}   ({verdict})")
     for line in result.discordant_lines():
         echo(f"  discordant: {terminal_safe(line)}")

@@ -145,9 +145,12 @@ def _spellings(unit_text: str) -> list[str]:
 
 
 def _read_unit(unit_text: str):
-    """pint's Unit for the first spelling it knows; None when it knows none."""
+    """pint's Unit for the first spelling it knows; None when it knows none. Written in capitals ("5 Meter" at a
+    sentence's start or in a heading, "2 METERS") when pint knows no spelling as written: its lower-case form
+    (only then: "Mm" is a megameter, "mm" a millimeter)."""
     ureg = registry()
-    for spelling in _spellings(unit_text):
+    initial = unit_text[:1].lower() + unit_text[1:]  # a sentence's first word: "Degrees Celsius" -> "degrees Celsius"
+    for spelling in dict.fromkeys(_spellings(unit_text) + _spellings(initial) + _spellings(unit_text.lower())):
         try:
             return ureg.Unit(spelling)
         except Exception:  # noqa: BLE001 - pint raises UndefinedUnitError, DefinitionSyntaxError, ...

@@ -416,3 +416,25 @@ def test_check_file_that_never_ends_or_never_opens_is_one_line(tmp_path):
         assert lines == ["2 km", "2000 m"]
     finally:
         writer.wait(timeout=30)
+
+
+def test_equal_quantities_say_there_is_nothing_to_rank_and_capitals_are_read(tiny_st_folder, fasteval_home):
+    """Every candidate as far from the anchor: "nothing to rank", not "the physical order"; a unit in capitals (a
+    sentence's first word, a heading) is read in lower case when pint knows no spelling as written, and only
+    then ("Mm" stays a megameter) (issue 45, item 11)."""
+    from fasteval.core.quantities import parse_quantity
+
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    same = run_cli(["check", "--model", tiny_st_folder, "--provider", "cpu", "1e3 m", "1 km", "1000 m", "1,000 m"],
+                   env=env)
+    assert same.returncode == 0, same.stderr
+    assert "nothing to rank: every candidate is as far from the anchor" in same.stdout
+    assert "the physical order" not in same.stdout
+    assert [parse_quantity(t).unit for t in ("5 Meter", "2 METERS", "3 Kilometers", "3 Degrees Celsius", "2 Mm",
+                                             "2 mm")] == ["meter", "meter", "kilometer", "degree_Celsius",
+                                                          "megameter", "millimeter"]
+    caps = run_cli(["check", "--model", tiny_st_folder, "--provider", "cpu", "5 Meter", "500 centimeters", "5 km"],
+                   env=env)
+    assert caps.returncode == 0, caps.stderr
+    with pytest.raises(InputError, match="does not know the unit 'Zentimeter'"):
+        parse_quantity("500 Zentimeter")
