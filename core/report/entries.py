@@ -14,7 +14,7 @@ from typing import Any
 from .. import protocol as P
 from ..errors import InputError, first_line
 from ..results.model import RESULT_FILE, ModelResult
-from ..results.read import find_result_files, load_result
+from ..results.read import NotFastevalResult, find_result_files, load_result
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,24 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         raise InputError(f"No {RESULT_FILE} found under {results_dir}.",
                          "pass the --out folder of `fasteval sweep` (it holds one folder per model).")
     loaded: list[tuple[Path, ModelResult]] = []
+    seen: dict[tuple[str, str], Path] = {}  # (model, settings key) -> the first folder that holds that result
     for path in paths:
         try:
-            loaded.append((path, load_result(path)))
+            result = load_result(path)
+        except NotFastevalResult:  # another tool's results.json: not ours to read or to warn about
+            log.info("left out %s: not a fasteval result", path)
+            continue
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
             warn(f"skipped {path}: unreadable result ({type(err).__name__}: {first_line(err)})")
+            continue
+        key = result.settings.get("key")
+        if key and (result.model_id, str(key)) in seen:  # a copy: the same model under the same settings
+            first = seen[(result.model_id, str(key))]
+            warn(f"{path.parent} is a copy of {first.parent} (the same model and settings): shown once")
+            continue
+        if key:
+            seen[(result.model_id, str(key))] = path
+        loaded.append((path, result))
     if models is not None:
         wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
         keys = {m: {m, P.model_id(m)} for m in wanted}

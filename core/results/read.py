@@ -11,14 +11,32 @@ from ..io import MAX_RESULT_BYTES, read_json  # noqa: F401 (re-exported: the one
 from .model import RESULT_FILE, ModelResult
 
 
-def find_result_files(results_dir: Path) -> list[Path]:
-    """Every ``results.json`` under ``results_dir`` at any depth, skipping folders whose names start with '.'."""
+# How deep below the folder a report is given it looks for result folders: a sweep's --out holds MODEL/KEY/ (2); a
+# folder of sweeps one more, and one more of room. Deeper trees (a home folder, /tmp) are not walked whole.
+MAX_RESULT_DEPTH = 4
+
+
+def find_result_files(results_dir: Path, max_depth: int = MAX_RESULT_DEPTH) -> list[Path]:
+    """Every ``results.json`` under ``results_dir``, at most ``max_depth`` folders down: folders whose names start
+    with '.' are skipped, links to folders are not followed, and a result folder's own subfolders are not searched
+    (no result lies inside another)."""
+    import os
+
     results_dir = Path(results_dir)
     found = []
-    for path in sorted(results_dir.rglob(RESULT_FILE)):
-        if not any(part.startswith(".") for part in path.relative_to(results_dir).parts):
-            found.append(path)
-    return found
+    for here, dirs, files in os.walk(results_dir, onerror=lambda err: None):
+        depth = len(Path(here).relative_to(results_dir).parts)
+        if RESULT_FILE in files:
+            found.append(Path(here) / RESULT_FILE)
+            dirs.clear()
+            continue
+        dirs[:] = [] if depth >= max_depth else sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
+
+
+def is_fasteval_result(data: object) -> bool:
+    """Whether a results.json's content is fasteval's (another tool's results.json is not read as one)."""
+    return isinstance(data, dict) and "fasteval_version" in data and "model_id" in data and "exams" in data
 
 
 def load_result(path: Path) -> ModelResult:
@@ -27,13 +45,17 @@ def load_result(path: Path) -> ModelResult:
     Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
     """
     data = read_json(path)
-    if not isinstance(data, dict) or "model_id" not in data or not isinstance(data.get("exams"), dict):
-        raise ValueError("not a fasteval result (no model_id or exams)")
+    if not isinstance(data, dict) or not is_fasteval_result(data) or not isinstance(data.get("exams"), dict):
+        raise NotFastevalResult("not a fasteval result (no fasteval_version, model_id or exams)")
     exams = {e.key: e.result_type.from_json(data["exams"][e.key]) for e in registry() if e.key in data["exams"]}
     return ModelResult(model=str(data.get("model", data["model_id"])), model_id=data["model_id"],
                        settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
                        fasteval_version=data.get("fasteval_version", ""), exams=exams,
                        timings=data.get("timings") or {}, usage=data.get("usage") or {})
+
+
+class NotFastevalResult(ValueError):
+    """A results.json that another tool wrote: not fasteval's, so neither read nor warned about by a report."""
 
 
 def finished_key(folder: Path) -> str | None:

@@ -481,3 +481,32 @@ def test_a_models_served_and_normalised_runs_are_its_variants_everywhere(tmp_pat
     page = (tmp_path / "report" / "report.html").read_text()
     assert "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}" in page
     assert "None" not in " ".join(labels) and max(len(p.name) for p in (tmp_path / "report").rglob("*")) < 80
+
+
+def test_a_report_of_a_shared_folder_reads_only_fastevals_results_and_copies_once(tmp_path):
+    """`fasteval report /tmp` walked all of /tmp and took in other tools' folders, and copies of one result were
+    labelled as other settings (issue 45, item 13): other tools' results.json are left out without a warning, a
+    tree is walked a few folders deep (a result's own subfolders and hidden folders never), and a copy of a result
+    (the same model under the same settings key) is shown once, with a warning naming the copy."""
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.entries import load_results
+    from fasteval.core.results.files import result_files
+    from fasteval.core.results.read import MAX_RESULT_DEPTH, find_result_files
+
+    from fasteval import evaluate
+
+    result = evaluate(FakeEncoder(noise=0.2), name="org/fake-shared", exams=(2,))
+    result.settings["key"] = "0123456789abcdef"
+    write_result_folder(tmp_path / "sweep" / result.model_id / "0123456789abcdef", result_files(result, key="k"))
+    write_result_folder(tmp_path / "backup" / "sweep" / result.model_id / "0123456789abcdef", result_files(result))
+    (tmp_path / "other-tool" / "run1").mkdir(parents=True)
+    (tmp_path / "other-tool" / "run1" / "results.json").write_text('{"accuracy": 0.9, "epochs": 3}')
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_RESULT_DEPTH + 2)])
+    write_result_folder(deep / "too-deep", result_files(result))
+    found = find_result_files(tmp_path)
+    assert [p.relative_to(tmp_path).parts[0] for p in found] == ["backup", "other-tool", "sweep"]
+    notes: list[str] = []
+    entries = load_results(tmp_path, notes=notes)
+    assert [e.label for e in entries] == ["fake-shared"] and "other settings" not in " ".join(notes)
+    assert len(notes) == 1 and "is a copy of" in notes[0] and "shown once" in notes[0], notes
+    assert "other-tool" not in " ".join(notes)
