@@ -179,6 +179,11 @@ def _print_ranking(result, row, num) -> None:
              "listed first; --all-discordant lists every one)")
 
 
+def fmt_p(p: float) -> str:
+    """A p-value to 4 decimals; one that would show as 0.0000 is "<0.0001" (a bootstrap never proves p = 0)."""
+    return "<0.0001" if 0 < p < 0.00005 else f"{p:.4f}"
+
+
 def print_comparison(comparison) -> None:
     """One line per pair of models: delta tau x100, its 95% interval, p and Holm's p, significant or not; then
     each other run of a model against its model, apart."""
@@ -187,7 +192,7 @@ def print_comparison(comparison) -> None:
     def row(p) -> str:
         mark = "" if p.significant else "  n.s."
         return (f"{p.model_a:<{width}} {p.model_b:<{width}} {p.delta_tau:>9.2f} "
-                f"{f'[{p.ci_low:.2f}, {p.ci_high:.2f}]':>17} {p.p_value:>7.4f} {p.p_holm:>9.4f}{mark}")
+                f"{f'[{p.ci_low:.2f}, {p.ci_high:.2f}]':>17} {fmt_p(p.p_value):>7} {fmt_p(p.p_holm):>9}{mark}")
 
     echo(f"Paired bootstrap of delta tau x100 ({comparison.resamples} resamples; {comparison.group})")
     echo(f"{'model A':<{width}} {'model B':<{width}} {'delta tau':>9} {'95% interval':>17} {'p':>7} "

@@ -23,7 +23,7 @@ import numpy as np
 from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES
 from ..errors import InputError
-from .entries import LoadedResult, by_model, load_results
+from .entries import LoadedResult, by_model, load_results, model_of
 from .table import Table
 
 SIGNIFICANCE = 0.05
@@ -61,7 +61,7 @@ class Comparison:
         rows = [{c: getattr(p, c) for c in COMPARISON_COLUMNS} for p in self.pairs]
         return Table("comparison", f"Paired bootstrap of Δτ ×100 ({self.resamples} resamples; {self.group})",
                      COMPARISON_COLUMNS, ["Model A", "Model B", "Δτ", "95% low", "95% high", "p", "p (Holm)"],
-                     rows, digits=3,
+                     rows, digits=3, probabilities={"p_value", "p_holm"},
                      note=f"Δτ = Table 1 τ of A − B. Significant (Holm-adjusted p < {SIGNIFICANCE}): "
                           f"{sum(p.significant for p in self.pairs)} of {len(self.pairs)} pairs of models."
                           + (f" A model's other runs are not other models: {len(self.runs)} compared with their own "
@@ -74,7 +74,7 @@ class Comparison:
         rows = [{c: getattr(p, c) for c in COMPARISON_COLUMNS} for p in self.runs]
         return Table("comparison_runs", f"Other runs of a model against the model ({self.resamples} resamples)",
                      COMPARISON_COLUMNS, ["Run", "Its model", "Δτ", "95% low", "95% high", "p", "p (Holm)"],
-                     rows, digits=3,
+                     rows, digits=3, probabilities={"p_value", "p_holm"},
                      note="Δτ = Table 1 τ of the run − its model's main run; Holm's adjustment within these "
                           "comparisons, apart from the models' family.")
 
@@ -134,9 +134,10 @@ def comparable(entries: list[LoadedResult], notes: list[str] | None = None
     protocol and similarity. The others are returned as lines saying why they were skipped."""
     usable: list[tuple[LoadedResult, list[np.ndarray]]] = []
     skipped: list[str] = []
+    model = model_of([e.result for e in entries])
     for e in entries:
         rows = anchor_rows(e)
-        twin = next((u for u, u_rows in usable if u.result.model_id == e.result.model_id
+        twin = next((u for u, u_rows in usable if model[id(u.result)] == model[id(e.result)]
                      and all(np.array_equal(a, b) for a, b in zip(rows, u_rows))), None) if rows else None
         if rows is None:
             skipped.append(f"{e.label}: no Exam 1 similarity rows in {e.path.name}")

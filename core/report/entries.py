@@ -30,6 +30,18 @@ class LoadedResult:
     run: str = ""
 
 
+def model_of(results: list[ModelResult]) -> dict[int, str]:
+    """Each result's model (by ``id(result)``): its model id, where a result with the same weights (their content
+    hash) came first under another id, that one's (a renamed copy of a model's folder is that model; a served run
+    of it keeps its own model id, which the local runs share)."""
+    by_weights: dict[str, str] = {}
+    out = {}
+    for r in results:
+        weights = r.settings.get("source_sha256") or r.settings.get("onnx_sha256")
+        out[id(r)] = by_weights.setdefault(str(weights), r.model_id) if weights else r.model_id
+    return out
+
+
 def load_results(results_dir: Path, models: Iterable[str] | None = None,
                  notes: list[str] | None = None) -> list[LoadedResult]:
     """Every readable result under ``results_dir`` (optionally only ``models``: model ids or names).
@@ -51,24 +63,29 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         raise InputError(f"No {RESULT_FILE} found under {results_dir}.",
                          "pass the --out folder of `fasteval sweep` (it holds one folder per model).")
     loaded: list[tuple[Path, ModelResult]] = []
-    seen: dict[tuple[str, str], Path] = {}  # (model, settings key) -> the first folder that holds that result
     for path in paths:
         try:
-            result = load_result(path)
+            loaded.append((path, load_result(path)))
         except NotFastevalResult:  # another tool's results.json: not ours to read or to warn about
             log.info("left out %s: not a fasteval result", path)
-            continue
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
             warn(f"skipped {path}: unreadable result ({type(err).__name__}: {first_line(err)})")
-            continue
+    model = model_of([r for _, r in loaded])
+    seen: dict[tuple[str, str], tuple[Path, ModelResult]] = {}  # (model, settings key) -> the first such result
+    kept = []
+    for path, result in loaded:
         key = result.settings.get("key")
-        if key and (result.model_id, str(key)) in seen:  # a copy: the same model under the same settings
-            first = seen[(result.model_id, str(key))]
-            warn(f"{path.parent} is a copy of {first.parent} (the same model and settings): shown once")
+        same = (model[id(result)], str(key))
+        if key and same in seen:  # a copy: the same model (its weights) under the same settings
+            first, had = seen[same]
+            names = (f" ({result.model})", f" ({had.model})") if had.model != result.model else ("", "")
+            warn(f"{path.parent}{names[0]} is a copy of {first.parent}{names[1]}: the same weights under the same "
+                 "settings, shown once")
             continue
         if key:
-            seen[(result.model_id, str(key))] = path
-        loaded.append((path, result))
+            seen[same] = (path, result)
+        kept.append((path, result))
+    loaded = kept
     if models is not None:
         wanted = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
         keys = {m: {m, P.model_id(m)} for m in wanted}
@@ -145,9 +162,10 @@ def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list
     "[l2]", "[prompt 'query: ']", "[multilingual]"); where several results still share one, the folder path relative
     to the root."""
     groups: dict[str, list[ModelResult]] = {}
+    model = model_of([r for _, r in loaded])
     for _, r in loaded:
-        groups.setdefault(r.model_id, []).append(r)
-    runs = [", ".join(_run_words(r, groups[r.model_id])) for _, r in loaded]
+        groups.setdefault(model[id(r)], []).append(r)
+    runs = [", ".join(_run_words(r, groups[model[id(r)]])) for _, r in loaded]
     labels = [P.display_name(r.model or r.model_id) + (f" [{run}]" if run else "") for (_, r), run in zip(loaded, runs)]
     out = []
     for (path, r), run, label in zip(loaded, runs, labels):
@@ -160,8 +178,9 @@ def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list
 def by_model(entries: list[LoadedResult]) -> list[tuple[LoadedResult, list[LoadedResult]]]:
     """Each model's main run (the one at the default settings, else its first) and its other runs."""
     groups: dict[str, list[LoadedResult]] = {}
+    model = model_of([e.result for e in entries])
     for e in entries:
-        groups.setdefault(e.result.model_id, []).append(e)
+        groups.setdefault(model[id(e.result)], []).append(e)
     out = []
     for runs in groups.values():
         main = next((e for e in runs if not e.run), runs[0])

@@ -27,6 +27,8 @@ class Table:
     sub_headers: list[str] | None = None  # LaTeX/HTML headers under the groups (Markdown/CSV need unique ones)
     rules_after: set[int] = field(default_factory=set)            # row indices followed by a rule
     note: str = ""
+    # columns of probabilities (p-values): a positive value that rounds to 0 prints "< 0.001", never "0.000"
+    probabilities: set[str] = field(default_factory=set)
 
     @property
     def text_columns(self) -> list[str]:
@@ -42,7 +44,14 @@ class Table:
         if isinstance(value, str):
             return value
         shown = self.shown(row, column)
+        if self._below_shown(row, column, shown):
+            return f"< {10 ** -self.digits:.{self.digits}f}"
         return "—" if shown is None else f"{shown:.{self.digits}f}"
+
+    def _below_shown(self, row: dict[str, Any], column: str, shown: float | None) -> bool:
+        """A probability above 0 that the table's decimals would show as 0."""
+        value = row.get(column)
+        return column in self.probabilities and shown == 0 and isinstance(value, (int, float)) and value > 0
 
     def markdown(self) -> str:
         rows = [{h: self.cell_text(r, c) for c, h in zip(self.columns, self.headers)} for r in self.rows]
@@ -69,8 +78,9 @@ class Table:
             lines += [" & ".join(cells) + " \\\\", " ".join(rules)]
         lines += [" & ".join(latex_header(h) for h in self.sub_headers or self.headers) + " \\\\", "\\midrule"]
         for i, row in enumerate(self.rows):
-            cells = [latex_escape(row[c]) if c in text_cols else latex_number(self.shown(row, c), self.digits)
-                     for c in self.columns]
+            cells = [latex_escape(row[c]) if c in text_cols else
+                     f"$<$ {10 ** -self.digits:.{self.digits}f}" if self._below_shown(row, c, self.shown(row, c))
+                     else latex_number(self.shown(row, c), self.digits) for c in self.columns]
             lines.append(" & ".join(cells) + " \\\\")
             if i in self.rules_after and i != len(self.rows) - 1:
                 lines.append("\\midrule")

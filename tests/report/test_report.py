@@ -510,3 +510,33 @@ def test_a_report_of_a_shared_folder_reads_only_fastevals_results_and_copies_onc
     assert [e.label for e in entries] == ["fake-shared"] and "other settings" not in " ".join(notes)
     assert len(notes) == 1 and "is a copy of" in notes[0] and "shown once" in notes[0], notes
     assert "other-tool" not in " ".join(notes)
+
+
+def test_compare_counts_a_renamed_copy_of_a_model_as_that_model_and_says_p_below_its_decimals(tmp_path):
+    """A copy of a model's folder under another name has the same weights (content hash): one model, shown once,
+    so Holm's family does not grow (MiniLM against mpnet moved from p 0.126 to 0.379); a p-value that rounds to 0
+    prints "< 0.001", never "0.000" (issue 45, item 16)."""
+    from fasteval import evaluate
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.compare import compare
+    from fasteval.core.report.entries import load_results
+    from fasteval.core.report.table import Table
+    from fasteval.core.results.files import result_files
+
+    a = evaluate(FakeEncoder(noise=0.2), name="model-a", exams=(1,), bootstrap=0)
+    b = evaluate(FakeEncoder(noise=1.5), name="model-b", exams=(1,), bootstrap=0)
+    a.settings.update({"source_sha256": "aaaa", "key": "k1"})
+    b.settings.update({"source_sha256": "bbbb", "key": "k1"})
+    copy = dataclasses.replace(a, model="my-copy-of-a", model_id="my_copy_of_a", settings=dict(a.settings))
+    for r in (a, b, copy):
+        write_result_folder(tmp_path / r.model_id / "k1", result_files(r, key="k1"))
+    comparison = compare(load_results(tmp_path), resamples=200)
+    assert sorted(comparison.models) == ["model-a", "model-b"] and len(comparison.pairs) == 1
+    assert comparison.pairs[0].p_holm == comparison.pairs[0].p_value, "a family of one pair"
+    table = Table("t", "t", ["name", "p"], ["Name", "p"], [{"name": "x", "p": 0.0002}, {"name": "y", "p": 0.0}],
+                  digits=3, probabilities={"p"})
+    assert [table.cell_text(r, "p") for r in table.rows] == ["< 0.001", "0.000"]
+    assert "$<$ 0.001" in table.latex()
+    from fasteval.cli.printing import fmt_p
+
+    assert (fmt_p(0.00002), fmt_p(0.1262)) == ("<0.0001", "0.1262")
