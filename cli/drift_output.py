@@ -35,16 +35,16 @@ def drift_text(report: DriftReport) -> str:
              f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
     for g in report.groups.values():
         below = "n/a" if g.share_below is None else f"{g.share_below:.0%}"
-        what = f"failed ({g.failed})" if g.failed else f"{g.worst_text!r}" if g.worst is not None and \
-            g.worst < report.threshold else g.probes
-        lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {what[:90]}")
+        what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if g.worst is not None \
+            and g.worst < report.threshold else g.probes
+        lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
     drifted = [w for w in report.worst if w["cosine"] < report.threshold]
     if drifted:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]
     if report.collisions:
         lines += ["", f"  collisions (apart under the reference, one under the candidate): {len(report.collisions)}"]
-        lines += [f"    {c['text_a']!r} ~ {c['text_b']!r}: {c['reference_cosine']:.3f} -> {c['candidate_cosine']:.4f}"
-                  for c in report.collisions[:10]]
+        lines += [f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
+                  f"{c['candidate_cosine']:.4f}" for c in report.collisions[:10]]
         if len(report.collisions) > 10:
             lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
     t = report.tokenization
@@ -74,6 +74,19 @@ def drift_text(report: DriftReport) -> str:
                       f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
                       f"{len(p['cells_changed'])} of 20 cells changed"]
     return "\n".join(lines)
+
+
+def pair_text(a: str, b: str) -> str:
+    """Two texts of a collision as the terminal shows them: where they look alike but differ only in their
+    Unicode form (é as one character, NFC, or as e and a combining accent, NFD), written with escapes, so the
+    difference shows."""
+    import unicodedata
+
+    if a != b and unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b):
+        form = {x: "NFC" if unicodedata.is_normalized("NFC", x) else "NFD" if unicodedata.is_normalized("NFD", x)
+                else "mixed" for x in (a, b)}
+        return f"{ascii(a)} ({form[a]}) ~ {ascii(b)} ({form[b]}), one text in two Unicode forms"
+    return f"{a!r} ~ {b!r}"
 
 
 def hint_lines(report: DriftReport) -> list[str]:

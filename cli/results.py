@@ -25,7 +25,7 @@ def protocols_command() -> None:
                        f"{len(p.cells())} cells" + (f"; {', '.join(variants)}" if variants else "") + ")")
             typer.echo(f"    {p.description}")
             typer.echo(f"    measures: {p.measures}")
-        typer.echo("\nYour own: write a protocol file (see the README, 'Protocols as data') and pass it with "
+        typer.echo("\nYour own: write a protocol file (docs/protocols.md, 'Protocols as data') and pass it with "
                    "--protocol FILE.")
 
 

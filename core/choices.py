@@ -71,12 +71,17 @@ def similarity(value: str) -> str:
 
 
 def did_you_mean(value: str, known: Iterable[str]) -> str:
-    """' (did you mean "x"?)' for the closest of ``known`` (case aside), else ''."""
+    """' (did you mean "x"?)' for the closest of ``known`` (case aside), else those that contain it (a part of a
+    name: "MiniLM" -> ' (did you mean "all-MiniLM-L6-v2" or "paraphrase-multilingual-MiniLM-L12-v2"?)'), else ''."""
     import difflib
 
     known = [str(k) for k in known]
     lowered = {k.lower(): k for k in known}
-    match = difflib.get_close_matches(str(value).lower(), list(lowered), n=1, cutoff=0.6)
+    part = str(value).lower()
+    holding = [k for low, k in lowered.items() if len(part) >= 3 and part in low and part != low]
+    if holding:
+        return f" (did you mean {' or '.join(repr(k) for k in holding[:4])}?)"
+    match = difflib.get_close_matches(part, list(lowered), n=1, cutoff=0.6)
     return f" (did you mean {lowered[match[0]]!r}?)" if match else ""
 
 

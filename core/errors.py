@@ -44,8 +44,13 @@ class OutputError(FastevalError):
 
 
 def cut(text: str, limit: int | None) -> str:
-    """``text`` cut to at most ``limit`` characters, an ellipsis standing for the rest (None: as it is)."""
-    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+    """``text`` cut to at most ``limit`` characters, an ellipsis standing for the rest (None: as it is): at the last
+    space before the limit, mid-word only when that would drop more than half."""
+    if limit is None or len(text) <= limit:
+        return text
+    kept = text[:limit - 1]
+    space = kept.rfind(" ")
+    return (kept[:space] if space > limit // 2 else kept).rstrip() + "…"
 
 
 def first_line(err: BaseException, limit: int | None = None) -> str:

@@ -171,6 +171,14 @@ def load_folder(path: str | Path) -> ModelFolder:
                          "pass a model folder, or a name listed by `fasteval models`.")
     if not path.is_dir():
         raise ModelError(f"Model path {path} is not a folder.", "pass the folder that holds config.json.")
+    if not (path / "config.json").exists() and not (path / "modules.json").exists():
+        models = sorted(d.name for d in path.iterdir() if d.is_dir() and not d.name.startswith(".")
+                        and ((d / "config.json").exists() or (d / "modules.json").exists()))
+        if models:  # a folder of model folders, not a model
+            shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+            raise ModelError(f"{path} is a folder of {len(models)} model folder(s) ({shown}), not a model.",
+                             f"pass each with --model (e.g. --model {path / models[0]}), or list them in a file "
+                             "for --models-file FILE.")
     pooling, normalize, dense, transformer_path = PoolingConfig(), False, [], path
     modules_file = path / "modules.json"
     if modules_file.exists():

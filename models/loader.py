@@ -64,9 +64,10 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     display, src = source_folder(name)
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
-    if folder.default_prompt_name and not prompt_text and not prompt_key:
-        log.info("note: %s declares default_prompt_name=%r; the paper passed no prompt, so none is used (pass "
-                 "--prompt-name to use it).", display, folder.default_prompt_name)
+    if folder.prompts and not prompt_text and not prompt_key:
+        default = (f", default_prompt_name {folder.default_prompt_name!r}" if folder.default_prompt_name else "")
+        log.info("note: %s configures prompts (%s%s); the paper passed none, so none is used (pick one with "
+                 "--prompt-name NAME, or any text with --prompt).", display, ", ".join(folder.prompts), default)
     spec = find_spec(name)
     if spec is not None and spec.pooling and spec.pooling != folder.pooling.name:
         log.warning("the registry lists %s pooling for %s, its folder says %s; using the folder's.", spec.pooling,

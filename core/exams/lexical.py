@@ -103,7 +103,8 @@ def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: 
                 dist = distances[ref]
                 tau = float("nan") if dist is None else kendall_tau_b(pair_sims[mask], -dist[mask])
                 rows.append(Exam2Row(group_type, group, ref, tau, int(mask.sum())))
-    notes = [] if token_ids is not None else ["token_lev is null: the encoder exposes no tokenizer"]
+    notes = [] if token_ids is not None else ["token_lev is null: the encoder exposes no tokenizer (a served model: "
+                                              "pass --tokenizer PATH, its tokenizer.json or folder)"]
     return Exam2Result(metric=metric, rows=rows, token_ids_available=token_ids is not None, notes=notes)
 
 

@@ -24,8 +24,10 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
 
     found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(shard))
     if not found or not 0 <= int(found.group(1)) < int(found.group(2)):
-        raise InputError(f"--shard {shard!r} is not I/N with 0 <= I < N.",
-                         "pass --shard 0/4 ... --shard 3/4 (in a SLURM array: --shard $SLURM_ARRAY_TASK_ID/N).")
+        n = int(found.group(2)) if found and int(found.group(2)) > 0 else 4  # the user's N, where there is one
+        raise InputError(f"--shard {shard!r} is not I/N with 0 <= I < N (I counts from 0).",
+                         f"pass --shard 0/{n} ... --shard {n - 1}/{n} (in a SLURM array: "
+                         f"--shard $SLURM_ARRAY_TASK_ID/{n}).")
     index, count = int(found.group(1)), int(found.group(2))
     return [m for k, m in enumerate(models) if k % count == index]
 

@@ -178,3 +178,34 @@ def test_a_served_model_the_registry_knows_names_its_prompts(tmp_path):
         assert "in the registry" not in with_prompt.stderr
     finally:
         server.close()
+
+
+def test_the_small_edges_of_the_fault_round(tmp_path, tiny_st_folder):
+    """Issue 45, item 17: --shard's fix names the user's N; a part of a registry name is met with the names that
+    hold it; a folder of model folders says what it holds; `fasteval protocols` points where the format is
+    documented; drift shows two texts that differ only in their Unicode form with escapes, and cuts a long text at a
+    word's end."""
+    import shutil
+    import unicodedata
+
+    from fasteval.cli.drift_output import pair_text
+    from fasteval.core.choices import did_you_mean
+    from fasteval.core.errors import cut
+
+    one_line_error(run_cli(["sweep", "--shard", "2/2", "--model", "a"]), "--shard 0/2 ... --shard 1/2", "/2)")
+    assert did_you_mean("MiniLM", ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "multi-MiniLM-x"]) == \
+        " (did you mean 'all-MiniLM-L6-v2' or 'multi-MiniLM-x'?)"
+    assert did_you_mean("all-minilm-l6-v3", ["all-MiniLM-L6-v2"]) == " (did you mean 'all-MiniLM-L6-v2'?)"
+    zoo = tmp_path / "zoo"
+    for name in ("model-a", "model-b"):
+        shutil.copytree(tiny_st_folder, zoo / name)
+    one_line_error(run_cli(["sweep", "--model", zoo, "--out", tmp_path / "out"]),
+                   "is a folder of 2 model folder(s) (model-a, model-b), not a model", f"--model {zoo / 'model-a'}")
+    protocols = run_cli(["protocols"])
+    assert "docs/protocols.md" in protocols.stdout and "README" not in protocols.stdout
+    nfc = unicodedata.normalize("NFC", "café 2 m")
+    nfd = unicodedata.normalize("NFD", nfc)
+    shown = pair_text(nfc, nfd)
+    assert "caf\\xe9" in shown and "cafe\\u0301" in shown and "(NFC)" in shown and "(NFD)" in shown
+    assert pair_text("2 m", "3 m") == "'2 m' ~ '3 m'"
+    assert cut("the quick brown fox jumps", 14) == "the quick…" and cut("abcdefghijklmnop", 8) == "abcdefg…"

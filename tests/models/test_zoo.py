@@ -210,7 +210,8 @@ def test_prompt_name_and_include_prompt_false_match_sentence_transformers(prompt
 
     with caplog.at_level(logging.INFO, logger="fasteval"):
         plain = load_model(str(onnx), provider="cpu")
-    assert any("default_prompt_name='query'" in r.getMessage() for r in caplog.records)
+    assert any("default_prompt_name 'query'" in r.getMessage() and "prompts (query, passage" in r.getMessage()
+               and "--prompt-name NAME" in r.getMessage() for r in caplog.records)
     assert plain.info["prompt"] == ""
     none = plain.encode(TEXTS)
     assert np.abs(none - st.encode(TEXTS, prompt="", normalize_embeddings=True)).max() < 1e-5

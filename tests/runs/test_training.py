@@ -20,7 +20,7 @@ PAIRS = [("2 kilometers", "2000 meters"), ("5 kilograms", "5000 grams"), ("3 lit
 def train(model, evaluator, out: Path, steps: int = 3):
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     data = Dataset.from_dict({"anchor": [a for a, _ in PAIRS], "positive": [b for _, b in PAIRS]})
     args = SentenceTransformerTrainingArguments(
@@ -101,6 +101,8 @@ def test_the_readme_example_runs_as_written(tmp_path):
     code = readme.split("<!-- evaluator-example -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    deprecated = [ln for ln in proc.stderr.splitlines() if "sentence_transformers" in ln and "deprecated" in ln]
+    assert not deprecated, deprecated  # the example imports from where sentence-transformers keeps it now
     evaluated = next(ln for ln in proc.stdout.splitlines() if "eval_physscore_tau" in ln)
     assert "'eval_physscore_tau': 0.3696" in evaluated and "'eval_physscore_pacc': 0.6848" in evaluated
 

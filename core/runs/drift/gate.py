@@ -93,7 +93,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     refused: dict[str, list] = {}
     warming = warm_up_in_background()  # numba loads the kernels while the encoders work
     for side, planned in zip(SIDES, plans):
-        with timed(f"embed {side}", f"embed the {side}"):
+        shown = "read the reference's receipt" if side == "reference" and receipt is not None else f"embed the {side}"
+        with timed(f"embed {side}", shown):
             tables.append(_embed_side(side, planned, calls, groups[1:], tables, names, cache_root, failed, refused))
     warming.join()
     # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is

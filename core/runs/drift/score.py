@@ -143,5 +143,7 @@ def compare_tokenizations(texts: list[str], reference: list[list[int]], candidat
 
 
 def _short(text: str, limit: int = 80) -> str:
-    """A text as a report names it: long ones cut, with their length."""
-    return text if len(text) <= limit else f"{text[:limit - 20]}… ({len(text)} characters)"
+    """A text as a report names it: long ones cut at a word's end, with their length."""
+    from ...errors import cut
+
+    return text if len(text) <= limit else f"{cut(text, limit - 20)} ({len(text)} characters)"
