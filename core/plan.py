@@ -33,14 +33,14 @@ from .results.model import ModelResult
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
                       "prompt", "pooling", "include_prompt", "normalize", "max_seq_length", "dense",
-                      "normalize_quantities", "batching", "batch_tokens", "deployment")
+                      "normalize_quantities", "batching", "batch_tokens", "packing", "deployment")
 # ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
 # changes Exam 2's token Levenshtein).
 SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
-KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "deployment", "tokenizer",
-                  "pacc_value_ties")
+KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "packing", "deployment",
+                  "tokenizer", "pacc_value_ties")
 
 # The timing of one-time work done alongside a step (numba compiling the kernels during "embed", once per
 # install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.

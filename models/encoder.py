@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PROVIDERS, check_choice
+from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PACKING, PROVIDERS, check_choice
 from ..core.errors import ModelError
 from .folder import ModelFolder
 from .gpu import open_session, planned_provider
@@ -125,7 +125,8 @@ class OnnxEncoder:
             "dtype": self.identity.get("dtype", "fp32"),
             "batch_size": self.batch_size,
             "batch_order": self.order,
-            **({"batching": "packed", "batch_tokens": self.batch_tokens} if self.batching == "packed" else {}),
+            **({"batching": "packed", "batch_tokens": self.batch_tokens, "packing": PACKING}
+               if self.batching == "packed" else {}),
             "prompt": self.prompt,
             "prompt_name": self.prompt_name,
             **self.folder.settings(),
@@ -187,7 +188,8 @@ class OnnxEncoder:
         if self.order == "text-length":  # sentence-transformers' own grouping
             order = np.argsort([-len(t) for t in texts])
         else:
-            lengths = np.array([len(e.ids) for e in self.tokenizer.encode_batch(texts)])
+            # the real tokens (the tokenizer pads a batch to its longest: len(ids) would be that for every text)
+            lengths = np.array([sum(e.attention_mask) for e in self.tokenizer.encode_batch(texts)])
             order = np.argsort(-lengths, kind="stable")
         if self.batching != "packed":
             return order, [slice(s, s + self.batch_size) for s in range(0, len(texts), self.batch_size)]

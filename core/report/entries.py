@@ -140,7 +140,7 @@ def _served_words(deployment: dict) -> str:
     return f"served: {server} @{where}" if server and server not in ("system", "organization-owner") \
         else f"served @{where}"
 # Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
-_NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "protocol",
+_NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "packing", "protocol",
               "source_sha256", "onnx_sha256"}
 
 

@@ -195,8 +195,12 @@ def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
     texts = [f"{v:g} meters" for v in np.linspace(0, 1000, 57)] + ["one hundred kilometers and five meters"]
     packed = load_model(str(tiny_st_folder), provider="cpu", batching="packed")
     packed.batch_tokens = 60
+    # a tokenizer that pads every batch to its longest, as all-MiniLM-L6-v2's tokenizer.json does: the texts are
+    # still sorted by their real tokens (read as padded, they all looked equally long and were never sorted)
+    packed.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     order, batches = packed._batches(texts)
-    lengths = np.array([len(e.ids) for e in packed.tokenizer.encode_batch(texts)])
+    lengths = np.array([sum(e.attention_mask) for e in packed.tokenizer.encode_batch(texts)])
+    assert len(set(lengths)) > 2 and len({len(e.ids) for e in packed.tokenizer.encode_batch(texts)}) == 1
     assert sorted(order.tolist()) == list(range(len(texts))) and list(lengths[order]) == sorted(lengths, reverse=True)
     covered = []
     for b in batches:
@@ -207,6 +211,7 @@ def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):
     paper = load_model(str(tiny_st_folder), provider="cpu", batching="paper")
     np.testing.assert_allclose(packed.encode(texts), paper.encode(texts), atol=1e-6)
     assert packed.info["batching"] == "packed" and "batching" not in paper.info
+    assert packed.info["packing"] == "unpadded-tokens" and "packing" not in paper.info
 
 
 def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_st_folder, tiny_encoder,
