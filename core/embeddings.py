@@ -14,6 +14,9 @@
 * ``usage`` - a served model's account of what it sent and got (``as_dict()``), recorded in the result;
 * ``settled() -> dict`` - the settings that settled only as it ran (the provider an onnxruntime session fell back
   to), read after a run so its result is kept under the settings it was made with;
+* ``settle() -> dict`` - start it where its settings may still change (open the session a GPU may refuse) and
+  return ``settled()``: asked before any key is read, so a result, its folder and its cached embeddings are found
+  and kept under what will run, never under what was planned;
 * ``concurrency: int`` - how many encode calls it takes at once (a served model's ``--concurrency``): the
   protocol's calls are then sent that many at a time, each call still exactly the group's texts (default 1).
 
@@ -69,6 +72,7 @@ class EncoderView:
     token_ids: Callable[[list[str]], list[list[int]] | None] | None = None
     usage: Any = None  # a served model's usage (``as_dict()``), else None
     settled: Callable[[], dict[str, Any]] | None = None  # the settings that settled as it ran (``settled()``)
+    settle: Callable[[], dict[str, Any]] | None = None  # start it and say what will run (``settle()``)
     concurrency: int = 1  # encode calls it takes at once (``concurrency``)
 
 
@@ -86,11 +90,12 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
         token_ids = _hf_token_ids(getattr(encoder, "tokenizer", None))
     usage = getattr(encoder, "usage", None)
     settled = getattr(encoder, "settled", None)
+    settle = getattr(encoder, "settle", None)
     concurrency = getattr(encoder, "concurrency", 1)
     return EncoderView(encoder=encoder, name=name or getattr(encoder, "name", None) or type(encoder).__name__,
                        info=dict(info) if isinstance(info, dict) else {}, token_ids=token_ids,
                        usage=usage if callable(getattr(usage, "as_dict", None)) else None,
-                       settled=settled if callable(settled) else None,
+                       settled=settled if callable(settled) else None, settle=settle if callable(settle) else None,
                        concurrency=concurrency if isinstance(concurrency, int) and concurrency > 1 else 1)
 
 

@@ -157,6 +157,14 @@ class Plan:
             groups = [list(dict.fromkeys(t for group in groups for t in group))]
         return groups
 
+    def settle(self) -> Plan:
+        """The plan as the encoder will run it, before anything is looked up under a key: an encoder whose settings
+        may still change is started (``settle()``: its session opened, where a GPU may fall back to the CPU), and
+        the settings, keys and folder follow what it says; else itself."""
+        if self.view.settle is not None:
+            self.view.settle()
+        return self.settled()
+
     def settled(self) -> Plan:
         """The plan as the encoder ran it: where a setting settled only when it ran (the GPU it was offered fell
         back to the CPU; the encoder's ``settled()``), the settings, keys and so the folder follow; else itself."""

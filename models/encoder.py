@@ -137,6 +137,13 @@ class OnnxEncoder:
         session starts; a GPU that could not take it falls back to the CPU)."""
         return {"provider": self.provider}
 
+    def settle(self) -> dict:
+        """``settled()`` once it is known: a session planned for the GPU is opened now (it may fall back to the
+        CPU); one planned for the CPU stays unopened, as nothing about it can change."""
+        if self._session is None and self.provider != "cpu":
+            _ = self.session
+        return self.settled()
+
     @cached_property
     def input_names(self) -> set[str]:
         return {i.name for i in self.session.get_inputs()}

@@ -316,6 +316,7 @@ def _cached_table(planned: Plan, cache_root: Path | None, fresh: bool) -> tuple[
     from ...io import fasteval_home
     from ...cache import embedding_cache, verified
 
+    planned = planned.settle()  # read and saved under the key of what runs (a GPU may fall back to the CPU)
     cache = embedding_cache(planned.settings, cache_root if cache_root is not None else fasteval_home())
     table = EmbeddingTable() if fresh else verified(cache, planned)[0]
     return table, (lambda t: cache.save(planned.embedding_key, t))

@@ -1,0 +1,104 @@
+"""A result keyed by what actually ran (issue 46): on a machine where a driver loads and onnxruntime lists CUDA but the
+session falls back to the CPU, the plan settles before any key is read. A stand-in says CUDA until it is started,
+then runs on the CPU: a rerun is skipped, a CUDA entry of the embedding cache is never read for a CPU result (nor
+written with CPU rows), and drift saves what it embedded under the key that ran."""
+from __future__ import annotations
+
+import numpy as np
+
+from fasteval.core.cache import EmbeddingCache
+from fasteval.core.embeddings import EmbeddingTable
+from fasteval.core.plan import plan, scoring
+from fasteval.core.runs.job import Job
+from fasteval.core.runs.sweep import run_sweep
+
+from fakes import CountingEncoder
+
+
+class FallsBack(CountingEncoder):
+    """Planned for CUDA; started, its session falls back to the CPU (cuDNN missing, say)."""
+
+    def __init__(self, name: str, lands_on: str = "cpu", **kw):
+        super().__init__(name, **kw)
+        self.info = {**self.info, "provider": "cuda"}
+        self.provider, self.lands_on, self.started = "cuda", lands_on, 0
+
+    def settle(self) -> dict:
+        if self.started == 0:
+            self.started, self.provider = 1, self.lands_on
+        return self.settled()
+
+    def settled(self) -> dict:
+        return {"provider": self.provider}
+
+    def encode(self, texts):
+        self.settle()
+        return super().encode(texts)
+
+
+def _sweep(tmp_path, made: list, lands_on: str = "cpu", exams=(1,)):
+    def loader(name, **options):
+        made.append(FallsBack(name, lands_on=lands_on))
+        return made[-1]
+
+    return run_sweep([Job("org/falls-back", exams=exams)], tmp_path / "out", loader, cache_root=tmp_path / "home")
+
+
+def test_a_sweep_that_fell_back_is_skipped_on_rerun(tmp_path):
+    made: list = []
+    first = _sweep(tmp_path, made)[0]
+    assert first.status == "done" and first.result.settings["provider"] == "cpu"
+    second = _sweep(tmp_path, made)[0]
+    assert second.status == "skipped" and second.path == first.path, second
+    assert made[1].calls == [], "nothing embedded again"
+
+
+def test_a_cuda_cache_entry_is_never_read_for_a_cpu_result(tmp_path):
+    """A partial CUDA entry (a GPU run stopped by Ctrl-C), its vectors perturbed: the CPU result is the CPU's own
+    numbers, the CUDA entry is left as it was, and the CPU entry holds the CPU's rows only."""
+    chosen = scoring(exams=(1,))
+    cuda = plan(FallsBack("org/falls-back"), chosen)
+    assert cuda.settings["provider"] == "cuda"
+    texts = sorted({t for g in cuda.groups() for t in g})[:300]
+    perturbed = EmbeddingTable()
+    rng = np.random.default_rng(0)
+    perturbed.add(texts, rng.normal(size=(len(texts), 16)).astype(np.float32))
+    cache = EmbeddingCache(tmp_path / "home")
+    cache.save(cuda.embedding_key, perturbed)
+    before = cache.path(cuda.embedding_key).read_bytes()
+
+    made: list = []
+    result = _sweep(tmp_path, made)[0].result
+    clean = plan(CountingEncoder("org/falls-back"), chosen)
+    from fasteval.core.plan import run
+
+    reference = run(clean)
+    assert [(c.tau, c.pacc) for c in result.exams["exam1"].cells] == \
+        [(c.tau, c.pacc) for c in reference.exams["exam1"].cells]
+    assert cache.path(cuda.embedding_key).read_bytes() == before, "the CUDA entry was neither read nor replaced"
+    cpu_key = plan(made[0], chosen).settled().embedding_key
+    assert cpu_key != cuda.embedding_key
+    cpu_table = cache.load(cpu_key)
+    rows = dict(cpu_table.items())
+    fresh = CountingEncoder("org/falls-back").encode(texts[:5])
+    np.testing.assert_allclose(np.stack([rows[t] for t in texts[:5]]),
+                               fresh / np.linalg.norm(fresh, axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_a_gpu_that_holds_keeps_the_cuda_key(tmp_path):
+    made: list = []
+    done = _sweep(tmp_path, made, lands_on="cuda")[0]
+    assert done.status == "done" and done.result.settings["provider"] == "cuda"
+    assert _sweep(tmp_path, made, lands_on="cuda")[0].status == "skipped"
+
+
+def test_drift_saves_what_it_embedded_under_the_key_that_ran(tmp_path):
+    from fasteval.core.runs.drift.gate import drift
+
+    reference = FallsBack("org/falls-back")
+    cuda_key = plan(FallsBack("org/falls-back"), scoring(exams=(1,), bootstrap=0)).embedding_key
+    drift(reference, CountingEncoder("org/other"), cache_root=tmp_path / "home", invariance=False, resamples=0)
+    cache = EmbeddingCache(tmp_path / "home")
+    cpu_key = plan(reference, scoring(exams=(1,), bootstrap=0)).settled().embedding_key
+    assert cpu_key != cuda_key
+    assert cache.path(cpu_key).is_file() and not cache.path(cuda_key).exists()
