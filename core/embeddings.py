@@ -5,8 +5,9 @@
 ``describe``:
 
 * ``name: str`` - the model's name in results (default: the class name);
-* ``info: dict`` - the settings that change an embedding (hashes, provider, pooling, ...); they go into the
-  result key, and an encoder without them never shares cached embeddings;
+* ``info: dict`` - the settings that change an embedding (hashes, provider, pooling, ...); every one goes into
+  the result and embedding keys except names and paths (``fasteval.core.plan.NEVER_KEYED``), and an encoder
+  without a content hash never shares cached embeddings;
 * ``token_ids(list[str]) -> list[list[int]]`` - the model's own token ids without special tokens (Exam 2's
   token Levenshtein). Without it, a Hugging Face style ``tokenizer.encode(text, add_special_tokens=False)`` is
   used when there is one; else token Levenshtein is reported as missing;

@@ -37,6 +37,11 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
 # ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
 # changes Exam 2's token Levenshtein).
 SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties")
+# What never enters a key: names and paths (a model is keyed by its content hashes, wherever it lies and whatever it
+# is called), a prompt's name (its text is keyed), a protocol file's description (its content is in "protocol"), and
+# a finished result's own key. Every other setting does: those named above, and any other an encoder's ``info``
+# holds (a user's encoder with ``{"revision": "v2"}`` is keyed apart from "v1"), when it holds it.
+NEVER_KEYED = ("model", "source", "name", "prompt_name", "protocol_file", "key")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
 KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "packing", "deployment",
@@ -53,7 +58,11 @@ def _digest(obj: Any, length: int = 16) -> str:
 
 
 def _keyed(settings: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    return {k: settings.get(k) for k in names if k not in KEYED_WHEN_SET or settings.get(k)}
+    """The named settings (each of KEYED_WHEN_SET only when set), and every setting no list names (an encoder's
+    own, such as a revision): those enter a key where they are, and leave it as it was where they are not."""
+    listed = set(EMBEDDING_SETTINGS) | set(SCORING_SETTINGS) | set(NEVER_KEYED)
+    keyed = {k: settings.get(k) for k in names if k not in KEYED_WHEN_SET or settings.get(k)}
+    return {**keyed, **{k: v for k, v in settings.items() if k not in listed}}
 
 
 def embedding_key(settings: Mapping[str, Any]) -> str:

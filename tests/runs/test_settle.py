@@ -102,3 +102,24 @@ def test_drift_saves_what_it_embedded_under_the_key_that_ran(tmp_path):
     cpu_key = plan(reference, scoring(exams=(1,), bootstrap=0)).settled().embedding_key
     assert cpu_key != cuda_key
     assert cache.path(cpu_key).is_file() and not cache.path(cuda_key).exists()
+
+
+def test_an_encoders_own_info_is_keyed(tmp_path):
+    """Two encoders named alike whose info differs only in a setting no list names (a user's revision): other
+    result and embedding keys, and a sweep runs both (v2 was skipped as already done). Names and paths never enter
+    a key, and an info without such a setting keys as it always did."""
+    class Revised(CountingEncoder):
+        def __init__(self, name, revision):
+            super().__init__(name)
+            self.info = {**self.info, "revision": revision}
+
+    chosen = scoring(exams=(1,))
+    v1, v2 = (plan(Revised("org/mine", r), chosen) for r in ("v1", "v2"))
+    assert v1.key != v2.key and v1.embedding_key != v2.embedding_key
+    plain = plan(CountingEncoder("org/mine"), chosen)
+    renamed = CountingEncoder("org/mine")
+    renamed.info = {**renamed.info, "source": "/elsewhere/mine", "model": "another name"}
+    assert plan(renamed, chosen).key == plain.key, "a path or a name is not a setting"
+    outcomes = [run_sweep([Job("org/mine", exams=(1,))], tmp_path / "out", lambda name, r=r, **o: Revised(name, r))[0]
+                for r in ("v1", "v2")]
+    assert [o.status for o in outcomes] == ["done", "done"] and outcomes[0].path != outcomes[1].path
