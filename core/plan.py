@@ -246,7 +246,16 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     result.exams = score(planned, table, on_step, result.timings)
     if planned.view.usage is not None:  # a served model: what it sent and got
         result.usage = planned.view.usage.as_dict()
+    result.machine = machine_of(planned.settled())
     return result
+
+
+def machine_of(planned: Plan) -> dict[str, Any]:
+    """The machine block of a result (``models.machine.provenance``): this machine, and the provider that ran; a
+    served model's numbers came from its server (the client's machine is recorded, no provider)."""
+    from ..models.machine import provenance
+
+    return provenance(None if planned.settings.get("deployment") else planned.settings.get("provider"))
 
 
 def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, metric: str = "cos",

@@ -83,16 +83,29 @@ def normalization_table(entries: list[LoadedResult]) -> Table | None:
                       "plain digits); the exams score the same values.")
 
 
+def machine_words(machine: dict) -> str:
+    """A result's machine in a few words: "NVIDIA H200, driver 580.159, CUDA 13.0, TF32 off" on the GPU, the CPU
+    and its widest SIMD flag otherwise ("" for a result made before results recorded it)."""
+    if not machine:
+        return ""
+    if machine.get("provider") == "cuda":
+        return ", ".join(x for x in (machine.get("gpu") or "GPU", f"driver {machine.get('driver')}",
+                                     f"CUDA {machine.get('cuda')}", f"TF32 {machine.get('tf32')}") if x)
+    simd = machine.get("simd") or []
+    return f"{machine.get('cpu', '?')}" + (f" ({simd[-1]})" if simd else "")
+
+
 def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     """Where each row came from and what it was computed under."""
     columns = ["label", "model", "similarity", "normalized", "provider", "dtype", "protocol", "fasteval", "exams",
-               "path"]
+               "machine", "path"]
     rows = [{"label": e.label, "model": e.result.model, "similarity": str(e.result.settings.get("similarity", "")),
              "normalized": "yes" if is_normalized(e.result) else "no",
              "provider": str(e.result.settings.get("provider", "")), "dtype": str(e.result.settings.get("dtype", "")),
              "protocol": e.result.protocol, "fasteval": e.result.fasteval_version,
              "exams": ",".join(k.replace("exam", "") for k in sorted(e.result.exams)),
-             "path": e.path.relative_to(root).as_posix()} for e in entries]
+             "machine": machine_words(e.result.machine), "path": e.path.relative_to(root).as_posix()}
+            for e in entries]
     return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
 
 

@@ -19,3 +19,6 @@ class ModelResult:
     timings: dict[str, float] = field(default_factory=dict)
     # A served model's requests, retries, token counts, response model and raw norm (never in a key).
     usage: dict[str, Any] = field(default_factory=dict)
+    # Where the numbers came from (never in a key): the CPU and its SIMD flags, the onnxruntime build and the
+    # provider that ran, on the GPU its name, driver, CUDA, cuDNN and TF32 (``models.machine.provenance``).
+    machine: dict[str, Any] = field(default_factory=dict)

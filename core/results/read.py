@@ -51,7 +51,8 @@ def load_result(path: Path) -> ModelResult:
     return ModelResult(model=str(data.get("model", data["model_id"])), model_id=data["model_id"],
                        settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
                        fasteval_version=data.get("fasteval_version", ""), exams=exams,
-                       timings=data.get("timings") or {}, usage=data.get("usage") or {})
+                       timings=data.get("timings") or {}, usage=data.get("usage") or {},
+                       machine=data.get("machine") or {})
 
 
 class NotFastevalResult(ValueError):

@@ -244,22 +244,13 @@ def package_versions(names: Sequence[str] = VERSIONS_OF) -> dict[str, str | None
     return out
 
 
-# The instruction sets that move fp32 GEMM and int8 speed (and int8's 16-bit saturation without VNNI).
-SIMD_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
-
-
 def machine_info() -> dict[str, Any]:
-    """CPU model and its SIMD_FLAGS, usable cores, RAM, OS, Python and the versions of VERSIONS_OF."""
-    cpu = platform.processor() or platform.machine()
-    simd: list[str] = []
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-        cpu = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), cpu)
-        flags = set(next((ln.split(":", 1)[1].split() for ln in lines if ln.startswith("flags")), []))
-        simd = [f for f in SIMD_FLAGS if f in flags]
-    except OSError:
-        pass
+    """CPU model and its SIMD flags (``models.machine.cpu_facts``), usable cores, RAM, OS, Python and the versions
+    of VERSIONS_OF."""
+    from ...models.machine import cpu_facts
+
+    facts = cpu_facts()
+    cpu, simd = facts["cpu"], facts["simd"]
     ram = None
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

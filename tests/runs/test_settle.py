@@ -123,3 +123,27 @@ def test_an_encoders_own_info_is_keyed(tmp_path):
     outcomes = [run_sweep([Job("org/mine", exams=(1,))], tmp_path / "out", lambda name, r=r, **o: Revised(name, r))[0]
                 for r in ("v1", "v2")]
     assert [o.status for o in outcomes] == ["done", "done"] and outcomes[0].path != outcomes[1].path
+
+
+def test_a_result_records_the_machine_it_ran_on_outside_its_key(tmp_path):
+    """Provenance: the CPU and its SIMD flags, the onnxruntime build and the provider that ran (on CUDA the GPU,
+    driver, CUDA, cuDNN and TF32), in results.json and the report's sources table, never in the key."""
+    from fasteval.core.report.cross_tables import machine_words
+    from fasteval.core.results.read import load_result
+    from fasteval.models.machine import provenance
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), None)
+    made: list = []
+    outcome = _sweep(tmp_path, made)[0]
+    machine = outcome.result.machine
+    assert machine["provider"] == "cpu" and (cpu is None or machine["cpu"] == cpu) and "simd" in machine
+    assert "gpu" not in machine and machine.get("onnxruntime", "").startswith("onnxruntime")
+    loaded = load_result(outcome.path / "results.json")
+    assert loaded.machine == machine and "machine" not in loaded.settings
+    moved = dict(outcome.result.settings)
+    assert outcome.path.name == moved["key"]
+    gpu = provenance("cuda")
+    assert gpu["provider"] == "cuda" and gpu["tf32"] == "off" and {"gpu", "driver", "cuda", "cudnn"} <= set(gpu)
+    assert machine_words({**gpu, "gpu": "NVIDIA H200", "driver": "580.159.04", "cuda": "13.0"}) == \
+        "NVIDIA H200, driver 580.159.04, CUDA 13.0, TF32 off"
+    assert machine_words(machine).startswith(machine["cpu"])
