@@ -30,6 +30,18 @@ _LAZY = {
     "load_result": (".core.results.read", "load_result"),
     "Encoder": (".core.embeddings", "Encoder"),
     "PhysScoreEvaluator": (".core.runs.training", "PhysScoreEvaluator"),  # sentence-transformers (the train extra)
+    # the types a library user holds: what evaluate, check, drift and load_result return, and what they raise
+    "ModelResult": (".core.results.model", "ModelResult"),
+    "CheckResult": (".core.exams.quantity_check", "CheckResult"),
+    "DriftReport": (".core.results.drift", "DriftReport"),
+    "EmbeddingTable": (".core.embeddings", "EmbeddingTable"),
+    "Protocol": (".core.protocol.spec", "Protocol"),
+    "FastevalError": (".core.errors", "FastevalError"),  # every error fasteval raises on purpose; its children:
+    "InputError": (".core.errors", "InputError"),  # bad input (exit 2 on the command line)
+    "ModelError": (".core.errors", "ModelError"),  # a model that cannot be loaded or run
+    "SourceError": (".core.errors", "SourceError"),  # a model that cannot be fetched
+    "OutputError": (".core.errors", "OutputError"),  # a result that cannot be written
+    "ProtocolError": (".core.protocol.spec", "ProtocolError"),  # a protocol file that is not one (an InputError)
 }
 
 __all__ = [*_LAZY, "mteb", "__version__"]

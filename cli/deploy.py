@@ -149,7 +149,7 @@ def drift_command(
         from ..core.errors import InputError
         from ..core.io import atomic_write, dumps, write_output_folder
         from ..core.runs.drift.gate import drift
-        from ..core.runs.drift.report import DEFAULT_THRESHOLD
+        from ..core.results.drift import DEFAULT_THRESHOLD
         from .drift_output import drift_junit, outputs, to_exit_code
 
         candidates = list(candidates or [])

@@ -3,7 +3,7 @@ several-candidate table, and the exit code (``fasteval drift``)."""
 from __future__ import annotations
 
 from ..core.errors import cut
-from ..core.runs.drift.report import INVARIANCE_MIN, DriftReport
+from ..core.results.drift import INVARIANCE_MIN, DriftReport
 
 
 def drift_text(report: DriftReport) -> str:

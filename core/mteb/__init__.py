@@ -29,7 +29,7 @@ from __future__ import annotations
 # The public names, each from the module that defines it, loaded on first use (MTEB and numpy stay unloaded
 # until then): name -> module.
 _NAMES = {"tasks": ".task", "task_results": ".task", "MtebEncoder": "...models.mteb",
-          "metadata_of": "..results.mteb", "task_exams": "..results.mteb"}
+          "metadata_of": "..results.mteb"}
 __all__ = list(_NAMES)
 
 

@@ -113,7 +113,7 @@ def drift_table(root: Path) -> Table | None:
     """Every `fasteval drift --out` report under ``root``: per group of texts, the mean and worst cosine between the
     two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
     from ..io import read_json
-    from ..runs.drift.report import DriftReport
+    from ..results.drift import DriftReport
 
     rows = []
     for path in sorted(Path(root).rglob("drift.json")):

@@ -13,8 +13,10 @@ from fakes import TESTS
 
 ROOT = TESTS.parent
 PUBLIC = ["evaluate", "check", "drift", "save_receipt", "load_model", "model_folder", "result_files", "load_result",
-          "Encoder", "PhysScoreEvaluator", "mteb", "__version__"]
-PUBLIC_MTEB = ["tasks", "task_results", "MtebEncoder", "metadata_of", "task_exams"]
+          "Encoder", "PhysScoreEvaluator", "ModelResult", "CheckResult", "DriftReport", "EmbeddingTable", "Protocol",
+          "FastevalError", "InputError", "ModelError", "SourceError", "OutputError", "ProtocolError", "mteb",
+          "__version__"]
+PUBLIC_MTEB = ["tasks", "task_results", "MtebEncoder", "metadata_of"]
 INTERNAL = re.compile(r"\bfasteval\.(core|models|cli)\b")
 
 
@@ -62,3 +64,27 @@ def test_no_private_mteb_name_is_used():
     task_source = (ROOT / "core" / "mteb" / "task.py").read_text()
     overridden = set(re.findall(r"^\s+def (_\w+)\(", task_source, flags=re.M))
     assert overridden == set(AbsTask.__abstractmethods__), (overridden, AbsTask.__abstractmethods__, mteb.__version__)
+
+
+def test_the_types_a_user_holds_are_the_ones_returned_and_raised_and_typed():
+    """What evaluate, check, drift and load_result return and what fasteval raises are public types: a harness
+    catches fasteval.FastevalError (every child of it) and annotates with fasteval.ModelResult; py.typed ships,
+    so a type checker reads the package's own annotations."""
+    import fasteval
+    from fasteval.core.errors import InputError
+
+    from fakes import CountingEncoder
+
+    result = fasteval.evaluate(CountingEncoder("org/typed"), exams=(2,))
+    assert isinstance(result, fasteval.ModelResult)
+    for child in ("InputError", "ModelError", "SourceError", "OutputError", "ProtocolError"):
+        assert issubclass(getattr(fasteval, child), fasteval.FastevalError), child
+    assert fasteval.InputError is InputError and issubclass(fasteval.ProtocolError, fasteval.InputError)
+    with pytest.raises(fasteval.FastevalError):
+        fasteval.evaluate(CountingEncoder("org/typed"), exams=(9,))
+    assert (ROOT / "py.typed").is_file()
+    from importlib import resources
+
+    assert resources.files("fasteval").joinpath("py.typed").is_file(), "py.typed is installed with the package"
+    assert 'fasteval = ["py.typed"]' in (ROOT / "pyproject.toml").read_text(), "package data: a wheel ships it"
+

@@ -1,7 +1,7 @@
-"""``fasteval.drift(reference, candidate)``: embed the protocol's texts and the conformance set with both
-encoders and score how far the candidate drifts (``score.py``, into ``report.DriftReport``). The one way fasteval
-compares two encoders: ``fasteval drift`` (folders, registry names, URLs, receipts), the export's fp16 report and
-the int8 benchmark all go through it.
+"""``fasteval.drift(reference, candidate)``: embed the protocol's texts and the conformance set with both encoders and
+score how far the candidate drifts (``score.py``, into ``DriftReport``, ``core/results/drift.py``). The one way
+fasteval compares two encoders: ``fasteval drift`` (folders, registry names, URLs, receipts), the export's fp16
+report and the int8 benchmark all go through it.
 
 Each side is planned once (``fasteval.core.plan``: the one door, what it says it is, its embedding key); every
 limit (threshold, resamples, texts, accepted groups) is checked before a text is sent. The candidate is always
@@ -28,7 +28,7 @@ from ...errors import FastevalError, InputError, InputRefusedError, first_line
 from ...plan import Plan, Scoring, plan, score, scoring, step_timer
 from ...protocol.conformance import TextGroup, conformance_groups, user_groups
 from .identity import identity_of, precision_mismatch, precision_of
-from .report import DEFAULT_THRESHOLD, DriftReport, drifted_at
+from ...results.drift import DEFAULT_THRESHOLD, DriftReport, drifted_at
 from .score import MAX_TEXTS, check_dimensions, compare_tokenizations, physscore_drift, score_drift
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
-"""Scoring drift: two encoders' embeddings of the same texts -> the drift report (``report.DriftReport``): per text
-the cosine, per group the mean, worst and share below the threshold, the collisions, the neighbourhood agreement,
-the PhysScore side (Table 1 of both and the paired bootstrap Δτ), and the drifted texts' tokenizations compared.
-"""
+"""Scoring drift: two encoders' embeddings of the same texts -> the drift report (``DriftReport``,
+``core/results/drift.py``): per text the cosine, per group the mean, worst and share below the threshold, the
+collisions, the neighbourhood agreement, the PhysScore side (Table 1 of both and the paired bootstrap Δτ), and the
+drifted texts' tokenizations compared."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...protocol.conformance import TextGroup
-from .report import PHYSSCORE_KEYS, DriftReport, GroupDrift, drifted_at
+from ...results.drift import PHYSSCORE_KEYS, DriftReport, GroupDrift, drifted_at
 
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10

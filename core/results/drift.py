@@ -134,7 +134,7 @@ class DriftReport:
                 f"collisions {len(self.collisions)}{side}")
 
     def to_json(self) -> dict[str, Any]:
-        from ...io import to_jsonable
+        from ..io import to_jsonable
 
         return to_jsonable({
             "reference": self.reference, "candidate": self.candidate, "verdict": self.verdict,
