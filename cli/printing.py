@@ -85,7 +85,7 @@ def print_summary(outcomes) -> None:
              f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
-def print_plan(plan) -> None:
+def print_needs(needs) -> None:
     """``fasteval sweep --dry-run``: one line per model (``models.needs.Needs``), then the ones this machine
     cannot export and the ways out."""
     def gb(n):
@@ -96,7 +96,7 @@ def print_plan(plan) -> None:
 
     echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'cached':<13} "
          f"{'this machine':<13} notes")
-    for n in plan:
+    for n in needs:
         if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
             cached, here = "-", "not called"
         else:
@@ -108,14 +108,14 @@ def print_plan(plan) -> None:
                                       "--prompt-name picks one)" if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
              f"{gb(n.peak_bytes):>8} {cached:<13} {here:<13} {notes}")
-    memory = next((n.memory for n in plan if n.memory), None)
-    echo(f"\nPeak: the memory an export takes (about 3x the {plan[0].dtype if plan else 'fp32'} weights), or the "
+    memory = next((n.memory for n in needs if n.memory), None)
+    echo(f"\nPeak: the memory an export takes (about 3x the {needs[0].dtype if needs else 'fp32'} weights), or the "
          f"weights' when the export is cached; this machine has {gb(memory)} GB. 'needs more mem': more memory "
          "than this machine has.")
-    if any(n.source == "served" for n in plan):
+    if any(n.source == "served" for n in needs):
         echo("A served model: nothing is fetched or cached here for it; whether it answers is not checked by a "
              "dry run.")
-    refused = [n for n in plan if n.refusal]
+    refused = [n for n in needs if n.refusal]
     for n in refused:
         echo(f"left out: {n.refusal}")
     for ways in dict.fromkeys(n.ways_out for n in refused):

@@ -99,7 +99,7 @@ def sweep(
         if dry_run:
             from ..models.needs import needs_of
 
-            printing.print_plan([needs_of(name, dtype.value) for name in names])
+            printing.print_needs([needs_of(name, dtype.value) for name in names])
             return
         out = check_writable(out)
 

@@ -50,18 +50,9 @@ NORM_EPS = 1e-12
 @runtime_checkable
 class Encoder(Protocol):
     """Required: ``encode``. Optional, read by ``describe`` only: ``name``, ``info``, ``token_ids``,
-    ``tokenizer``, ``usage`` (``DescribedEncoder``; see the module docstring)."""
+    ``tokenizer``, ``usage``, ``settled``, ``settle``, ``concurrency`` (see the module docstring)."""
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
-
-
-class DescribedEncoder(Encoder, Protocol):
-    """An encoder with every optional part of the contract (fasteval's own encoders)."""
-    name: str
-    info: dict[str, Any]
-    usage: Any
-
-    def token_ids(self, texts: list[str]) -> list[list[int]] | None: ...
 
 
 @dataclass

@@ -47,11 +47,6 @@ def format_quantity(value: float, unit: str) -> str:
     return f"{value:g} {plural_unit(value, unit)}"
 
 
-def format_scientific(value: float, unit: str) -> str:
-    """`"{:.0e} <unit>"`, unit always singular: the scientific-range template of PROTOCOL.md 1.2."""
-    return f"{value:.0e} {unit}"
-
-
 def cell_texts(quantity: str, range_name: str) -> list[str]:
     """The strings of one (quantity, range) cell, in range order; one encode call in the paper."""
     return [_PAPER.render(float(v), quantity, range_name, _VARIANT) for v in range_values(range_name)]
