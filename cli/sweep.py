@@ -162,7 +162,6 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
     from ..core.results.read import load_result
     from ..core.runs.sweep import run_sweep
     from ..models.loader import load_model
-    from ..models.registry import fasteval_home
 
     steps = 1 + len(jobs[0].scoring.exams)
     with progress(quiet) as bars:
@@ -198,9 +197,8 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
             else:
                 typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
 
-        # the embedding cache: this machine's; on Ray each node's own (None), as nodes need not share a disk
-        cache_root = fasteval_home() if executor == "local" else None
-        return run_sweep(jobs, out, load_model, overwrite, cache_root, on_model=on_model, on_step=on_step,
+        # the embedding cache by the library's one rule: this machine's FASTEVAL_HOME, on Ray each node's own
+        return run_sweep(jobs, out, load_model, overwrite, on_model=on_model, on_step=on_step,
                          executor=executor, address=address, memory_of=_peak_memory)
 
 

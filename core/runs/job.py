@@ -134,8 +134,18 @@ class ShippedFolders(ResultFolders):
         return folder
 
 
+def cache_folder(cache_root: Path | bool | None) -> Path | None:
+    """The one rule for the embedding cache's root, in a sweep, on a Ray node, in drift and for receipts: None is
+    this machine's FASTEVAL_HOME (each Ray node's own), False is no cache, a path is that folder."""
+    from ..io import fasteval_home
+
+    if cache_root is False:
+        return None
+    return fasteval_home() if cache_root is None or cache_root is True else Path(cache_root)
+
+
 def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwrite: str = "only-missing",
-            cache_root: Path | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
+            cache_root: Path | bool | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
     """Load and plan the model, decide skip/redo from the result key, run the exams, write the folder atomically.
 
     Deciding needs only the encoder's settings (hashes remembered by size and mtime, the provider it will
@@ -156,7 +166,7 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
         done = folders.finished(folder) if exists else None
         if done == planned.key and not served:  # a local model is its content hashes: done, with no session started
             return Outcome(planned.name, "skipped", folder, "already done under the same settings")
-    cache = embedding_cache(planned.settings, cache_root)
+    cache = embedding_cache(planned.settings, cache_folder(cache_root))
     table, changed = verified(cache, planned, finished=done is not None)  # changed: a served result, no longer its own
     if done == planned.key and changed is None:
         return Outcome(planned.name, "skipped", folder, "already done under the same settings")

@@ -29,16 +29,14 @@ CONNECT_TIMEOUT_S = 5.0
 
 
 def _run_job_remote(job: Job, out: Path, surveyed: dict[str, str | None], loader: Callable[..., Any],
-                    overwrite: str, cache_root: Path | None) -> tuple[Outcome, dict[str, dict[str, str]]]:
+                    overwrite: str, cache_root: Path | bool | None) -> tuple[Outcome, dict[str, dict[str, str]]]:
     """``run_job`` as a Ray task, on whichever node Ray picks: skip or redo decided from the driver's ``survey``
-    of ``out``, the embedding cache under ``cache_root`` or the node's own FASTEVAL_HOME, and the result files
-    returned (``model_id/key`` -> files) for the driver to write. A FastevalError becomes a "failed" outcome (as
-    in the local executor); the in-memory result stays on the worker (its files are what counts)."""
-    from ..io import fasteval_home
-
+    of ``out``, the embedding cache by ``job.cache_folder``'s rule on the node (None: its own FASTEVAL_HOME), and
+    the result files returned (``model_id/key`` -> files) for the driver to write. A FastevalError becomes a
+    "failed" outcome (as in the local executor); the in-memory result stays on the worker (its files count)."""
     folders = ShippedFolders(out, surveyed)
     try:
-        outcome = run_job(job, folders, loader, overwrite, cache_root if cache_root is not None else fasteval_home())
+        outcome = run_job(job, folders, loader, overwrite, cache_root)
     except FastevalError as err:
         return Outcome(public_model(job.model), "failed", None, str(err)), {}
     outcome.result = None
@@ -104,13 +102,14 @@ def _gpus_per_task(ray, job: Job, num_gpus_per_task: float | None) -> float:
 
 
 def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
-                  cache_root: Path | None = None, address: str | None = None,
+                  cache_root: Path | bool | None = None, address: str | None = None,
                   num_gpus_per_task: float | None = None,
                   on_model: Callable[[Outcome], None] | None = None,
                   memory_of: Callable[[Job], int | None] | None = None) -> list[Outcome]:
     """Run ``jobs`` as one Ray task each and return their outcomes in job order (as ``run_sweep`` does).
 
-    ``cache_root``: the embedding cache, a path every node can use; None: each node's own FASTEVAL_HOME.
+    ``cache_root``: the embedding cache, a path every node can use; None: each node's own FASTEVAL_HOME; False:
+    none.
     ``address`` names a running cluster; without it Ray's own rule applies (``RAY_ADDRESS``, else a cluster
     started with ``ray start`` on this machine, else a new local one). A cluster or connection this call
     made is shut down at the end; one the caller already holds (``ray.init`` before) is left alone.
@@ -124,7 +123,8 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
     out = prepare_out(out, overwrite)
     here = ResultFolders(out)
-    cache_root = None if cache_root is None else Path(cache_root).expanduser().resolve()
+    if not isinstance(cache_root, bool) and cache_root is not None:
+        cache_root = Path(cache_root).expanduser().resolve()
     if not jobs:
         return []
     ray = _import_ray()

@@ -33,14 +33,15 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
 
 
 def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
-              cache_root: Path | None = None, keep_going: bool = True,
+              cache_root: Path | bool | None = None, keep_going: bool = True,
               on_model: Callable[[Outcome], None] | None = None,
               on_step: Callable[[str], None] | None = None, executor: str = "local",
               address: str | None = None, memory_of: Callable[[Job], int | None] | None = None) -> list[Outcome]:
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
-    Ray task per model, ``address`` naming the cluster; ``ray_executor.py``: there ``cache_root`` None is each
-    node's own FASTEVAL_HOME, here no embedding cache). ``on_model`` is called as each model finishes,
+    Ray task per model, ``address`` naming the cluster; ``ray_executor.py``). ``cache_root``: the embedding cache's
+    root, by one rule (``job.cache_folder``): None is FASTEVAL_HOME (on Ray each node's own), False no cache, a path
+    that path. ``on_model`` is called as each model finishes,
     ``on_step`` (local only) before each step of a model; ``memory_of(job)`` (Ray only) the memory a job's model
     needs, which its task asks of Ray."""
     check_choice(executor, EXECUTORS, "executor", "--executor")

@@ -241,13 +241,13 @@ def test_normalization_is_its_own_key_and_leaves_the_paper_key(tmp_path):
         return CountingEncoder(name)
 
     out = tmp_path / "out"
-    plain = run_sweep([Job("m", exams=(1,))], out, loader)[0]
-    norm = run_sweep([Job("m", exams=(1,), normalize_quantities=True)], out, loader)[0]
+    plain = run_sweep([Job("m", exams=(1,))], out, loader, cache_root=False)[0]
+    norm = run_sweep([Job("m", exams=(1,), normalize_quantities=True)], out, loader, cache_root=False)[0]
     assert plain.path != norm.path and norm.status == "done"
     settings = json.loads((norm.path / "results.json").read_text())["settings"]
     assert settings["normalize_quantities"] == "canonical-1"
     assert "normalize_quantities" not in json.loads((plain.path / "results.json").read_text())["settings"]
-    again = run_sweep([Job("m", exams=(1,))], out, loader)[0]
+    again = run_sweep([Job("m", exams=(1,))], out, loader, cache_root=False)[0]
     assert again.status == "skipped" and again.path == plain.path
 
 

@@ -123,8 +123,8 @@ def sweep_dir(tmp_path_factory):
         return CountingEncoder(name, noise={"good": 0.1, "fair": 0.5, "poor": 3.0}[name])
 
     out = tmp_path_factory.mktemp("sweep")
-    run_sweep([Job(n, exams=(1,), bootstrap=2000) for n in ("good", "fair", "poor")], out, loader)
-    run_sweep([Job("good", exams=(1,), metric="l2", bootstrap=0)], out, loader)  # another similarity
+    run_sweep([Job(n, exams=(1,), bootstrap=2000) for n in ("good", "fair", "poor")], out, loader, cache_root=False)
+    run_sweep([Job("good", exams=(1,), metric="l2", bootstrap=0)], out, loader, cache_root=False)  # another similarity
     return out
 
 
@@ -165,7 +165,7 @@ def test_another_run_of_a_model_is_not_another_model(sweep_dir, tmp_path):
     with_run = tmp_path / "with-run"
     shutil.copytree(sweep_dir, with_run)
     run_sweep([Job("good", exams=(1,), normalize_quantities=True, bootstrap=0)], with_run,
-              lambda name, **o: CountingEncoder(name, noise=0.1))
+              lambda name, **o: CountingEncoder(name, noise=0.1), cache_root=False)
     alone, both = compare(load_results(sweep_dir), resamples=500), compare(load_results(with_run), resamples=500)
     assert both.models == alone.models and len(both.pairs) == 3
     assert [(p.model_a, p.model_b, p.p_value, p.p_holm) for p in both.pairs] == \

@@ -58,7 +58,8 @@ from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 from fasteval.core.report.build import build_report
 import fasteval.core.mteb as fm
-outcome = run_sweep([Job("toy-model", exams=(1, "toy"), bootstrap=0)], {out!r}, lambda n, **o: FakeEncoder())[0]
+outcome = run_sweep([Job("toy-model", exams=(1, "toy"), bootstrap=0)], {out!r}, lambda n, **o: FakeEncoder(),
+    cache_root=False)[0]
 report = build_report({out!r}, png=False)
 tasks = [t.metadata.name for t in fm.tasks()]
 print(json.dumps({{"folder": str(outcome.path), "tables": sorted(report.tables), "tasks": tasks}}))

@@ -406,7 +406,7 @@ def runs_of_one_model(tmp_path_factory):
                                                            normalize_quantities=True),
             Job("mini", {"prompt": "query: "}, exams=(1,), bootstrap=0), Job("other", exams=(1,), bootstrap=0)]
     for job in jobs:
-        assert run_sweep([job], out, loader)[0].status == "done"
+        assert run_sweep([job], out, loader, cache_root=False)[0].status == "done"
     return out
 
 

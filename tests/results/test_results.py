@@ -89,7 +89,8 @@ def test_a_rerun_today_gives_the_earlier_versions_numbers_and_files(golden_file,
     def loader(name, **options):
         return CountingEncoder(name)
 
-    outcome = run_sweep([Job("golden-fake", exams=(1, 2, 3, "conversion"), bootstrap=200)], tmp_path, loader)[0]
+    outcome = run_sweep([Job("golden-fake", exams=(1, 2, 3, "conversion"), bootstrap=200)], tmp_path, loader,
+        cache_root=False)[0]
     assert outcome.path.name == GOLDEN_KEY, "the same settings key the same folder"
     old, new = load_result(golden_file), load_result(outcome.path / RESULT_FILE)
     for key in old.exams:  # every number the old version stored; new fields (texts, labels) may be added

@@ -258,7 +258,8 @@ def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
 
     from fakes import CountingEncoder
 
-    run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "res", lambda name, **o: CountingEncoder(name))
+    run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "res", lambda name, **o: CountingEncoder(name),
+        cache_root=False)
     report = run(FoldsCase())
     write_result_folder(tmp_path / "res" / "drift-case", drift_files(report))
     rep = build_report(tmp_path / "res", out=tmp_path / "rep", png=False, resamples=0)

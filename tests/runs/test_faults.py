@@ -18,7 +18,7 @@ def test_compare_out_never_replaces_a_folder_it_did_not_write(tmp_path):
 
     results = tmp_path / "results"
     for name in ("a", "b"):
-        run_sweep([Job(name, exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n))
+        run_sweep([Job(name, exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n), cache_root=False)
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "thesis.tex").write_text("three years of work")
@@ -101,7 +101,7 @@ def test_a_results_json_that_is_a_fifo_is_skipped_not_waited_for(tmp_path):
     from fasteval.core.runs.sweep import run_sweep
 
     results = tmp_path / "results"
-    run_sweep([Job("a", exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n))
+    run_sweep([Job("a", exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n), cache_root=False)
     (results / "trap").mkdir()
     os.mkfifo(results / "trap" / "results.json")
     code = ("from fasteval.core.report.entries import load_results; import sys; "
@@ -296,7 +296,7 @@ def test_a_results_json_of_the_wrong_types_is_skipped_by_report_and_compare(tmp_
 
     results = tmp_path / "results"
     for name in ("a", "b", "c"):
-        run_sweep([Job(name, exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n))
+        run_sweep([Job(name, exams=(1,), bootstrap=0)], results, lambda n, **o: CountingEncoder(n), cache_root=False)
     bad = next((results / "c").glob("*/results.json"))
     data = json.loads(bad.read_text())
     data["exams"]["exam1"]["cells"][0]["tau"] = "high"
@@ -364,7 +364,7 @@ from fakes import CountingEncoder
 from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 run_sweep([Job({model!r}, exams=(1,), bootstrap=0, metric={metric!r})], {out!r}, lambda n, **o: CountingEncoder(n),
-          overwrite={overwrite!r})
+          overwrite={overwrite!r}, cache_root=False)
 """
 
 

@@ -150,7 +150,7 @@ def test_results_come_back_to_the_driver_and_caches_stay_on_the_node(cluster, tm
     out = cluster["driver"] / "out"
     outcomes = drive(cluster, [j.model for j in JOBS], out)
     assert [o["status"] for o in outcomes] == ["done", "done"], [o["message"] for o in outcomes]
-    local = run_sweep(JOBS, tmp_path / "local", loader)
+    local = run_sweep(JOBS, tmp_path / "local", loader, cache_root=False)
     assert [Path(o["path"]).relative_to(out) for o in outcomes] == \
         [o.path.relative_to(tmp_path / "local") for o in local]
     assert contents(out) == contents(tmp_path / "local"), "the local executor's folders, keys and numbers"

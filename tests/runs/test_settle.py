@@ -120,7 +120,8 @@ def test_an_encoders_own_info_is_keyed(tmp_path):
     renamed = CountingEncoder("org/mine")
     renamed.info = {**renamed.info, "source": "/elsewhere/mine", "model": "another name"}
     assert plan(renamed, chosen).key == plain.key, "a path or a name is not a setting"
-    outcomes = [run_sweep([Job("org/mine", exams=(1,))], tmp_path / "out", lambda name, r=r, **o: Revised(name, r))[0]
+    outcomes = [run_sweep([Job("org/mine", exams=(1,))], tmp_path / "out", lambda name, r=r, **o: Revised(name, r),
+        cache_root=False)[0]
                 for r in ("v1", "v2")]
     assert [o.status for o in outcomes] == ["done", "done"] and outcomes[0].path != outcomes[1].path
 
@@ -147,3 +148,23 @@ def test_a_result_records_the_machine_it_ran_on_outside_its_key(tmp_path):
     assert machine_words({**gpu, "gpu": "NVIDIA H200", "driver": "580.159.04", "cuda": "13.0"}) == \
         "NVIDIA H200, driver 580.159.04, CUDA 13.0, TF32 off"
     assert machine_words(machine).startswith(machine["cpu"])
+
+
+def test_one_rule_for_the_cache_root(tmp_path, monkeypatch):
+    """None is this machine's FASTEVAL_HOME (the CLI no longer decides it), False no cache, a path that path: the
+    same in a sweep and in drift."""
+    from fasteval.core.runs.drift.gate import drift
+    from fasteval.core.runs.job import cache_folder
+
+    monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
+    assert (cache_folder(None), cache_folder(False), cache_folder(tmp_path / "x")) == \
+        (tmp_path / "home", None, tmp_path / "x")
+    run_sweep([Job("org/cached", exams=(1,))], tmp_path / "a", lambda name, **o: CountingEncoder(name))
+    assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 1
+    run_sweep([Job("org/uncached", exams=(1,))], tmp_path / "b", lambda name, **o: CountingEncoder(name),
+              cache_root=False)
+    drift(CountingEncoder("org/ref-off"), CountingEncoder("org/cand"), cache_root=False, invariance=False,
+          resamples=0)
+    assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 1
+    drift(CountingEncoder("org/ref-on"), CountingEncoder("org/cand"), invariance=False, resamples=0)
+    assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 3, "both sides saved"

@@ -60,7 +60,8 @@ def test_sweep_skips_redoes_and_caches(tmp_path):
     calls = [c for e in log for c in e.calls]
     assert len(calls) == 1 and len(calls[0]) == 1 < CANARIES, "nothing embedded twice: one canary (its dimension)"
     cached = json.loads((l2[0].path / "results.json").read_text())
-    fresh = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], tmp_path / "fresh", make_loader([]))
+    fresh = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], tmp_path / "fresh", make_loader([]),
+        cache_root=False)
     assert json.loads((fresh[0].path / "results.json").read_text())["exams"] == cached["exams"], \
         "a cached run gives the numbers of a fresh one"
     # A corrupt result is reported and redone; --overwrite never leaves it; always recomputes.
@@ -70,7 +71,7 @@ def test_sweep_skips_redoes_and_caches(tmp_path):
     assert redo[0].status == "done" and json.loads((redo[0].path / "results.json").read_text())["key"]
     assert run_sweep(jobs[:1], out, make_loader(log), overwrite="always", cache_root=home)[0].status == "done"
     with pytest.raises(InputError):
-        run_sweep(jobs, out, make_loader(log), overwrite="sometimes")
+        run_sweep(jobs, out, make_loader(log), overwrite="sometimes", cache_root=False)
 
 
 def test_failing_model_does_not_stop_the_sweep(tmp_path):
@@ -81,7 +82,7 @@ def test_failing_model_does_not_stop_the_sweep(tmp_path):
             raise ModelError("Unknown model 'bad'.", "pass a folder.")
         return CountingEncoder(name)
 
-    outcomes = run_sweep([Job("bad", exams=(1,)), Job("good", exams=(1,))], tmp_path, loader)
+    outcomes = run_sweep([Job("bad", exams=(1,)), Job("good", exams=(1,))], tmp_path, loader, cache_root=False)
     assert [o.status for o in outcomes] == ["failed", "done"] and "Unknown model" in outcomes[0].message
 
 
@@ -121,7 +122,7 @@ def loader(name, **options):
         time.sleep(60)  # killed here, mid-model
     return CountingEncoder(name)
 
-run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], Path({out!r}), loader)
+run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], Path({out!r}), loader, cache_root=False)
 """
 
 
@@ -143,7 +144,7 @@ def test_kill_mid_sweep_then_resume(tmp_path):
     assert len(finished) == 1
     before = finished[0].stat().st_mtime_ns
     log: list = []
-    outcomes = run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], out, make_loader(log))
+    outcomes = run_sweep([Job("first", exams=(1,)), Job("slow", exams=(1,))], out, make_loader(log), cache_root=False)
     assert [o.status for o in outcomes] == ["skipped", "done"]
     assert finished[0].stat().st_mtime_ns == before, "the finished model was not recomputed"
     assert not list(out.glob("*/.*staging*")), "stale staging removed, never read as a result"
@@ -220,11 +221,11 @@ def test_shards_are_a_fixed_share_and_merge_by_copying_folders(tmp_path):
     def loader(name, **options):
         return CountingEncoder(name, noise=0.1 + 0.1 * int(name.split("-")[1]))
 
-    run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in names], tmp_path / "whole", loader)
+    run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in names], tmp_path / "whole", loader, cache_root=False)
     merged = tmp_path / "merged"
     for i in range(3):
         out = tmp_path / f"shard-{i}"
-        run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in shard_of(names, f"{i}/3")], out, loader)
+        run_sweep([Job(n, exams=(1, 2), bootstrap=0) for n in shard_of(names, f"{i}/3")], out, loader, cache_root=False)
         shutil.copytree(out, merged, dirs_exist_ok=True)
 
     def results(root):
@@ -278,8 +279,8 @@ def test_a_job_is_planned_once_its_info_read_once(tmp_path):
         made.append(_Watched(name))
         return made[-1]
 
-    first = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader)[0]
-    again = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader)[0]
+    first = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader, cache_root=False)[0]
+    again = run_sweep([Job("m", exams=(1, 2), bootstrap=0)], tmp_path, loader, cache_root=False)[0]
     assert (first.status, again.status) == ("done", "skipped")
     assert [e.reads for e in made] == [1, 1]
 
@@ -296,7 +297,7 @@ def test_a_setting_that_settles_as_it_runs_keys_the_result_with_the_plans_simila
         made.append(_Watched(name, falls_back=True))
         return made[-1]
 
-    outcome = run_sweep([Job("m", exams=(1,), metric="cosine", bootstrap=0)], tmp_path, loader)[0]
+    outcome = run_sweep([Job("m", exams=(1,), metric="cosine", bootstrap=0)], tmp_path, loader, cache_root=False)[0]
     settings = read_json(outcome.path / "results.json")["settings"]
     assert settings["provider"] == "cpu" and settings["similarity"] == "cos"
     assert outcome.path.name == settings["key"] == result_key({k: v for k, v in settings.items() if k != "key"})

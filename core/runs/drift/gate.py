@@ -56,7 +56,8 @@ def check_limits(threshold: float, resamples: int) -> None:
 
 def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, conformance: bool = True,
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
-          resamples: int = DRIFT_RESAMPLES, cache_root: Path | None = None, labels: tuple[str, str] | None = None,
+          resamples: int = DRIFT_RESAMPLES, cache_root: Path | bool | None = None,
+          labels: tuple[str, str] | None = None,
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
           expect_precision: str | None = None, invariance: bool = True,
           accept: list[str] | tuple[str, ...] = ()) -> DriftReport:
@@ -184,7 +185,7 @@ def _all_texts(groups: list[TextGroup]) -> list[str]:
 
 
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
-                 cache_root: Path | None = None) -> dict:
+                 cache_root: Path | bool | None = None) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
     ``path`` (``fasteval.models.receipt``); its metadata. Every text must embed: a receipt is complete."""
     from dataclasses import replace
@@ -241,7 +242,8 @@ def model_id_match(said: Any, expected: str) -> str | None:
 
 
 def _embed_side(side: str, planned: Plan, calls: list, groups: list, tables: list, names: list,
-                cache_root: Path | None, failed: dict, refused: dict, fresh: bool | None = None) -> EmbeddingTable:
+                cache_root: Path | bool | None, failed: dict, refused: dict,
+                fresh: bool | None = None) -> EmbeddingTable:
     """One side's embeddings: the protocol's calls (the paper's grouping), then each other group, a group's
     failure recorded in ``failed`` and its refused long inputs in ``refused``; the reference's saved to its
     cache. The candidate is checked for the reference's dimension before its other texts are sent."""
@@ -309,14 +311,14 @@ def _behaviours(refused: dict, names: list[str], identity: dict) -> list[dict]:
     return list(out.values())
 
 
-def _cached_table(planned: Plan, cache_root: Path | None, fresh: bool) -> tuple[EmbeddingTable,
+def _cached_table(planned: Plan, cache_root: Path | bool | None, fresh: bool) -> tuple[EmbeddingTable,
                                                                            Callable[[EmbeddingTable], None]]:
     """The encoder's cached embeddings (empty when its identity is unknown, or ``fresh``: the candidate) once
     verified against it, and how to save them back."""
-    from ...io import fasteval_home
     from ...cache import embedding_cache, verified
+    from ..job import cache_folder
 
     planned = planned.settle()  # read and saved under the key of what runs (a GPU may fall back to the CPU)
-    cache = embedding_cache(planned.settings, cache_root if cache_root is not None else fasteval_home())
+    cache = embedding_cache(planned.settings, cache_folder(cache_root))
     table = EmbeddingTable() if fresh else verified(cache, planned)[0]
     return table, (lambda t: cache.save(planned.embedding_key, t))
