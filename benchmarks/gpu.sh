@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU lines of the benchmarks: encode and the whole sweep with fasteval on onnxruntime's CUDA provider
 # (I/O binding on, the sentence head in the graph), against sentence-transformers on the GPU when torch sees one
-# (else on the CPU, and the report says so); Exam 1 on the GPU against the CPU cell by cell (fp32: every tau and
-# PACC of the 20 cells must be equal); and the gpu section: throughput over batch sizes 32 to 1024 in fp32 and fp16,
+# (else on the CPU, and the report says so); the three exams on the GPU against the CPU number by number (fp32:
+# Exam 1's 20 cells, Exam 2's rows, Exam 3's rows, each difference named); and the gpu section: throughput over batch sizes 32 to 1024 in fp32 and fp16,
 # the share of the GPU's GEMM rate, fp16's drift against fp32. Skips, exit 0, with a reason on a machine without a GPU; exits 1 naming the library when
 # a GPU is there and onnxruntime still cannot use it.
 #

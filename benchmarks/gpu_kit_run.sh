@@ -3,7 +3,7 @@
 # once every part is there: check and reassemble the parts, install the kit's wheels with --no-index into
 # .gpukit/site (first on PYTHONPATH, ahead of the image's CPU onnxruntime), check that onnxruntime is now the kit's
 # GPU build and that the model is there offline, then run benchmarks/gpu.sh (fasteval's GPU probe, then the encode
-# and e2e sections on CUDA, Exam 1 on the GPU against the CPU cell by cell) into benchmarks/RESULTS-gpu.md.
+# and e2e sections on CUDA, the three exams on the GPU against the CPU number by number) into RESULTS-gpu.md.
 #
 #   bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu] [--quick]
 #
