@@ -27,7 +27,7 @@ def export_command(
     """Export a model to ONNX: model.onnx, tokenizer, sentence-transformers configs and Dense weights."""
     with user_errors():
         set_quiet(quiet)
-        from ..models.loader import export_model, load_model
+        from ..models.loader import export_model
 
         dest = export_model(model, out=out, dtype=dtype.value)
         if Path(model).expanduser().resolve() == dest:
@@ -35,11 +35,9 @@ def export_command(
             return
         typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
         if dtype is not DType.fp32:
-            from ..core.runs.drift.gate import drift
+            from ..core.runs.drift.gate import export_drift
 
-            reference = load_model(str(export_model(model)))
-            report = drift(reference, load_model(str(dest)), conformance=False, resamples=0)
-            typer.echo(report.line(f"{dtype.value} vs fp32"))
+            typer.echo(export_drift(model, dest).line(f"{dtype.value} vs fp32"))
 
 
 @app.command("bench", short_help="Encode throughput and each exam's time on this machine.")

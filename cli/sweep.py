@@ -199,14 +199,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
 
         # the embedding cache by the library's one rule: this machine's FASTEVAL_HOME, on Ray each node's own
         return run_sweep(jobs, out, load_model, overwrite, on_model=on_model, on_step=on_step,
-                         executor=executor, address=address, memory_of=_peak_memory)
-
-
-def _peak_memory(job) -> int | None:
-    """What a job's model needs at its peak, known before its download (``models.needs``): what its Ray task asks."""
-    from ..models.needs import needs_of
-
-    return needs_of(job.model, job.options.get("dtype", "fp32")).peak_bytes
+                         executor=executor, address=address)
 
 
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")

@@ -101,6 +101,14 @@ def _gpus_per_task(ray, job: Job, num_gpus_per_task: float | None) -> float:
     return 1 if ray.cluster_resources().get("GPU", 0) > 0 else 0
 
 
+def peak_memory(job: Job) -> int | None:
+    """What a job's model needs at its peak, known before its download (``models.needs``; None: not known, a served
+    model): what its Ray task asks of Ray unless the caller says otherwise."""
+    from ...models.needs import needs_of
+
+    return needs_of(job.model, job.options.get("dtype", "fp32")).peak_bytes
+
+
 def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
                   cache_root: Path | bool | None = None, address: str | None = None,
                   num_gpus_per_task: float | None = None,
@@ -113,11 +121,12 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
     ``address`` names a running cluster; without it Ray's own rule applies (``RAY_ADDRESS``, else a cluster
     started with ``ray start`` on this machine, else a new local one). A cluster or connection this call
     made is shut down at the end; one the caller already holds (``ray.init`` before) is left alone.
-    ``num_gpus_per_task`` overrides the default (one GPU per task when the cluster has GPUs, e.g. 0.5 to put
-    two models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as
-    each model finishes, in finishing order. ``memory_of(job)``: the bytes of memory a job's model needs at its
-    peak (``fasteval.models.needs``; None: not known), asked of Ray for its task, so two large models never land
-    on one small node; a job that needs more than the largest node has is "failed" at once, in one line.
+    ``num_gpus_per_task`` overrides the default (one GPU per task when the cluster has GPUs, e.g. 0.5 to put two
+    models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as each model
+    finishes, in finishing order. ``memory_of(job)``: the bytes of memory a job's model needs at its peak (default
+    ``peak_memory``, ``fasteval.models.needs``'s estimate; None: not known), asked of Ray for its task, so two large
+    models never land on one small node; a job that needs more than the largest node has is "failed" at once, in one
+    line.
     """
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")
@@ -138,7 +147,8 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
         surveyed = here.survey()
         task = ray.remote(_run_job_remote)
         outcomes: list[Outcome | None] = [None] * len(jobs)
-        memory = {i: memory_of(job) if memory_of else None for i, job in enumerate(jobs)}
+        estimate = memory_of if memory_of is not None else peak_memory
+        memory = {i: estimate(job) for i, job in enumerate(jobs)}
         largest = max((n.get("Resources", {}).get("memory", 0) for n in ray.nodes() if n.get("Alive")), default=0)
         refs = {}
         for i, job in enumerate(jobs):

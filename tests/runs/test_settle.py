@@ -168,3 +168,18 @@ def test_one_rule_for_the_cache_root(tmp_path, monkeypatch):
     assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 1
     drift(CountingEncoder("org/ref-on"), CountingEncoder("org/cand"), invariance=False, resamples=0)
     assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 3, "both sides saved"
+
+
+def test_the_library_decides_what_the_cli_did(tiny_st_folder, fasteval_home):
+    """The Ray memory estimate and a derived export's drift report are the library's: run_sweep_ray asks Ray for
+    ``peak_memory`` by default (a registry model's card size before its download), and ``export_drift`` is what
+    `fasteval export --dtype int8` prints."""
+    from fasteval.core.runs.drift.gate import export_drift
+    from fasteval.core.runs.ray_executor import peak_memory
+    from fasteval.models.loader import export_model
+    from fasteval.models.needs import needs_of
+
+    assert peak_memory(Job("Qwen3-Embedding-8B")) == needs_of("Qwen3-Embedding-8B").peak_bytes > 80 * 2**30
+    assert peak_memory(Job("http://127.0.0.1:1/v1")) is None, "a served model needs no memory here"
+    report = export_drift(str(tiny_st_folder), export_model(str(tiny_st_folder), dtype="int8"))
+    assert report.texts > 1000 and "conformance" not in report.groups and 0.5 < report.mean_cosine < 1

@@ -184,6 +184,14 @@ def _all_texts(groups: list[TextGroup]) -> list[str]:
     return list(dict.fromkeys(t for g in groups for t in g.texts))
 
 
+def export_drift(model: str, dest: str | Path) -> DriftReport:
+    """How a derived export (fp16, int8: ``dest``) embeds against ``model``'s fp32 export, on the protocol's texts
+    (no conformance set, no bootstrap): what `fasteval export --dtype` reports beside the export it made."""
+    from ....models.loader import export_model, load_model
+
+    return drift(load_model(str(export_model(model))), load_model(str(dest)), conformance=False, resamples=0)
+
+
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
                  cache_root: Path | bool | None = None) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
