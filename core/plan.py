@@ -57,12 +57,14 @@ def _digest(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+_LISTED = frozenset(EMBEDDING_SETTINGS + SCORING_SETTINGS + NEVER_KEYED)
+
+
 def _keyed(settings: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     """The named settings (each of KEYED_WHEN_SET only when set), and every setting no list names (an encoder's
     own, such as a revision): those enter a key where they are, and leave it as it was where they are not."""
-    listed = set(EMBEDDING_SETTINGS) | set(SCORING_SETTINGS) | set(NEVER_KEYED)
     keyed = {k: settings.get(k) for k in names if k not in KEYED_WHEN_SET or settings.get(k)}
-    return {**keyed, **{k: v for k, v in settings.items() if k not in listed}}
+    return {**keyed, **{k: v for k, v in settings.items() if k not in _LISTED}}
 
 
 def embedding_key(settings: Mapping[str, Any]) -> str:

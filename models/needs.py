@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ModelError
@@ -24,6 +24,10 @@ from ..core.errors import ModelError
 EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
 BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # as a session holds them (int8: budgeted as fp32)
 GIB = 1024 ** 3
+MEMORY_WAYS_OUT = ("serve it (llama.cpp, TEI, vLLM) and pass --model URL, or export it on a machine with more memory "
+                   "and copy its FASTEVAL_HOME here (an --dtype fp16 export then runs in half the weights).")
+OFFLINE_WAYS_OUT = ("unset HF_HUB_OFFLINE for the download, or copy a FASTEVAL_HOME that holds it from a machine "
+                    "that has it.")
 # The dtypes a safetensors header names, and their bytes per parameter
 _SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                       "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
@@ -86,11 +90,7 @@ class Needs:
 
     @property
     def ways_out(self) -> str:
-        if self.offline:
-            return ("unset HF_HUB_OFFLINE for the download, or copy a FASTEVAL_HOME that holds it from a machine "
-                    "that has it.")
-        return ("serve it (llama.cpp, TEI, vLLM) and pass --model URL, or export it on a machine with more memory "
-                "and copy its FASTEVAL_HOME here (an --dtype fp16 export then runs in half the weights).")
+        return OFFLINE_WAYS_OUT if self.offline else MEMORY_WAYS_OUT
 
 
 def _gib(n: int | None) -> str:
@@ -182,4 +182,4 @@ def require_fits(name: str, dtype: str = "fp32") -> None:
     memory: before its download (a registry name's size is known from its card) or its export."""
     needs = needs_of(name, dtype)
     if needs.memory_refusal:  # (offline and not cached: the download names it, with the Hub id)
-        raise ModelError(needs.memory_refusal, replace(needs, offline=False).ways_out)
+        raise ModelError(needs.memory_refusal, MEMORY_WAYS_OUT)

@@ -23,7 +23,7 @@ import numpy as np
 from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES
 from ..errors import InputError
-from .entries import LoadedResult, by_model, load_results, model_of
+from .entries import LoadedResult, by_model, load_results
 from .table import Table
 
 SIGNIFICANCE = 0.05
@@ -134,10 +134,9 @@ def comparable(entries: list[LoadedResult], notes: list[str] | None = None
     protocol and similarity. The others are returned as lines saying why they were skipped."""
     usable: list[tuple[LoadedResult, list[np.ndarray]]] = []
     skipped: list[str] = []
-    model = model_of([e.result for e in entries])
     for e in entries:
         rows = anchor_rows(e)
-        twin = next((u for u, u_rows in usable if model[id(u.result)] == model[id(e.result)]
+        twin = next((u for u, u_rows in usable if u.model_key == e.model_key
                      and all(np.array_equal(a, b) for a, b in zip(rows, u_rows))), None) if rows else None
         if rows is None:
             skipped.append(f"{e.label}: no Exam 1 similarity rows in {e.path.name}")

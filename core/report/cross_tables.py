@@ -114,9 +114,10 @@ def drift_table(root: Path) -> Table | None:
     two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
     from ..io import read_json
     from ..results.drift import DriftReport
+    from ..results.read import find_result_files
 
     rows = []
-    for path in sorted(Path(root).rglob("drift.json")):
+    for path in find_result_files(Path(root), "drift.json"):  # as bounded as the results' walk (not all of /tmp)
         try:
             data = read_json(path)
             if not isinstance(data, dict):

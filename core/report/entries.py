@@ -28,6 +28,11 @@ class LoadedResult:
     path: Path
     result: ModelResult
     run: str = ""
+    model: str = ""  # the model it is a run of (``model_of``, over every result the report read), "" for its id
+
+    @property
+    def model_key(self) -> str:
+        return self.model or self.result.model_id
 
 
 def model_of(results: list[ModelResult]) -> dict[int, str]:
@@ -70,7 +75,7 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
             log.info("left out %s: not a fasteval result", path)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
             warn(f"skipped {path}: unreadable result ({type(err).__name__}: {first_line(err)})")
-    model = model_of([r for _, r in loaded])
+    model = model_of([r for _, r in loaded])  # once, over every result read: each result's model
     seen: dict[tuple[str, str], tuple[Path, ModelResult]] = {}  # (model, settings key) -> the first such result
     kept = []
     for path, result in loaded:
@@ -98,7 +103,7 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         raise InputError(f"No readable result under {results_dir}"
                          + (" for the chosen models." if models is not None else "."),
                          "run `fasteval sweep --out DIR` first, or check the --models names.")
-    return _labelled(results_dir, loaded)
+    return _labelled(results_dir, loaded, model)
 
 
 
@@ -157,12 +162,12 @@ def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
     return words
 
 
-def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list[LoadedResult]:
+def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]], model: dict[int, str]
+              ) -> list[LoadedResult]:
     """Label = the model's own name (all-MiniLM-L6-v2) and, in brackets, what sets the run apart ("[normalized]",
     "[l2]", "[prompt 'query: ']", "[multilingual]"); where several results still share one, the folder path relative
     to the root."""
     groups: dict[str, list[ModelResult]] = {}
-    model = model_of([r for _, r in loaded])
     for _, r in loaded:
         groups.setdefault(model[id(r)], []).append(r)
     runs = [", ".join(_run_words(r, groups[model[id(r)]])) for _, r in loaded]
@@ -171,16 +176,15 @@ def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]]) -> list
     for (path, r), run, label in zip(loaded, runs, labels):
         if labels.count(label) > 1:
             label = path.parent.relative_to(results_dir).as_posix()
-        out.append(LoadedResult(label=label, path=path, result=r, run=run))
+        out.append(LoadedResult(label=label, path=path, result=r, run=run, model=model[id(r)]))
     return out
 
 
 def by_model(entries: list[LoadedResult]) -> list[tuple[LoadedResult, list[LoadedResult]]]:
     """Each model's main run (the one at the default settings, else its first) and its other runs."""
     groups: dict[str, list[LoadedResult]] = {}
-    model = model_of([e.result for e in entries])
     for e in entries:
-        groups.setdefault(model[id(e.result)], []).append(e)
+        groups.setdefault(e.model_key, []).append(e)
     out = []
     for runs in groups.values():
         main = next((e for e in runs if not e.run), runs[0])

@@ -5,6 +5,7 @@ Every number a report or a comparison shows comes from the same dataclasses that
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from ..exams import registry
 from ..io import MAX_RESULT_BYTES, read_json  # noqa: F401 (re-exported: the one reader of fasteval's JSON files)
@@ -16,25 +17,25 @@ from .model import RESULT_FILE, ModelResult
 MAX_RESULT_DEPTH = 4
 
 
-def find_result_files(results_dir: Path, max_depth: int = MAX_RESULT_DEPTH) -> list[Path]:
-    """Every ``results.json`` under ``results_dir``, at most ``max_depth`` folders down: folders whose names start
-    with '.' are skipped, links to folders are not followed, and a result folder's own subfolders are not searched
-    (no result lies inside another)."""
+def find_result_files(results_dir: Path, name: str = RESULT_FILE, max_depth: int = MAX_RESULT_DEPTH) -> list[Path]:
+    """Every file called ``name`` (``results.json``; a drift report's ``drift.json``) under ``results_dir``, at most
+    ``max_depth`` folders down: folders whose names start with '.' are skipped, links to folders are not followed,
+    and a folder that holds one is not searched further (no result lies inside another)."""
     import os
 
     results_dir = Path(results_dir)
     found = []
     for here, dirs, files in os.walk(results_dir, onerror=lambda err: None):
         depth = len(Path(here).relative_to(results_dir).parts)
-        if RESULT_FILE in files:
-            found.append(Path(here) / RESULT_FILE)
+        if name in files:
+            found.append(Path(here) / name)
             dirs.clear()
             continue
         dirs[:] = [] if depth >= max_depth else sorted(d for d in dirs if not d.startswith("."))
     return sorted(found)
 
 
-def is_fasteval_result(data: object) -> bool:
+def is_fasteval_result(data: object) -> TypeGuard[dict[str, Any]]:
     """Whether a results.json's content is fasteval's (another tool's results.json is not read as one)."""
     return isinstance(data, dict) and "fasteval_version" in data and "model_id" in data and "exams" in data
 
@@ -45,7 +46,7 @@ def load_result(path: Path) -> ModelResult:
     Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
     """
     data = read_json(path)
-    if not isinstance(data, dict) or not is_fasteval_result(data) or not isinstance(data.get("exams"), dict):
+    if not is_fasteval_result(data) or not isinstance(data["exams"], dict):
         raise NotFastevalResult("not a fasteval result (no fasteval_version, model_id or exams)")
     exams = {e.key: e.result_type.from_json(data["exams"][e.key]) for e in registry() if e.key in data["exams"]}
     return ModelResult(model=str(data.get("model", data["model_id"])), model_id=data["model_id"],

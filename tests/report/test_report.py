@@ -505,6 +505,12 @@ def test_a_report_of_a_shared_folder_reads_only_fastevals_results_and_copies_onc
     write_result_folder(deep / "too-deep", result_files(result))
     found = find_result_files(tmp_path)
     assert [p.relative_to(tmp_path).parts[0] for p in found] == ["backup", "other-tool", "sweep"]
+    (tmp_path / "sweep" / "drift-out").mkdir()
+    (tmp_path / "sweep" / "drift-out" / "drift.json").write_text("{}")
+    (deep / "drift-out").mkdir()
+    (deep / "drift-out" / "drift.json").write_text("{}")
+    assert find_result_files(tmp_path, "drift.json") == [tmp_path / "sweep" / "drift-out" / "drift.json"], \
+        "drift reports are found by the same bounded walk"
     notes: list[str] = []
     entries = load_results(tmp_path, notes=notes)
     assert [e.label for e in entries] == ["fake-shared"] and "other settings" not in " ".join(notes)
