@@ -33,7 +33,7 @@ class SentenceTransformersEncoder:
 def bench_drift(ctx: Ctx) -> list[Line]:
     from fasteval import drift
     from fasteval.models.loader import load_model
-    from fasteval.models.registry import find_spec, is_cached
+    from fasteval.models.sources.registry import find_spec, is_cached
     from servers import GGUF_KINDS, gguf_of, start_infinity, start_llama_server, start_vllm
 
     fp32 = load_model(ctx.model, provider="cpu")

@@ -54,7 +54,7 @@ def device_facts(peer_device: str) -> dict:
     matmul and cuDNN flags)."""
     import onnxruntime as ort
 
-    from fasteval.models.gpu import CUDA_PROVIDER_OPTIONS, build, driver_version
+    from fasteval.models.onnx.gpu import CUDA_PROVIDER_OPTIONS, build, driver_version
 
     package, cuda = build()
     facts = {"onnxruntime": package, "onnxruntime_cuda": cuda, "onnxruntime_providers": ort.get_available_providers(),

@@ -36,7 +36,7 @@ print(f"gpu kit: fasteval {fasteval.__version__}; {build.package_name} {onnxrunt
 
 # The CUDA libraries the kit's onnxruntime-gpu needs, found in the image's own nvidia-* wheels (another site folder
 # than .gpukit/site, where onnxruntime's preload alone would not look).
-from fasteval.models.gpu import load_cuda_libraries, nvidia_library_folders
+from fasteval.models.onnx.gpu import load_cuda_libraries, nvidia_library_folders
 
 missing = load_cuda_libraries(getattr(build, "cuda_version", None))
 assert missing is None, f"{missing} is not on this machine (searched {[str(f) for f in nvidia_library_folders()]})"

@@ -15,7 +15,7 @@ MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
 
 def bench_int8(ctx: Ctx) -> list[Line]:
     from fasteval.core.runs.bench import paper_texts
-    from fasteval.models.registry import REGISTRY, is_cached
+    from fasteval.models.sources.registry import REGISTRY, is_cached
     from fasteval.models.loader import load_model
 
     lines = []
@@ -33,7 +33,7 @@ def bench_int8(ctx: Ctx) -> list[Line]:
 
 
 def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
-    """int8 by models/export.py's INT8_QUANTIZATION except the feed-forward down-projections (optimum's
+    """int8 by models/onnx/export.py's INT8_QUANTIZATION except the feed-forward down-projections (optimum's
     BERT-style node names ``/encoder/layer.N/output/dense/MatMul``), which stay fp32: is that where the drift
     comes from?"""
     import logging
@@ -41,8 +41,8 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     import onnx
     from onnxruntime.quantization import quantize_dynamic
 
-    from fasteval.models.encoder import OnnxEncoder
-    from fasteval.models.export import int8_quantize_kwargs, load_export
+    from fasteval.models.onnx.encoder import OnnxEncoder
+    from fasteval.models.onnx.export import int8_quantize_kwargs, load_export
 
     graph = onnx.load(str(fp32.folder.onnx_file), load_external_data=False).graph
     down = [n.name for n in graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name

@@ -3,7 +3,7 @@
 A random XLM-RoBERTa of multilingual-e5-large's shape (24 layers, 1024 wide, a 250,002-token vocabulary: 560M
 parameters, 2.2 GB of fp32 weights) is saved as a sentence-transformers folder; then, each in a fresh process with
 its own FASTEVAL_HOME: `load_model` + encode with no export cached (Optimum's export, then the onnxruntime
-session), and again from the cached export (the session alone). The first is what `models.needs` budgets
+session), and again from the cached export (the session alone). The first is what `models.sources.needs` budgets
 (EXPORT_PEAK_PER_WEIGHT_BYTE x the weights) and what `fasteval sweep --dry-run` prints.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _child(code: str, args: list[str], env: dict) -> dict:
 
 
 def bench_memory(ctx: Ctx) -> list[Line]:
-    from fasteval.models.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, folder_params
+    from fasteval.models.sources.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, folder_params
 
     tmp = Path(ctx.tmp) / "memory"
     raw, folder, home = tmp / "raw", tmp / "xlmr-560m", tmp / "home"

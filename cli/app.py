@@ -73,42 +73,10 @@ def _log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
-def version_lines() -> list[str]:
-    """What a bug report needs: fasteval's version, Python's, the onnxruntime build with the execution providers
-    it offers here (CUDAExecutionProvider only where the GPU build is installed), the NVIDIA driver found, the
-    CUDA version the build is for and, on a machine with both, whether a session runs on the GPU (and why not)."""
-    import platform
-
-    from .. import __version__
-    from ..models import installed_version
-
-    lines = [f"fasteval {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"]
-    builds = [f"{name} {installed_version(name)}" for name in ("onnxruntime-gpu", "onnxruntime")
-              if installed_version(name)]
-    try:
-        import onnxruntime
-
-        providers = ", ".join(onnxruntime.get_available_providers())
-    except Exception as err:  # a broken install is what the report should show, not a traceback
-        providers = f"cannot be imported ({type(err).__name__}: {first_line(err, 120)})"
-    lines.append(f"onnxruntime: {' and '.join(builds) or 'not installed'}; providers built in: {providers}")
-    from ..models.gpu import build, driver_loads, driver_version, readiness
-
-    try:
-        cuda = build()[1]
-    except ImportError:
-        cuda = None
-    gpu = f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for " + (
-        f"CUDA {cuda}" if cuda else "the CPU only")
-    if cuda and driver_loads():  # a GPU machine: open a session there, and say why not when it falls back
-        state, reason = readiness()
-        gpu += "; a session runs on the GPU" if state == "ready" else f"; no session on the GPU: {reason}"
-    lines.append(gpu)
-    return lines
-
-
 def _print_version(value: bool) -> None:
     if value:
+        from ..models.machine import version_lines
+
         for line in version_lines():
             typer.echo(line)
         raise typer.Exit(0)
@@ -149,11 +117,45 @@ TokenizerPath = Annotated[Optional[Path], typer.Option(
          "the server has no /tokenize.")]
 
 
-def served_options(api_key_env: str, concurrency: int, request_timeout: float, retries: int,
-            tokenizer: Optional[Path]) -> dict:
-    """The client options of a served model, as load_model takes them (local models ignore them)."""
-    return {"api_key_env": api_key_env, "concurrency": concurrency, "timeout": request_timeout, "retries": retries,
-            "tokenizer": tokenizer}
+# option -> (its type, its default, load_model's name for it in ``served``)
+SERVED_OPTIONS = {
+    "api_key_env": (ApiKeyEnv, choices.API_KEY_ENV, "api_key_env"),
+    "concurrency": (Concurrency, choices.SERVED_CONCURRENCY, "concurrency"),
+    "request_timeout": (RequestTimeout, choices.SERVED_TIMEOUT_S, "timeout"),
+    "retries": (Retries, choices.SERVED_RETRIES, "retries"),
+    "tokenizer": (TokenizerPath, None, "tokenizer"),
+}
+
+
+def served_client(*, leave_out: tuple[str, ...] = ("tokenizer",)):
+    """A command that takes a served model (``--model URL``): the client options (``SERVED_OPTIONS``, less
+    ``leave_out``) become its options, before ``--quiet``, and reach it as one ``served`` dict, as load_model
+    takes it (local models ignore it)."""
+    import functools
+    import inspect
+    import typing
+
+    names = [n for n in SERVED_OPTIONS if n not in leave_out]
+
+    def decorate(command):
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation))
+               for p in inspect.signature(command).parameters.values() if p.name != "served"]
+        added = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=SERVED_OPTIONS[n][1],
+                                   annotation=SERVED_OPTIONS[n][0]) for n in names]
+        at = next((k for k, p in enumerate(own) if p.name == "quiet"), len(own))
+        params = own[:at] + added + own[at:]
+
+        @functools.wraps(command)
+        def with_client(**kwargs):
+            served = {SERVED_OPTIONS[n][2]: kwargs.pop(n) for n in names}
+            return command(served=served, **kwargs)
+
+        with_client.__dict__["__signature__"] = inspect.Signature(params)  # what typer reads (inspect.signature)
+        with_client.__annotations__ = {p.name: p.annotation for p in params}
+        return with_client
+
+    return decorate
 
 
 def _fail(err: FastevalError, exit_code: int | None = None) -> None:

@@ -8,7 +8,7 @@ import typer
 
 from ..core import choices
 from .app import (
-    ApiKeyEnv, Concurrency, DType, Provider, RequestTimeout, Retries, app, say, served_options,
+    DType, Provider, app, say, served_client,
     set_quiet, user_errors,
 )
 
@@ -41,6 +41,7 @@ def export_command(
 
 
 @app.command("bench", short_help="Encode throughput and each exam's time on this machine.")
+@served_client(leave_out=("concurrency", "tokenizer"))  # its own --concurrency: the settings to time
 def bench_command(
     model: Annotated[Optional[str], typer.Option(
         help="Registry name, model folder, or a served model's URL[#MODEL] (default: the default model).")] = None,
@@ -49,9 +50,6 @@ def bench_command(
         help="A served model's requests in flight to time, comma-separated.")] = "1,2,4,8",
     reference: Annotated[Optional[str], typer.Option(
         help="A local model (folder or name) timed beside a served one, on the same texts.")] = None,
-    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
-    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
-    retries: Retries = choices.SERVED_RETRIES,
     batch_sizes: Annotated[str, typer.Option(help="Batch sizes to time, comma-separated.")] = "1,8,32,128",
     threads: Annotated[Optional[str], typer.Option(
         help="onnxruntime intra-op thread counts, comma-separated (default: 1 and every usable core).")] = None,
@@ -63,25 +61,20 @@ def bench_command(
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write the numbers as JSON here.")]
         = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the table.")] = False,
+    served: Optional[dict] = None,
 ) -> None:
     """Time encoding (strings/s over batch sizes and threads) and each exam's compute on this machine."""
     with user_errors("no numbers were written."):
         set_quiet(quiet)
         from ..core.runs.bench import bench_text, parse_int_list, run_bench, write_bench_json
-        from ..core.runs.bench import usable_cores
-        from ..models.loader import load_model
-        from ..models.registry import DEFAULT_MODEL
 
         sizes = parse_int_list(batch_sizes, "--batch-sizes")
-        counts = parse_int_list(threads, "--threads") if threads else sorted({1, usable_cores()})
-        from ..core.exams import parse_exams
-
-        chosen = () if exams.strip().lower() == "none" else parse_exams(exams)
-        result = run_bench(load_model, model or DEFAULT_MODEL, batch_sizes=sizes, threads=counts,
-                           provider=provider.value, repeats=repeats, n_long=long_sentences, exams=chosen,
+        counts = parse_int_list(threads, "--threads") if threads else None
+        result = run_bench(None, model, batch_sizes=sizes, threads=counts,
+                           provider=provider.value, repeats=repeats, n_long=long_sentences, exams=exams,
                            on_step=lambda name: say(quiet, f"fasteval: bench: {name}"),
                            concurrency=parse_int_list(concurrency, "--concurrency"), reference=reference,
-                           served=served_options(api_key_env, 1, request_timeout, retries, None))
+                           served={**(served or {}), "concurrency": 1})
         typer.echo(bench_text(result))
         if json_path is not None:
             write_bench_json(json_path, result)
@@ -89,6 +82,7 @@ def bench_command(
 
 
 @app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
+@served_client()
 def drift_command(
     reference: Annotated[str, typer.Argument(
         help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
@@ -133,11 +127,8 @@ def drift_command(
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]
         = Provider.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch or request.")] = 32,
-    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
-    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
-    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
-    retries: Retries = choices.SERVED_RETRIES,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+    served: Optional[dict] = None,
 ) -> None:
     """Does this deployment embed like the reference? Exit 0: conforms, 1: drifts (at the default gates or those
     asked for), 2: bad input or a fault."""
@@ -145,26 +136,23 @@ def drift_command(
         set_quiet(quiet or json_out)
         from ..core.choices import public_model
         from ..core.errors import InputError
-        from ..core.io import atomic_write, dumps, write_output_folder
-        from ..core.runs.drift.gate import drift
-        from ..core.results.drift import DEFAULT_THRESHOLD
-        from .drift_output import drift_junit, outputs, to_exit_code
+        from ..core.io import dumps
+        from ..core.report.drift import check_outputs, to_exit_code, write_outputs
+        from ..core.runs.drift import gate
 
         candidates = list(candidates or [])
-        marker = "drift.json" if len(candidates) <= 1 else "ladder.csv"  # what an earlier output of ours holds
-        threshold = fail_below if fail_below is not None else DEFAULT_THRESHOLD
-        _check_drift_inputs(threshold, bootstrap, out, marker, junit, texts, accept or [], not no_conformance)
-        side = _side_loader(provider.value, batch_size,
-                            served_options(api_key_env, concurrency, request_timeout, retries, None))
+        threshold = fail_below if fail_below is not None else gate.DEFAULT_THRESHOLD
+        # everything drift can refuse, refused before a model is loaded or a text sent
+        gate.check_inputs(threshold, bootstrap, texts, accept or [], not no_conformance)
+        check_outputs(len(candidates), out, junit)
+        side = _side_loader(provider.value, batch_size, served or {})
         if save_receipt is not None:
             if candidates:
                 raise InputError("--save-receipt takes the reference alone.",
                                  "run fasteval drift --save-receipt FILE REFERENCE, then "
                                  "fasteval drift FILE CANDIDATE.")
-            from ..core.runs.drift.gate import save_receipt as write
-
-            made = write(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
-                         conformance=not no_conformance)
+            made = gate.save_receipt(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
+                                     conformance=not no_conformance)
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
                        f"{made['dim']} dimensions.")
             raise typer.Exit(0)
@@ -176,43 +164,16 @@ def drift_command(
         def told(candidate: str):  # each candidate's progress lines
             return lambda name: say(quiet or json_out, f"fasteval: drift {public_model(candidate)}: {name}")
 
-        reports = [drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts, conformance=not no_conformance,
-                         threshold=threshold,
-                         fail_on_collisions=fail_on_collisions, resamples=bootstrap,
-                         labels=(public_model(reference), public_model(c)), expect_model=expect_model,
-                         expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
-                         on_step=told(c))
+        reports = [gate.drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts,
+                              conformance=not no_conformance, threshold=threshold,
+                              fail_on_collisions=fail_on_collisions, resamples=bootstrap,
+                              labels=(public_model(reference), public_model(c)), expect_model=expect_model,
+                              expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
+                              on_step=told(c))
                    for c in candidates]
-        data, files, text = outputs(reports, public_model(reference))
-        if junit is not None:
-            atomic_write(Path(junit), drift_junit(reports))
-        if out is not None:
-            write_output_folder(Path(out), files, what="the drift report", marker=marker)
+        data, text = write_outputs(reports, public_model(reference), out, junit)
         typer.echo(dumps(data).rstrip() if json_out else text)
     raise typer.Exit(max(to_exit_code(r) for r in reports))
-
-
-def _check_drift_inputs(threshold: float, resamples: int, out: Path | None, marker: str, junit: Path | None,
-                        texts: Path | None, accept: list[str], conformance: bool) -> None:
-    """Everything a drift can refuse, refused before a model is loaded or a text sent (the library's limits,
-    and where the CLI writes)."""
-    from ..core.errors import InputError
-    from ..core.io import check_output_folder, check_writable
-    from ..core.runs.drift.gate import check_limits
-
-    check_limits(threshold, resamples)
-    if out is not None:
-        check_output_folder(Path(out), "the drift report", marker)
-    if junit is not None:
-        if Path(junit).expanduser().is_dir():
-            raise InputError(f"--junit {junit} is a folder; it takes the file to write.",
-                             f"pass a file name, such as --junit {Path(junit) / 'drift.xml'}.")
-        check_writable(Path(junit).expanduser().parent, "the folder of --junit",
-                       "pass --junit FILE in a folder you can write.")
-    if texts is not None or accept:  # an unreadable or empty texts file, too many texts, a group drift has not
-        from ..core.runs.drift.gate import accepted_groups, drift_groups
-
-        accepted_groups(accept, drift_groups(conformance, texts)[1])
 
 
 def _side_loader(provider: str, batch_size: int, served: dict):

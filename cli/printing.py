@@ -27,24 +27,17 @@ def variants_text(summary: dict) -> str:
 
 def print_result(result) -> None:
     """Each exam's printout (the notebook's), in registry order, then the Table 1 row."""
-    from ..core.exams import registry
-
-    metric = result.settings.get("similarity", "cos")
-    blocks = [(e.title.format(model=result.model, metric=metric), e.text(result.exams[e.key]))
-              for e in registry() if e.key in result.exams]
-    echo("\n\n".join(f"{title}\n{body}" for title, body in blocks))
+    echo("\n\n".join(f"{title}\n{body}" for title, body in result.printouts()))
     print_table1_row(result)
 
 
 def print_table1_row(result) -> None:
     """The Table 1 row (x100) with its intervals and variants (nothing without Exam 1)."""
-    from ..core.protocol import display_name
-
     if "exam1" not in result.exams:
         return
     s = result.exams["exam1"].summary()
     fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
-    name = display_name(result.model)
+    name = result.display_name
     width = max(22, len(name))
     echo(f"\n{'Table 1 row (x100)':<{width}}  tau    PACC    AVG")
     echo(f"{name:<{width}} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  {fmt(s['avg_display'])}")
@@ -70,15 +63,9 @@ def caveats_text(s: dict) -> str:
 
 def print_summary(outcomes) -> None:
     """One Table 1 row per model of the sweep (computed here, or read back from its folder)."""
-    from ..core.results.model import RESULT_FILE
-    from ..core.results.read import load_result
-
     echo(f"\n{'model':<40} {'status':<8}   tau    PACC    AVG   folder")
     for o in outcomes:
-        try:
-            result = o.result if o.result is not None else (load_result(o.path / RESULT_FILE) if o.path else None)
-        except (OSError, ValueError, KeyError, TypeError):
-            result = None
+        result = o.read()
         s = result.exams["exam1"].summary() if result is not None and "exam1" in result.exams else {}
         fmt = (lambda v: "  n/a" if v is None else f"{v:5.2f}")
         echo(f"{o.model:<40} {o.status:<8} {fmt(s.get('tau_display'))}  {fmt(s.get('pacc_display'))}  "
@@ -86,7 +73,7 @@ def print_summary(outcomes) -> None:
 
 
 def print_needs(needs) -> None:
-    """``fasteval sweep --dry-run``: one line per model (``models.needs.Needs``), then the ones this machine
+    """``fasteval sweep --dry-run``: one line per model (``models.sources.needs.Needs``), then the ones this machine
     cannot export and the ways out."""
     def gb(n):
         return "?" if n is None else f"{n / 1024 ** 3:.1f}"
@@ -122,13 +109,6 @@ def print_needs(needs) -> None:
         echo(f"  ways out: {ways}")
 
 
-def short_unit(unit: str) -> str:
-    """pint's abbreviation of a unit name ("kilometer" -> "km")."""
-    from ..core.quantities import registry
-
-    return f"{registry().Unit(unit):~P}"
-
-
 def terminal_safe(text: str) -> str:
     """``text`` with every character a terminal would act on (backspace, bell, escape, ...) written as its
     escape (\\x08), so an input is shown as it is and never rewrites the screen."""
@@ -148,7 +128,7 @@ def print_check(result) -> None:
     ranks_head = "  rank: sim  dist" if len(result.candidates) > 1 else ""
     echo(f"  {'candidate':<{width}} {'similarity':>10}  {'distance':>14}{ratio_head}{ranks_head}")
     def row(c, ranks: str = "") -> str:
-        distance = f"{c.distance:g} {short_unit(c.unit)}"
+        distance = f"{c.distance:g} {c.unit_symbol}"
         encoded = f"   (embedded as {c.encoded_as!r})" if c.encoded_as != c.text else ""
         ratio = f"  {num(c.log_ratio):>11}" if ratios else ""
         return f"  {terminal_safe(c.text):<{width}} {c.similarity:>10.3f}  {distance:>14}{ratio}{ranks}{encoded}"

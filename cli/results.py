@@ -32,7 +32,7 @@ def protocols_command() -> None:
 @app.command(short_help="The paper's 24 models: pooling, dimension, source, cached?")
 def models() -> None:
     """List the paper's 24 models: pooling, dimension, offline source, cached here, and notes."""
-    from ..models.registry import REGISTRY, is_cached
+    from ..models.sources.registry import REGISTRY, is_cached
 
     show = (lambda v: "?" if v is None else str(v))
     typer.echo(f"{'name':<39} {'batch':<8} {'pooling':<9} {'dim':>5}  {'source':<7} {'cached':<6} "

@@ -8,12 +8,13 @@ import typer
 
 from ..core import choices
 from .app import (
-    ApiKeyEnv, Batching, Concurrency, DType, Executor, Overwrite, Provider, QuantityArguments, RequestTimeout,
-    Retries, SimilarityOption, TokenizerPath, app, progress, say, served_options, set_quiet, user_errors,
+    Batching, DType, Executor, Overwrite, Provider, QuantityArguments, SimilarityOption, app, progress, say,
+    served_client, set_quiet, user_errors,
 )
 
 
 @app.command(short_help="Run the paper's exams on models; tables, JSON, CSV, MTEB files.")
+@served_client(leave_out=())
 def sweep(
     model: Annotated[Optional[list[str]], typer.Option(metavar="NAME|PATH|URL",
         help="Registry name (see `fasteval models`), a model folder, or a served model's base URL[#MODEL] "
@@ -60,16 +61,12 @@ def sweep(
         metavar="I/N", help="Run only the share I of N of the model list (0 <= I < N: every model whose position is "
                             "I modulo N); shards write the same folders and keys, so their --out folders merge by "
                             "copying (a SLURM array: --shard $SLURM_ARRAY_TASK_ID/N).")] = None,
-    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
-    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
-    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
-    retries: Retries = choices.SERVED_RETRIES,
-    tokenizer: TokenizerPath = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the plan and stop: per model its source, parameters, weights, the memory its export "
                           "takes, cached or not, gated, remote code, prompts, and whether this machine can run it "
                           "(--model paper: the paper's 24).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
+    served: Optional[dict] = None,
 ) -> None:
     """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
 
@@ -79,36 +76,24 @@ def sweep(
                      "resumes from it."):
         set_quiet(quiet)
         from . import printing
-        from ..core.io import check_writable, read_models_file
-        from ..core.plan import scoring
-        from ..core.runs.job import Job
-        from ..models.registry import DEFAULT_MODEL, expand_names
+        from ..core.runs.sweep import models_to_run, sweep_jobs
 
+        names, everyone = models_to_run(model, models_file, shard)
+        options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
+                   "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
+                   "served": served}
         # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
-        chosen = scoring(exams=exams, metric=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                         bootstrap=bootstrap)
-        names = list(model or []) + (read_models_file(models_file) if models_file else [])
-        names = expand_names(names or [DEFAULT_MODEL])
+        jobs = sweep_jobs(names, options, exams=exams, metric=similarity, protocol=protocol,
+                          normalize_quantities=normalize_quantities, bootstrap=bootstrap)
         if shard is not None:
-            from ..core.runs.sweep import shard_of
-
-            everyone, names = len(names), shard_of(names, shard)
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
             if not names:
                 return
         if dry_run:
-            from ..models.needs import needs_of
+            from ..core.runs.sweep import sweep_needs
 
-            printing.print_needs([needs_of(name, dtype.value) for name in names])
+            printing.print_needs(sweep_needs(names, dtype.value))
             return
-        out = check_writable(out)
-
-        def options() -> dict:  # each job its own (a served model's progress callback is set per job)
-            return {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
-                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
-                    "served": served_options(api_key_env, concurrency, request_timeout, retries, tokenizer)}
-
-        jobs = [Job(name, options(), scoring=chosen) for name in names]
         outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
         if len(outcomes) > 1:
             printing.print_summary(outcomes)
@@ -145,10 +130,8 @@ class _StageLines:
     def next_model(self, result=None) -> None:
         """The last stage's line, then what was one-time work (numba compiling the kernels while the model
         embedded: the first run after an install) apart from the embedding."""
-        from ..core.plan import ONE_TIME_COMPILATION
-
         self.done()
-        compiled = (result.timings.get(ONE_TIME_COMPILATION) if result is not None else None)
+        compiled = result.one_time_seconds if result is not None else None
         if self.on and compiled:
             typer.echo(f"fasteval:   (one-time: numba compiled the kernels in {compiled:.2f} s alongside the "
                        "embedding, once per install; later runs load them from its cache)", err=True)
@@ -158,10 +141,7 @@ class _StageLines:
 def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str | None, quiet: bool) -> list:
     """Run a sweep's jobs with the progress bars (or stage lines) and each model's printout as it finishes."""
     from . import printing
-    from ..core.results.model import RESULT_FILE
-    from ..core.results.read import load_result
     from ..core.runs.sweep import run_sweep
-    from ..models.loader import load_model
 
     steps = 1 + len(jobs[0].scoring.exams)
     with progress(quiet) as bars:
@@ -178,31 +158,28 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
             if bars:
                 bars.update(steps_bar, description=f"  embed {done}/{total} texts")
 
-        if executor == "local":  # a callback does not travel to Ray workers
-            for job in jobs:
-                job.options["served"]["progress"] = on_request
-
         def on_model(o) -> None:
             stages.next_model(o.result)
             if bars:
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)
             if o.status == "done":
-                printing.print_result(o.result if o.result is not None else load_result(o.path / RESULT_FILE))
+                printing.print_result(o.read())
                 typer.echo(f"\nResults written to {o.path}")
             elif o.status == "skipped":
                 say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
-                if len(jobs) == 1 and (o.path / RESULT_FILE).is_file():  # one model: its row (several: the summary)
-                    printing.print_table1_row(load_result(o.path / RESULT_FILE))
+                if len(jobs) == 1 and o.read() is not None:  # one model: its row (several: the summary)
+                    printing.print_table1_row(o.read())
             else:
                 typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
 
         # the embedding cache by the library's one rule: this machine's FASTEVAL_HOME, on Ray each node's own
-        return run_sweep(jobs, out, load_model, overwrite, on_model=on_model, on_step=on_step,
+        return run_sweep(jobs, out, None, overwrite, on_model=on_model, on_step=on_step, on_request=on_request,
                          executor=executor, address=address)
 
 
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
+@served_client()
 def check_command(
     quantities: Annotated[Optional[list[str]], typer.Argument(
         help="The anchor, then one or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
@@ -222,11 +199,8 @@ def check_command(
     all_discordant: Annotated[bool, typer.Option(
         "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
                                  "are counted).")] = False,
-    api_key_env: ApiKeyEnv = choices.API_KEY_ENV,
-    concurrency: Concurrency = choices.SERVED_CONCURRENCY,
-    request_timeout: RequestTimeout = choices.SERVED_TIMEOUT_S,
-    retries: Retries = choices.SERVED_RETRIES,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
+    served: Optional[dict] = None,
 ) -> None:
     """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict. With one
     candidate: how similar the two are, and how far apart.
@@ -234,27 +208,15 @@ def check_command(
     Negative quantities are arguments as they are: fasteval check "-5 degC" "23 degF" "-40 degF"."""
     with user_errors("nothing was written."):
         set_quiet(quiet or json_out)
-        from ..core.errors import InputError
-        from ..core.io import read_models_file
+        from ..core.runs.check import check, check_inputs
 
-        if quantities and file:
-            raise InputError("fasteval check got quantities both as arguments and with --file.",
-                             "pass them one way: as arguments, or one a line in the --file FILE.")
-        texts = list(quantities or []) + (read_models_file(file, what="quantities file") if file else [])
-        if not texts:
-            raise InputError("fasteval check needs an anchor and one or more candidates.",
-                             "pass them as arguments or with --file FILE (one a line, the anchor first).")
-        from ..core.exams.quantity_check import parse_check_inputs
-
-        parse_check_inputs(texts[0], texts[1:])  # bad input fails before a model is loaded
+        anchor, candidates = check_inputs(quantities, file)  # bad input fails before a model is loaded
         from . import printing
-        from ..core.runs.check import check
-        from ..models.loader import load_model
-        from ..models.registry import DEFAULT_MODEL
+        from ..models.loader import DEFAULT_MODEL, load_model
 
         encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
-                             served=served_options(api_key_env, concurrency, request_timeout, retries, None))
-        result = check(encoder, texts[0], texts[1:], metric=similarity,
+                             served=served)
+        result = check(encoder, anchor, candidates, metric=similarity,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
             from ..core.io import dumps

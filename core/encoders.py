@@ -29,13 +29,13 @@ class EncoderKind:
 
 
 def _is_receipt(value: Any) -> bool:
-    from ..models.receipt import is_receipt
+    from ..models.adapters.receipt import is_receipt
 
     return is_receipt(value)
 
 
 def _receipt(value: Any, **_options: Any) -> Any:
-    from ..models.receipt import ReceiptEncoder
+    from ..models.adapters.receipt import ReceiptEncoder
 
     return ReceiptEncoder(value)
 
@@ -64,7 +64,7 @@ def _is_own(value: Any) -> bool:
 
 
 def _mteb(value: Any, **_options: Any) -> Any:
-    from ..models.mteb import MtebEncoder
+    from ..models.adapters.mteb import MtebEncoder
 
     return MtebEncoder(value)
 

@@ -28,7 +28,7 @@ from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice, similarity
 from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
 from .errors import InputError
 from .protocol.spec import Protocol
-from .results.model import ModelResult
+from .results.model import ONE_TIME_COMPILATION, ModelResult
 
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
@@ -46,10 +46,6 @@ NEVER_KEYED = ("model", "source", "name", "prompt_name", "protocol_file", "key")
 # a finished paper sweep is never redone for an option it does not use).
 KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "packing", "deployment",
                   "tokenizer", "pacc_value_ties")
-
-# The timing of one-time work done alongside a step (numba compiling the kernels during "embed", once per
-# install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.
-ONE_TIME_COMPILATION = "kernel_compilation_once"
 
 
 def _digest(obj: Any, length: int = 16) -> str:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from ..core.choices import BATCHINGS, public_model
 from ..core.errors import ModelError
-from .encoder import OnnxEncoder
-from .export import export, export_info, load_export
-from .folder import content_hash, ModelFolder, file_hash, load_folder
-from .home import usable_home
-from .needs import require_fits
-from .registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder, spec_for_served
+from .onnx.encoder import OnnxEncoder
+from .onnx.export import export, export_info, load_export
+from .sources.folder import content_hash, ModelFolder, file_hash, load_folder
+from .sources.home import usable_home
+from .sources.needs import require_fits
+from .sources.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder, spec_for_served
 
 log = logging.getLogger(__name__)
 

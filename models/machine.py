@@ -53,13 +53,13 @@ def provenance(provider: str | None) -> dict[str, Any]:
 
     facts: dict[str, Any] = {**cpu_facts(), "provider": provider}
     try:
-        from .gpu import build
+        from .onnx.gpu import build
 
         facts["onnxruntime"], cuda = build()
     except ImportError:
         cuda = None
     if provider == "cuda":
-        from .gpu import CUDA_PROVIDER_OPTIONS, driver_version
+        from .onnx.gpu import CUDA_PROVIDER_OPTIONS, driver_version
 
         cudnn = None
         for dist in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"):
@@ -71,3 +71,37 @@ def provenance(provider: str | None) -> dict[str, Any]:
         facts.update({"gpu": gpu_name(), "driver": driver_version(), "cuda": cuda, "cudnn": cudnn,
                       "tf32": "on" if CUDA_PROVIDER_OPTIONS.get("use_tf32") != "0" else "off"})
     return facts
+
+
+def version_lines() -> list[str]:
+    """What a bug report needs (``fasteval --version``): fasteval's version, Python's, the onnxruntime build with
+    the execution providers it offers here (CUDAExecutionProvider only where the GPU build is installed), the
+    NVIDIA driver found, the CUDA version the build is for and, on a machine with both, whether a session runs on
+    the GPU (and why not)."""
+    from .. import __version__
+    from ..core.errors import first_line
+    from . import installed_version
+
+    lines = [f"fasteval {__version__} (Python {platform.python_version()}, {platform.system()} {platform.machine()})"]
+    builds = [f"{name} {installed_version(name)}" for name in ("onnxruntime-gpu", "onnxruntime")
+              if installed_version(name)]
+    try:
+        import onnxruntime
+
+        providers = ", ".join(onnxruntime.get_available_providers())
+    except Exception as err:  # a broken install is what the report should show, not a traceback
+        providers = f"cannot be imported ({type(err).__name__}: {first_line(err, 120)})"
+    lines.append(f"onnxruntime: {' and '.join(builds) or 'not installed'}; providers built in: {providers}")
+    from .onnx.gpu import build, driver_loads, driver_version, readiness
+
+    try:
+        cuda = build()[1]
+    except ImportError:
+        cuda = None
+    gpu = f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for " + (
+        f"CUDA {cuda}" if cuda else "the CPU only")
+    if cuda and driver_loads():  # a GPU machine: open a session there, and say why not when it falls back
+        state, reason = readiness()
+        gpu += "; a session runs on the GPU" if state == "ready" else f"; no session on the GPU: {reason}"
+    lines.append(gpu)
+    return lines

@@ -131,7 +131,7 @@ def checkout_on_path(tmp: Path) -> dict:
 
 def minilm_folder_in(home: str | Path) -> Path:
     """The default model's folder (all-MiniLM-L6-v2 from its PyPI package), cached under ``home``."""
-    from fasteval.models.registry import DEFAULT_MODEL, source_folder
+    from fasteval.models.sources.registry import DEFAULT_MODEL, source_folder
 
     saved = os.environ.get("FASTEVAL_HOME")
     os.environ["FASTEVAL_HOME"] = str(home)

@@ -34,6 +34,13 @@ class CheckedCandidate:
     log_ratio: float | None  # log10(candidate / anchor) in one unit; None unless both are positive
     encoded_as: str  # what the encoder was given (the text, or its canonical form)
 
+    @property
+    def unit_symbol(self) -> str:
+        """The distance's unit as pint abbreviates it ("kilometer" -> "km")."""
+        from ..quantities import registry
+
+        return f"{registry().Unit(self.unit):~P}"
+
 
 @dataclass
 class CheckResult:

@@ -20,7 +20,7 @@ fasteval encoders, and result files MTEB loads.
 
 The tasks are the exam registry's (``core/exams``): each exam's record names its task, description,
 main score and scores. Where each part lives: the tasks in ``task.py``; the adapter with the other kinds of
-encoder (``fasteval/models/mteb.py``); the tasks' metadata beside the result files MTEB loads
+encoder (``fasteval/models/adapters/mteb.py``); the tasks' metadata beside the result files MTEB loads
 (``core/results/mteb.py``). Import it as ``fasteval.mteb`` (``import fasteval.mteb``, ``from fasteval.mteb import
 tasks``): the same module as ``fasteval.core.mteb``, registered under both names and run on first use.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 # The public names, each from the module that defines it, loaded on first use (MTEB and numpy stay unloaded
 # until then): name -> module.
-_NAMES = {"tasks": ".task", "task_results": ".task", "MtebEncoder": "...models.mteb",
+_NAMES = {"tasks": ".task", "task_results": ".task", "MtebEncoder": "...models.adapters.mteb",
           "metadata_of": "..results.mteb"}
 __all__ = list(_NAMES)
 

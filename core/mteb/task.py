@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
-from ...models.mteb import MtebEncoder
+from ...models.adapters.mteb import MtebEncoder
 from ..results.mteb import SPLIT, SUBSET, metadata_of, require_mteb, scores_of, task_exams
 
 

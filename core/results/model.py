@@ -6,6 +6,10 @@ from typing import Any
 
 from ..io import RESULT_FILE  # noqa: F401 (re-exported: the results room's file name)
 
+# The timing of one-time work done alongside a step (numba compiling the kernels during "embed", once per
+# install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.
+ONE_TIME_COMPILATION = "kernel_compilation_once"
+
 
 @dataclass
 class ModelResult:
@@ -22,3 +26,24 @@ class ModelResult:
     # Where the numbers came from (never in a key): the CPU and its SIMD flags, the onnxruntime build and the
     # provider that ran, on the GPU its name, driver, CUDA, cuDNN and TF32 (``models.machine.provenance``).
     machine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        """The model's name as the paper's tables show it."""
+        from ..protocol import display_name
+
+        return display_name(self.model)
+
+    @property
+    def one_time_seconds(self) -> float | None:
+        """The seconds of one-time work done alongside the embedding (numba compiling the kernels, once per
+        install), None where there was none."""
+        return self.timings.get(ONE_TIME_COMPILATION)
+
+    def printouts(self) -> list[tuple[str, str]]:
+        """Each exam's printout (the notebook's), in the exams' registry order: (title, text)."""
+        from ..exams import registry
+
+        metric = self.settings.get("similarity", "cos")
+        return [(e.title.format(model=self.model, metric=metric), e.text(self.exams[e.key]))
+                for e in registry() if e.key in self.exams]

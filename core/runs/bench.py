@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InputError
 
@@ -132,15 +132,18 @@ def parse_int_list(value: str, what: str) -> list[int]:
     return list(dict.fromkeys(items))
 
 
-def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[int] = (1, 8, 32, 128),
-              threads: Sequence[int] = (1,), provider: str = "auto", repeats: int = 3, n_long: int = 256,
-              exams: Sequence[int | str] = (1, 2, 3), on_step: Callable[[str], None] | None = None,
+def run_bench(loader: Callable[..., Any] | None = None, model: str | None = None, *,
+              batch_sizes: Sequence[int] = (1, 8, 32, 128), threads: Sequence[int] | None = None,
+              provider: str = "auto", repeats: int = 3, n_long: int = 256,
+              exams: Sequence[int | str] | str = (1, 2, 3), on_step: Callable[[str], None] | None = None,
               concurrency: Sequence[int] = (1, 2, 4, 8), reference: str | None = None,
               served: dict | None = None) -> BenchResult:
     """Throughput for every (text set, threads, batch size), then the exams' compute (evaluate twice).
 
-    ``loader(model, provider=, batch_size=, threads=)`` gives a fresh encoder for each setting,
-    so a setting never inherits another's session. ``exams=()`` skips the exam timing. A served ``model``
+    ``loader(model, provider=, batch_size=, threads=)`` (default ``load_model``; ``model`` default the default
+    model) gives a fresh encoder for each setting, so a setting never inherits another's session. ``threads``
+    default: 1 and every usable core. ``exams`` a selection ("1,2,3", or a sequence); ``()`` or "none" skips the
+    exam timing. A served ``model``
     (``URL[#MODEL]``) is timed over ``batch_sizes`` x ``concurrency`` (texts/s and the server's tokens/s; the
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
@@ -151,6 +154,14 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
     step = on_step or (lambda _name: None)
     if repeats < 1:
         raise InputError(f"repeats must be >= 1, got {repeats}.", "pass --repeats 1 or more.")
+    from ...models.loader import DEFAULT_MODEL, load_model
+
+    if loader is None:
+        loader = cast(Callable[..., Any], load_model)
+    model = model if model is not None else DEFAULT_MODEL
+    threads = list(threads) if threads is not None else sorted({1, usable_cores()})
+    none = isinstance(exams, str) and exams.strip().lower() == "none"  # a bad selection fails before any timing
+    chosen: tuple[int | str, ...] = () if none or not exams else parse_exams(exams)
     sets = {"paper": paper_texts()}
     if n_long:
         sets["long"] = long_sentences(n_long)
@@ -170,8 +181,8 @@ def run_bench(loader: Callable[..., Any], model: str, *, batch_sizes: Sequence[i
                 result.encode.append(EncodeTiming(name, len(texts), b, t, getattr(encoder, "provider", provider),
                                                   seconds, runs))
             del encoder
-    if exams and not is_url(model):
-        result.exams = parse_exams(exams)
+    if chosen and not is_url(model):
+        result.exams = chosen
         encoder = loader(model, provider=provider)
         result.provider = getattr(encoder, "provider", provider)
         step("exams (cold)")

@@ -2,9 +2,29 @@
 whether similarity follows physical distance (the scoring is ``fasteval.core.exams.quantity_check``)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..choices import similarity
 from ..embeddings import Encoder, describe, embed_groups
+from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
+
+
+def check_inputs(quantities: list[str] | None = None, file: str | Path | None = None) -> tuple[str, list[str]]:
+    """The anchor and the candidates of ``fasteval check``, given as arguments or one a line in ``file`` ('#'
+    comments), read by pint before a model is loaded: InputError for both ways at once, for none, and for a text
+    ``check`` would refuse."""
+    from ..io import read_models_file
+
+    if quantities and file:
+        raise InputError("fasteval check got quantities both as arguments and with --file.",
+                         "pass them one way: as arguments, or one a line in the --file FILE.")
+    texts = list(quantities or []) + (read_models_file(Path(file), what="quantities file") if file else [])
+    if not texts:
+        raise InputError("fasteval check needs an anchor and one or more candidates.",
+                         "pass them as arguments or with --file FILE (one a line, the anchor first).")
+    parse_check_inputs(texts[0], texts[1:])
+    return texts[0], texts[1:]
 
 
 def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",

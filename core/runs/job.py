@@ -64,6 +64,18 @@ class Outcome:
     seconds: float = 0.0
     result: Any = None  # the ModelResult, for a model computed in this process
 
+    def read(self) -> Any:
+        """The outcome's ModelResult: the one computed in this process, or its folder's, read back (a skipped
+        model's); None for a failed model or a folder without a readable result."""
+        if self.result is not None or self.path is None or not (self.path / RESULT_FILE).is_file():
+            return self.result
+        from ..results.read import load_result
+
+        try:
+            return load_result(self.path / RESULT_FILE)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
 
 def clean_stale_staging(out: Path) -> None:
     """What killed runs left in the results folders (``core.io.clean_stale``: only a dead owner's, recovering a

@@ -102,9 +102,9 @@ def _gpus_per_task(ray, job: Job, num_gpus_per_task: float | None) -> float:
 
 
 def peak_memory(job: Job) -> int | None:
-    """What a job's model needs at its peak, known before its download (``models.needs``; None: not known, a served
-    model): what its Ray task asks of Ray unless the caller says otherwise."""
-    from ...models.needs import needs_of
+    """What a job's model needs at its peak, known before its download (``models.sources.needs``; None: not known, a
+    served model): what its Ray task asks of Ray unless the caller says otherwise."""
+    from ...models.sources.needs import needs_of
 
     return needs_of(job.model, job.options.get("dtype", "fp32")).peak_bytes
 
@@ -124,9 +124,9 @@ def run_sweep_ray(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], ov
     ``num_gpus_per_task`` overrides the default (one GPU per task when the cluster has GPUs, e.g. 0.5 to put two
     models on a GPU). ``loader`` must be picklable (a module-level function). ``on_model`` is called as each model
     finishes, in finishing order. ``memory_of(job)``: the bytes of memory a job's model needs at its peak (default
-    ``peak_memory``, ``fasteval.models.needs``'s estimate; None: not known), asked of Ray for its task, so two large
-    models never land on one small node; a job that needs more than the largest node has is "failed" at once, in one
-    line.
+    ``peak_memory``, ``fasteval.models.sources.needs``'s estimate; None: not known), asked of Ray for its task, so two
+    large models never land on one small node; a job that needs more than the largest node has is "failed" at once,
+    in one line.
     """
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise InputError(f"num_gpus_per_task must be >= 0, not {num_gpus_per_task}.")

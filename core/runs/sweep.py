@@ -1,8 +1,9 @@
 """Sweeps over many models: one result folder per (model, settings), atomic, resumable, never reused under
 other settings (each model is a ``job``: ``fasteval.core.runs.job``).
 
-``run_sweep`` runs the jobs one after another here, or hands them to Ray (``ray_executor``); ``shard_of`` cuts a
-model list into the fixed shares an array job runs.
+``models_to_run`` says which models a sweep runs (named, listed in a file, the default, a shard's share),
+``sweep_jobs`` makes their jobs, and ``run_sweep`` runs the jobs one after another here, or hands them to Ray
+(``ray_executor``); ``shard_of`` cuts a model list into the fixed shares an array job runs.
 """
 from __future__ import annotations
 
@@ -10,9 +11,51 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..choices import EXECUTORS, check_choice, public_model
+from ..choices import DEFAULT_RESAMPLES, EXECUTORS, check_choice, public_model
 from ..errors import FastevalError, InputError
+from ..plan import scoring
 from .job import Job, Outcome, ResultFolders, prepare_out, run_job
+
+
+def _load_model() -> Callable[..., Any]:
+    """The loader of a sweep where its caller names none: ``fasteval.load_model``."""
+    from ...models.loader import load_model
+
+    return load_model
+
+
+def models_to_run(models: Sequence[str] | None = None, models_file: str | Path | None = None,
+                   shard: str | None = None) -> tuple[list[str], int]:
+    """The models a sweep runs and how many were asked for: ``models`` and those of ``models_file`` (one a line,
+    '#' comments), the default model where none is named, the registry's groups expanded (``paper``: its 24),
+    then ``shard``'s share (``shard_of``)."""
+    from ...models.sources.registry import DEFAULT_MODEL, expand_names
+    from ..io import read_models_file
+
+    names = list(models or []) + (read_models_file(Path(models_file)) if models_file else [])
+    names = expand_names(names or [DEFAULT_MODEL])
+    return (names if shard is None else shard_of(names, shard)), len(names)
+
+
+def sweep_needs(models: Sequence[str], dtype: str = "fp32") -> list[Any]:
+    """What each model of a sweep needs of this machine, known before any download (``fasteval sweep --dry-run``:
+    ``models.sources.needs.Needs`` a model)."""
+    from ...models.sources.needs import needs_of
+
+    return [needs_of(name, dtype) for name in models]
+
+
+def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *, exams: Any = None,
+               metric: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
+               bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
+    """One job a model, each with its own copy of the load ``options`` (a served model's client options
+    included) and one scoring, validated before any job runs (a bad protocol file or exam selection fails here,
+    before anything is written)."""
+    import copy
+
+    chosen = scoring(exams=exams, metric=metric, protocol=protocol, normalize_quantities=normalize_quantities,
+                     bootstrap=bootstrap)
+    return [Job(name, copy.deepcopy(options or {}), scoring=chosen) for name in models]
 
 
 def shard_of(models: Sequence[str], shard: str) -> list[str]:
@@ -32,19 +75,26 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
     return [m for k, m in enumerate(models) if k % count == index]
 
 
-def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any], overwrite: str = "only-missing",
-              cache_root: Path | bool | None = None, keep_going: bool = True,
+def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None = None,
+              overwrite: str = "only-missing", cache_root: Path | bool | None = None, keep_going: bool = True,
               on_model: Callable[[Outcome], None] | None = None,
               on_step: Callable[[str], None] | None = None, executor: str = "local",
-              address: str | None = None, memory_of: Callable[[Job], int | None] | None = None) -> list[Outcome]:
+              address: str | None = None, memory_of: Callable[[Job], int | None] | None = None,
+              on_request: Callable[[int, int], None] | None = None) -> list[Outcome]:
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
     Ray task per model, ``address`` naming the cluster; ``ray_executor.py``). ``cache_root``: the embedding cache's
     root, by one rule (``job.cache_folder``): None is FASTEVAL_HOME (on Ray each node's own), False no cache, a path
     that path. ``on_model`` is called as each model finishes,
-    ``on_step`` (local only) before each step of a model; ``memory_of(job)`` (Ray only) the memory a job's model
-    needs, which its task asks of Ray."""
+    ``on_step`` (local only) before each step of a model, ``on_request(done, total)`` (local only) as a served
+    model's requests come back (its texts embedded so far); ``memory_of(job)`` (Ray only) the memory a job's model
+    needs, which its task asks of Ray. ``loader``: what makes a job's encoder (default ``load_model``; on Ray a
+    module-level function)."""
     check_choice(executor, EXECUTORS, "executor", "--executor")
+    loader = loader if loader is not None else _load_model()
+    if on_request is not None and executor == "local":  # a callback does not travel to Ray workers
+        for job in jobs:
+            job.options.setdefault("served", {})["progress"] = on_request
     if executor == "ray":
         from .ray_executor import run_sweep_ray
 

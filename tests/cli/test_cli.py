@@ -38,7 +38,7 @@ def test_version_names_fasteval_python_and_the_onnxruntime_build():
                                                                         metadata.distributions()})
     assert second == (f"onnxruntime: {build} {metadata.version(build)}; providers built in: "
                       + ", ".join(onnxruntime.get_available_providers()))
-    from fasteval.models.gpu import driver_version
+    from fasteval.models.onnx.gpu import driver_version
 
     cuda = getattr(onnxruntime.capi.build_and_package_info, "cuda_version", None)
     assert third.startswith(f"GPU: NVIDIA driver {driver_version() or 'not found'}; onnxruntime built for "
@@ -188,7 +188,7 @@ def test_the_small_edges_of_the_fault_round(tmp_path, tiny_st_folder):
     import shutil
     import unicodedata
 
-    from fasteval.cli.drift_output import pair_text
+    from fasteval.core.report.drift import pair_text
     from fasteval.core.choices import did_you_mean
     from fasteval.core.errors import cut
 

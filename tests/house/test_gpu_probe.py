@@ -1,4 +1,4 @@
-"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.gpu.readiness), run here against a
+"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.onnx.gpu.readiness), run here against a
 stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA libraries
 (copies of libm under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session
 code, so a renamed parameter fails this test, not a GPU run (the probe once called load_model(quiet=True) after
@@ -144,7 +144,7 @@ def test_the_probe_graph_is_what_onnx_builds():
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
-    from fasteval.models.gpu import TINY_GRAPH
+    from fasteval.models.onnx.gpu import TINY_GRAPH
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])

@@ -41,8 +41,8 @@ def st_encode(folder, texts, **kwargs):
 
 
 def onnx_encoder(export_folder, prompt=None):
-    from fasteval.models.encoder import OnnxEncoder
-    from fasteval.models.export import load_export
+    from fasteval.models.onnx.encoder import OnnxEncoder
+    from fasteval.models.onnx.export import load_export
 
     return OnnxEncoder(load_export(export_folder), provider="cpu", prompt=prompt)
 

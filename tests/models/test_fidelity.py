@@ -212,7 +212,7 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
 
 
 def test_the_gpus_sentence_head_gives_every_exam1_cell_on_the_cpu(real_model, both_results):
-    """The GPU path's graph (pooling and Normalize appended, models/head.py), run on the CPU, gives every Exam 1
+    """The GPU path's graph (pooling and Normalize appended, models/onnx/head.py), run on the CPU, gives every Exam 1
     cell of the paper's run: what the GPU run then holds the GPU to, cell by cell."""
     from fasteval import evaluate
     from fasteval.models.loader import load_model

@@ -1,7 +1,8 @@
-"""The sentence head in the graph (models/head.py, what the GPU runs) against the numpy head (models/pooling.py and
-normalize_rows, the reference every CPU result is keyed by): every pooling mode alone and concatenated, every Dense
-activation, Normalize, any mask (left and right padding, holes, all-padding rows), NaN in a padded position, both
-forms of the Reduce ops' axes (opset 13 and 18). The graph under the head is an identity, so the head alone is held."""
+"""The sentence head in the graph (models/onnx/head.py, what the GPU runs) against the numpy head
+(models/onnx/pooling.py and normalize_rows, the reference every CPU result is keyed by): every pooling mode alone and
+concatenated, every Dense activation, Normalize, any mask (left and right padding, holes, all-padding rows), NaN in a
+padded position, both forms of the Reduce ops' axes (opset 13 and 18). The graph under the head is an identity, so the
+head alone is held."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fasteval.core.embeddings import normalize_rows
-from fasteval.models.folder import POOLING_MODES, DenseLayer, ModelFolder, PoolingConfig
-from fasteval.models.head import POOLED_OUTPUT, POOLING_MASK, pooled_graph
-from fasteval.models.pooling import dense, pool
+from fasteval.models.sources.folder import POOLING_MODES, DenseLayer, ModelFolder, PoolingConfig
+from fasteval.models.onnx.head import POOLED_OUTPUT, POOLING_MASK, pooled_graph
+from fasteval.models.onnx.pooling import dense, pool
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -150,7 +151,7 @@ def test_external_weights_are_found_beside_the_graph(tiny_encoder, tmp_path):
     its session finds the weights in model.onnx's folder."""
     import shutil
 
-    from fasteval.models.folder import load_folder
+    from fasteval.models.sources.folder import load_folder
     from fasteval.models.loader import load_model
 
     copy = tmp_path / "external"
@@ -169,8 +170,8 @@ def test_external_weights_are_found_beside_the_graph(tiny_encoder, tmp_path):
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_a_prompt_left_out_of_the_pooling_is_left_out_in_the_graph(tiny_encoder, tmp_path, padding_side):
     """include_prompt=False: the prompt's tokens leave the pooling through pooling_mask, with either padding side."""
-    from fasteval.models.encoder import OnnxEncoder
-    from fasteval.models.export import load_export
+    from fasteval.models.onnx.encoder import OnnxEncoder
+    from fasteval.models.onnx.export import load_export
     from tiny_models import variant
 
     edits = {"1_Pooling/config.json": {"include_prompt": False}}

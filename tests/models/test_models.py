@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from fasteval.core.errors import ModelError
-from fasteval.models.folder import PoolingConfig, content_hash, load_folder, parse_pooling
-from fasteval.models.pooling import pool
+from fasteval.models.sources.folder import PoolingConfig, content_hash, load_folder, parse_pooling
+from fasteval.models.onnx.pooling import pool
 
 from fakes import one_line_error
 
@@ -86,7 +86,7 @@ def test_content_hash_changes_with_content_and_is_remembered(tmp_path, monkeypat
     import json
     import os
 
-    from fasteval.models import folder as F
+    from fasteval.models.sources import folder as F
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     folder = tmp_path / "m"
@@ -140,7 +140,7 @@ def test_encoder_batching_and_order(tiny_encoder):
 
 
 def test_export_is_cached(tiny_st_folder, tiny_encoder, fasteval_home):
-    from fasteval.models.export import export
+    from fasteval.models.onnx.export import export
 
     first = export(load_folder(tiny_st_folder), fasteval_home)
     again = export(load_folder(tiny_st_folder), fasteval_home)
@@ -153,7 +153,7 @@ def test_export_is_cached(tiny_st_folder, tiny_encoder, fasteval_home):
 
 def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
     pytest.importorskip("optimum.exporters.onnx")
-    from fasteval.models.export import export
+    from fasteval.models.onnx.export import export
 
     bad = tmp_path / "bad-arch"
     shutil.copytree(tiny_st_folder, bad)
@@ -218,7 +218,7 @@ def test_int8_is_onnxruntimes_dynamic_quantization_cached_with_its_own_key(tiny_
                                                                           fasteval_home, monkeypatch):
     import onnx
 
-    from fasteval.models import export as export_module
+    from fasteval.models.onnx import export as export_module
     from fasteval import drift as drift_of
     from fasteval.models.loader import load_model
 
@@ -247,7 +247,7 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     import onnx
     from onnx import numpy_helper
 
-    from fasteval.models import export as export_module
+    from fasteval.models.onnx import export as export_module
     from fasteval.models.loader import load_model
 
     int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fasteval.core.errors import ModelError
-from fasteval.models.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, GIB, folder_params, machine_memory, needs_of
+from fasteval.models.sources.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, GIB, folder_params, machine_memory, needs_of
 
 from fakes import run_cli
 

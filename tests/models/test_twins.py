@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fasteval.core.embeddings import normalize_rows
-from fasteval.models.registry import find_spec
+from fasteval.models.sources.registry import find_spec
 
 from tiny_models import make_tiny_folder, torch_single_thread
 
@@ -47,7 +47,7 @@ def test_the_twin_embeds_like_sentence_transformers(name, tmp_path, fasteval_hom
     alone = normalize_rows(np.stack([encoder.encode([t])[0] for t in TEXTS]))
     assert np.abs(alone - ours).max() < 1e-4, "a row's padding does not change it"
     head = load_model(str(folder), provider="cpu")
-    head.graph_head = True  # the GPU's sentence head (models/head.py), run on the CPU
+    head.graph_head = True  # the GPU's sentence head (models/onnx/head.py), run on the CPU
     np.testing.assert_allclose(head.encode(TEXTS), encoder.encode(TEXTS), rtol=1e-5, atol=1e-6)
     assert head.graph_head and head.info == encoder.info
     half = load_model(str(folder), provider="cpu", dtype="fp16")  # the transformer optimizer's fp16, this family

@@ -48,7 +48,7 @@ def st_model(folder):
 
 # --- registry --------------------------------------------------------------------------------------------------
 def test_registry_is_the_papers_24():
-    from fasteval.models.registry import BATCHES, REGISTRY, find_spec
+    from fasteval.models.sources.registry import BATCHES, REGISTRY, find_spec
 
     specs = list(REGISTRY.values())
     assert [s.model_id for s in specs] == PAPER_MODEL_IDS
@@ -76,7 +76,7 @@ def test_models_command_lists_the_24(tmp_path):
 
 
 # --- the Hugging Face Hub, over HTTP (tests/hubserver.py on 127.0.0.1; HF_ENDPOINT points at it) ------------------
-FETCH = ("import sys\nfrom fasteval.core.errors import FastevalError\nfrom fasteval.models.registry import "
+FETCH = ("import sys\nfrom fasteval.core.errors import FastevalError\nfrom fasteval.models.sources.registry import "
          "source_folder\ntry:\n    print(source_folder(sys.argv[1])[1])\nexcept FastevalError as err:\n"
          "    print('ERROR', type(err).__name__, err)\n")
 
@@ -102,7 +102,7 @@ def fetch(name: str, endpoint: str, home: Path, **env) -> str:
 
 
 def test_hub_fetches_a_hugging_face_id_once(repo, tmp_path):
-    from fasteval.models.folder import load_folder
+    from fasteval.models.sources.folder import load_folder
 
     home = tmp_path / "home"
     with HubServer({"acme/tiny-bert": repo}) as hub:
@@ -256,8 +256,8 @@ def test_other_poolings_with_prompt_excluded(mode, prompt_folders, tmp_path):
 
 
 def test_max_seq_length_from_sentence_bert_config_first(tiny_st_folder, tiny_encoder, tmp_path):
-    from fasteval.models.encoder import OnnxEncoder
-    from fasteval.models.folder import load_folder
+    from fasteval.models.onnx.encoder import OnnxEncoder
+    from fasteval.models.sources.folder import load_folder
 
     edit = {"sentence_bert_config.json": {"max_seq_length": 6}, "tokenizer_config.json": {"model_max_length": 40}}
     src = variant(tiny_st_folder, tmp_path / "src", edit)
@@ -277,8 +277,8 @@ def test_cls_and_last_token_on_left_padding_match_sentence_transformers():
     import torch
     from sentence_transformers.sentence_transformer.modules import Pooling
 
-    from fasteval.models.folder import PoolingConfig
-    from fasteval.models.pooling import pool
+    from fasteval.models.sources.folder import PoolingConfig
+    from fasteval.models.onnx.pooling import pool
 
     rng = np.random.default_rng(1)
     tokens = rng.normal(size=(4, 6, 5)).astype(np.float32)
@@ -316,8 +316,8 @@ def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path
 
 def test_failed_or_interrupted_export_leaves_nothing(tiny_st_folder, tmp_path, monkeypatch):
     pytest.importorskip("optimum.exporters.onnx")
-    from fasteval.models import export as export_module
-    from fasteval.models.folder import load_folder
+    from fasteval.models.onnx import export as export_module
+    from fasteval.models.sources.folder import load_folder
 
     folder = load_folder(tiny_st_folder)
     from fasteval.core.errors import OutputError
@@ -346,7 +346,7 @@ def test_fp16_is_the_transformer_optimizers_made_here_from_the_fp32_export(tiny_
     from onnx import TensorProto
 
     from fasteval import drift as drift_of
-    from fasteval.models import export as export_module
+    from fasteval.models.onnx import export as export_module
     from fasteval.models.loader import load_model
 
     fp16 = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")

@@ -127,7 +127,7 @@ def test_an_encoder_against_itself_conforms():
 def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, colliding):
     """The group that probes the failure drifts, and one that does not probe it stays put (so it is that
     failure, not noise, that the report names)."""
-    from fasteval.cli.drift_output import drift_text
+    from fasteval.core.report.drift import drift_text
 
     report = run(broken)
     assert report.verdict == "drifts"
@@ -252,7 +252,7 @@ def test_an_unexpected_fault_in_drift_exits_2_not_1(monkeypatch, tiny_st_folder)
 def test_the_report_shows_drift_reports_under_the_results_folder(tmp_path):
     from fasteval.core.io import write_result_folder
     from fasteval.core.report.build import build_report
-    from fasteval.cli.drift_output import drift_files
+    from fasteval.core.report.drift import drift_files
     from fasteval.core.runs.job import Job
     from fasteval.core.runs.sweep import run_sweep
 
@@ -274,7 +274,7 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     """drift's first line is short (verdict, reasons, exit code), each reason on its own line below; a llama.cpp
     candidate (its /models entry carries meta) whose known groups drifted gets the --accept that gates the rest,
     another candidate no hint, and once accepted no hint either."""
-    from fasteval.cli.drift_output import drift_text
+    from fasteval.core.report.drift import drift_text
 
     report = run(ChangesHangul(), invariance=False)
     assert report.verdict == "drifts" and list(report.drifted_groups) == ["scripts"]
@@ -311,7 +311,7 @@ def test_a_receipt_is_checked_whole_before_it_is_trusted(tiny_st_folder, fasteva
     import zipfile
 
     from fasteval.core.errors import InputError
-    from fasteval.models.receipt import ReceiptEncoder
+    from fasteval.models.adapters.receipt import ReceiptEncoder
 
     env = {"FASTEVAL_HOME": str(fasteval_home)}
     common = ["--provider", "cpu", "--bootstrap", "0", "-q", "--no-invariance"]

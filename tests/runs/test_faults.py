@@ -79,7 +79,7 @@ def test_an_unusable_cache_folder_is_named(tmp_path):
 
 
 def test_a_zip_member_never_lands_outside_its_folder(tmp_path):
-    from fasteval.models.sources import _extract_prefix
+    from fasteval.models.sources.fetch import _extract_prefix
 
     archive = tmp_path / "evil.zip"
     outside = tmp_path / "outside.txt"
@@ -189,7 +189,7 @@ def test_a_kill_between_the_two_renames_of_overwrite_always_recovers_the_newest(
 def test_staging_left_in_the_cache_by_a_killed_export_is_cleaned(tmp_path, monkeypatch):
     import socket
 
-    from fasteval.models.home import usable_home
+    from fasteval.models.sources.home import usable_home
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     stale = tmp_path / "home" / "onnx" / f".tiny.staging-{socket.gethostname()}-{_dead_pid()}-x"
@@ -315,7 +315,7 @@ def test_unreadable_dense_weights_and_refused_pickles_are_one_line(tmp_path):
     import numpy as np
 
     from fasteval.core.errors import ModelError
-    from fasteval.models.export import _dense_to_npz, _safe_torch_load
+    from fasteval.models.onnx.export import _dense_to_npz, _safe_torch_load
 
     layer = tmp_path / "2_Dense"
     layer.mkdir()
@@ -327,7 +327,7 @@ def test_unreadable_dense_weights_and_refused_pickles_are_one_line(tmp_path):
         _dense_to_npz(layer, tmp_path / "out" / "dense.npz")
     with pytest.raises(ModelError, match="will not load .* safely"):
         _safe_torch_load(layer / "pytorch_model.bin")
-    from fasteval.models.folder import DenseLayer, ModelFolder, PoolingConfig
+    from fasteval.models.sources.folder import DenseLayer, ModelFolder, PoolingConfig
 
     (tmp_path / "2_Dense" / "dense.npz").mkdir()  # a folder where the weights belong
     folder = ModelFolder(tmp_path, tmp_path, tmp_path / "tokenizer.json", None, PoolingConfig(), True, 8)
@@ -345,8 +345,8 @@ def test_a_full_disk_during_export_says_so(tiny_st_folder, tmp_path, monkeypatch
     import optimum.exporters.onnx
 
     from fasteval.core.errors import OutputError
-    from fasteval.models.export import export
-    from fasteval.models.folder import load_folder
+    from fasteval.models.onnx.export import export
+    from fasteval.models.sources.folder import load_folder
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

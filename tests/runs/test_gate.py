@@ -319,8 +319,8 @@ def test_a_folder_at_a_cache_entrys_path_is_left_alone_and_the_run_goes_on(tmp_p
 
 
 def test_a_file_at_a_cached_exports_path_is_rebuilt(tiny_st_folder, tmp_path, monkeypatch):
-    from fasteval.models import export as export_module
-    from fasteval.models.folder import content_hash, load_folder
+    from fasteval.models.onnx import export as export_module
+    from fasteval.models.sources.folder import content_hash, load_folder
 
     home = tmp_path / "home"
     dest = export_module.export_dir(home, content_hash(tiny_st_folder), "fp32")

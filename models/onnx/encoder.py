@@ -12,11 +12,11 @@ from functools import cached_property
 
 import numpy as np
 
-from ..core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PACKING, PROVIDERS, check_choice
-from ..core.errors import ModelError
-from .folder import ModelFolder
+from ...core.choices import BATCH_ORDERS, BATCHINGS, PACKED_BATCH_TOKENS, PACKING, PROVIDERS, check_choice
+from ...core.errors import ModelError
+from ..sources.folder import ModelFolder
 from .gpu import open_session, planned_provider
-from ..core.embeddings import normalize_rows
+from ...core.embeddings import normalize_rows
 from .head import POOLED_OUTPUT, POOLING_MASK, pooled_graph, token_output
 from .pooling import dense, pool
 
@@ -85,7 +85,7 @@ class OnnxEncoder:
 
     def _open(self):
         """(session, provider, head in the graph). On the GPU the session runs the graph with the sentence head
-        (models/head.py: only batch x dimension comes back); on the CPU the plain graph, pooled in numpy (the
+        (models/onnx/head.py: only batch x dimension comes back); on the CPU the plain graph, pooled in numpy (the
         reference every CPU result is keyed by). A head session that fell back to the CPU is opened again plain,
         so that a result keyed "cpu" is always numpy's pooling, unless ``graph_head`` was set on purpose."""
         onnx_file = self.folder.onnx_file

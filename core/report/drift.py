@@ -1,9 +1,12 @@
 """What a drift report becomes for a person and for CI: the terminal's text, the files of `--out`, JUnit XML, the
-several-candidate table, and the exit code (``fasteval drift``)."""
+several-candidate table, and the exit code (``fasteval drift``). ``check_outputs`` refuses, before a model is
+loaded, what ``write_outputs`` could not write."""
 from __future__ import annotations
 
-from ..core.errors import cut
-from ..core.results.drift import INVARIANCE_MIN, DriftReport
+from pathlib import Path
+
+from ..errors import cut
+from ..results.drift import INVARIANCE_MIN, DriftReport
 
 
 def drift_text(report: DriftReport) -> str:
@@ -92,7 +95,7 @@ def pair_text(a: str, b: str) -> str:
 def hint_lines(report: DriftReport) -> list[str]:
     """For a candidate of a kind of server known to differ on some groups (llama.cpp: scripts, length), the
     --accept that gates the rest, when those groups drifted and are not accepted yet."""
-    from ..core.runs.drift.identity import known_differences
+    from ..runs.drift.identity import known_differences
 
     pending = [g for g in report.drifted_groups if g not in report.accepted]
     kind, known = known_differences(report.identity.get("candidate", {}), pending)
@@ -105,7 +108,7 @@ def hint_lines(report: DriftReport) -> list[str]:
 
 def drift_files(report: DriftReport) -> dict[str, str]:
     """drift.json, drift_groups.csv and drift_worst.csv of a result folder."""
-    from ..core.io import csv_text, dumps
+    from ..io import csv_text, dumps
 
     data = report.to_json()
     groups = [{"group": k, **v} for k, v in data["groups"].items()]
@@ -249,7 +252,7 @@ def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str,
     """What a drift of one or several candidates shows: (its JSON, its `--out` files, its text). One candidate:
     its report as it is; several: each report, and the table of them all (``ladder``, ``ladder.csv``, one folder
     per candidate)."""
-    from ..core.io import csv_text, dumps
+    from ..io import csv_text, dumps
 
     if len(reports) == 1:
         return reports[0].to_json(), drift_files(reports[0]), drift_text(reports[0])
@@ -259,3 +262,39 @@ def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str,
     files["ladder.csv"] = csv_text(rows, LADDER_COLUMNS)
     text = "\n\n".join(drift_text(r) for r in reports) + "\n\n" + ladder_text(rows, reference)
     return {"reference": reference, "candidates": [r.to_json() for r in reports], "ladder": rows}, files, text
+
+
+def output_marker(candidates: int) -> str:
+    """The file an earlier drift output of this kind holds (what lets ``--out`` replace it): one candidate's
+    drift.json, several candidates' ladder.csv."""
+    return "drift.json" if candidates <= 1 else "ladder.csv"
+
+
+def check_outputs(candidates: int, out: str | Path | None = None, junit: str | Path | None = None) -> None:
+    """Where a drift of ``candidates`` candidates writes, checked before any work is done: ``out`` a folder that is
+    new, empty or an earlier drift output; ``junit`` a file in a writable folder. OutputError or InputError."""
+    from ..errors import InputError
+    from ..io import check_output_folder, check_writable
+
+    if out is not None:
+        check_output_folder(Path(out), "the drift report", output_marker(candidates))
+    if junit is not None:
+        if Path(junit).expanduser().is_dir():
+            raise InputError(f"--junit {junit} is a folder; it takes the file to write.",
+                             f"pass a file name, such as --junit {Path(junit) / 'drift.xml'}.")
+        check_writable(Path(junit).expanduser().parent, "the folder of --junit",
+                       "pass --junit FILE in a folder you can write.")
+
+
+def write_outputs(reports: list[DriftReport], reference: str, out: str | Path | None = None,
+                  junit: str | Path | None = None) -> tuple[dict, str]:
+    """``outputs`` of ``reports``, with the `--out` folder and the JUnit file written (atomically) where asked:
+    (the JSON, the text)."""
+    from ..io import atomic_write, write_output_folder
+
+    data, files, text = outputs(reports, reference)
+    if junit is not None:
+        atomic_write(Path(junit), drift_junit(reports))
+    if out is not None:
+        write_output_folder(Path(out), files, what="the drift report", marker=output_marker(len(reports)))
+    return data, text

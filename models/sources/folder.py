@@ -19,7 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core.errors import ModelError, first_line
+from ...core.errors import ModelError, first_line
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                 "pytorch_model.bin.index.json")
@@ -261,7 +261,7 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
     except FileNotFoundError:
         memo = {}
     except (OSError, ValueError) as err:  # derived data: rebuilt from the files themselves
-        from ..core.errors import warn_rebuilt
+        from ...core.errors import warn_rebuilt
 
         warn_rebuilt("hash memo", memo_path, err)
         memo = {}
@@ -274,7 +274,7 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
     value = compute()
     memo[key] = {"signature": signature, "sha256": value, "hashed_at_ns": hashed_at}
     try:
-        from ..core.io import atomic_write
+        from ...core.io import atomic_write
 
         atomic_write(memo_path, json.dumps(memo))
     except OSError:

@@ -15,10 +15,10 @@ import time
 from typing import Any
 from pathlib import Path
 
-from ..core.choices import DTYPES, check_choice
-from ..core.errors import ModelError, OutputError, first_line, warn_rebuilt
-from ..core.io import _test_hook, staged_folder
-from .folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
+from ...core.choices import DTYPES, check_choice
+from ...core.errors import ModelError, OutputError, first_line, warn_rebuilt
+from ...core.io import _test_hook, staged_folder
+from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _exporter(folder: ModelFolder):
     except ImportError as err:
         from importlib import metadata
 
-        from . import installed_version as version
+        from .. import installed_version as version
 
         missing = [name for name in ("optimum-onnx", "torch") if version(name) is None]
         if missing:

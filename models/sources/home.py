@@ -5,7 +5,7 @@ import logging
 import os
 from pathlib import Path
 
-from ..core.io import fasteval_home  # noqa: F401 (the cache root is core/io's: the runs read it too)
+from ...core.io import fasteval_home  # noqa: F401 (the cache root is core/io's: the runs read it too)
 
 log = logging.getLogger(__name__)
 
@@ -15,7 +15,7 @@ def usable_home() -> Path:
     writes left there (a dead owner's staging). A read-only one that exists is used as it is: what it already
     holds (a download, an export, embeddings) gives results, and only what it lacks fails, where it would be
     written. OutputError naming FASTEVAL_HOME when it is neither (not a folder, cannot be created)."""
-    from ..core.io import HOME_FIX, check_writable, clean_stale
+    from ...core.io import HOME_FIX, check_writable, clean_stale
 
     home = fasteval_home()
     if home.is_dir() and not os.access(home, os.W_OK | os.X_OK):

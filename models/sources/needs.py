@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ModelError
+from ...core.errors import ModelError
 
 EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
 BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # as a session holds them (int8: budgeted as fp32)
@@ -131,8 +131,8 @@ def folder_params(folder: Path) -> int | None:
 def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs:
     """What ``name`` (a registry name, a model folder, a Hugging Face id or a served URL) needs here, from the
     registry and whatever is already on this machine; nothing is downloaded."""
-    from ..core.choices import is_url, public_model
-    from .export import export_dir
+    from ...core.choices import is_url, public_model
+    from ..onnx.export import export_dir
     from .folder import content_hash
     from .registry import cache_folder, fasteval_home, find_spec
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .folder import DenseLayer, PoolingConfig
+from ..sources.folder import DenseLayer, PoolingConfig
 
 COUNT_EPS = 1e-9  # the floor of a mean's token count (an all-padding row gives 0), as sentence-transformers
 PADDING_FOR_MAX = -1e9  # what padding becomes before the max, as sentence-transformers
@@ -69,7 +69,7 @@ def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig) -> np.ndar
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
-# The Dense activations supported: in numpy, and as the ONNX op of the graph head (models/head.py; None: none).
+# The Dense activations supported: in numpy, and as the ONNX op of the graph head (models/onnx/head.py; None: none).
 ACTIVATIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str | None]] = {
     "Identity": (lambda x: x, None),
     "Tanh": (np.tanh, "Tanh"),
@@ -83,7 +83,7 @@ def activation_of(layer: DenseLayer) -> str:
     supported."""
     name = layer.activation.rsplit(".", 1)[-1]
     if name not in ACTIVATIONS:
-        from ..core.errors import ModelError
+        from ...core.errors import ModelError
         raise ModelError(f"Dense activation {layer.activation} is not supported.",
                          f"use one of {', '.join(ACTIVATIONS)}.")
     return name
