@@ -14,6 +14,20 @@ from dataclasses import dataclass, field
 
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def real_servers():
+    """tests/servers.py, the one helper that starts the real embedding servers (infinity, llama.cpp's server, vLLM)
+    on 127.0.0.1 for the tests and the benchmarks, loaded by its path: no folder of tests/ goes on sys.path, so
+    nothing else of the tests is importable here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fasteval_real_servers", ROOT / "tests" / "servers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass
@@ -88,9 +102,10 @@ def fasteval_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-c", "from fasteval.cli.main import main; main()"]
 
 
-def run_wall(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def run_wall(cmd: list[str], env: dict[str, str] | None = None,
+             cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")

@@ -1,6 +1,6 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
-    .venv/bin/python benchmarks/run.py [--quick]
+    .venv/bin/python -m benchmarks [--quick]
         [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,served,drift]
         [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
@@ -11,10 +11,10 @@ the same numbers. Not part of the test run. The full run takes a few minutes on 
 --quick fewer runs and smaller inputs.
 
 Sections:
-- e2e: `fasteval sweep` (all three exams) against benchmarks/reference_impl.py (sentence-transformers,
+- e2e: `fasteval sweep` (all three exams) against benchmarks/reference/sweep.py (sentence-transformers,
   scipy, RapidFuzz, scikit-learn), each in a cold process, same model, no embedding cache;
 - encode: the ONNX encoder against sentence-transformers (torch) on the same strings and threads;
-- gpu: the GPU path (benchmarks/gpu.sh): throughput over batch sizes 32-1024 in fp32 and fp16 against
+- gpu: the GPU path (benchmarks/gpu/run.sh): throughput over batch sizes 32-1024 in fp32 and fp16 against
   sentence-transformers on the same device, the share of the device's GEMM rate, and fp16's drift against fp32;
 - kernels: Kendall tau-b (many short rows; one long list), Levenshtein, the ridge probe, similarity;
 - scale: a dense grid (1,000 values per range, all pairs), time and peak memory in child processes;
@@ -31,9 +31,11 @@ Sections:
 - memory: the peak resident memory of a 560M-parameter model through the door (export, then session; and from
   the cached export), against its weights.
 
-One module per section (e2e.py, encode.py, gpu_bench.py, kernels_bench.py, scale.py, startup.py, statistics_bench.py,
-check_bench.py, int8.py, served.py, drift_bench.py, parity.py, evaluator_bench.py, memory_bench.py), the shared
-harness (harness.py) and the Markdown writer (results_md.py).
+The room: `__main__.py` (this entry: `python -m benchmarks`), `run.py` (the run), `sections/` (one module a
+section, `bench_<name>`), `harness.py` (what sections share: the line, alternate timing, the context, the real
+servers of tests/servers.py), `report.py` (RESULTS.md and results.json), `reference/sweep.py` (the reference
+implementation e2e times), `gpu/` (the GPU run: `run.sh`, its probe, the kit for an offline GPU machine;
+GPU-RUN.md).
 """
 from __future__ import annotations
 
@@ -46,32 +48,18 @@ import traceback
 from dataclasses import asdict
 from pathlib import Path
 
-from check_bench import bench_check
-from drift_bench import bench_drift
-from parity import bench_parity
-from e2e import bench_e2e
-from evaluator_bench import bench_evaluator
-from encode import bench_encode
-from gpu_bench import bench_gpu, device_facts
-from harness import HERE, Line, load1, prepare
-from int8 import bench_int8
-from kernels_bench import bench_kernels  # not kernels.py: transformers 5 imports a package named kernels
-from memory_bench import bench_memory
-from results_md import SECTIONS, fmt_ratio, fmt_s, write_results
-from scale import bench_scale
-from served import bench_served
-from startup import bench_startup
-from statistics_bench import bench_statistics
-
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "gpu")  # gpu: benchmarks/gpu.sh and the kit's dry run
+from .harness import HERE, Line, load1, prepare
+from .report import fmt_ratio, fmt_s, kept_lines, write_results
+from .sections import DEFAULT_SECTIONS, SECTIONS, runner
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="fasteval against its peers (writes benchmarks/RESULTS.md).")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description="fasteval against its peers (writes benchmarks/RESULTS.md).")
     parser.add_argument("--quick", action="store_true", help="fewer runs and smaller inputs (a minute or two)")
     parser.add_argument("--only", default=",".join(DEFAULT_SECTIONS),
                         help=f"sections, comma-separated: {', '.join(SECTIONS)} (default: all but gpu, which "
-                        "benchmarks/gpu.sh runs)")
+                        "benchmarks/gpu/run.sh runs)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="registry name or model folder")
     parser.add_argument("--provider", default="cpu", choices=("cpu", "cuda"), help="fasteval's execution provider")
     parser.add_argument("--results", default=str(HERE / "RESULTS.md"), help="Markdown report to (re)write")
@@ -86,24 +74,20 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     load_before = load1()
     ctx = prepare(args)
-    runners = {"e2e": bench_e2e, "encode": bench_encode, "gpu": bench_gpu, "kernels": bench_kernels,
-               "scale": bench_scale, "startup": bench_startup, "statistics": bench_statistics, "check": bench_check,
-               "int8": bench_int8, "served": bench_served, "drift": bench_drift, "parity": bench_parity,
-               "evaluator": bench_evaluator, "memory": bench_memory}
     lines: list[Line] = []
     failed: list[str] = []
     try:
         for section in chosen:
             print(f"{section} (load {load1()})", file=sys.stderr)
             try:
-                lines += runners[section](ctx)
+                lines += runner(section)(ctx)
             except Exception as err:  # noqa: BLE001 - report and go on with the other sections
                 traceback.print_exc()
                 failed.append(section)
                 lines.append(Line(section, f"{section} failed: {type(err).__name__}: {str(err)[:300]}", None, None, ""))
     finally:
         shutil.rmtree(ctx.tmp, ignore_errors=True)
-    meta = {"command": "python benchmarks/run.py" + (" --quick" if args.quick else "")
+    meta = {"command": "python -m benchmarks" + (" --quick" if args.quick else "")
                        + (f" --only {args.only}" if set(chosen) != set(DEFAULT_SECTIONS) else "")
                        + (f" --provider {args.provider}" if args.provider != "cpu" else ""),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
@@ -111,6 +95,8 @@ def main(argv=None) -> int:
             "machine": machine_info(), "model": args.model, "provider": args.provider,
             "peer_device": ctx.peer_device}
     if args.provider == "cuda":
+        from .sections.gpu import device_facts
+
         meta["device"] = device_facts(ctx.peer_device)
     kept = kept_lines(Path(args.json), chosen)
     if kept:  # the sections not run this time stay as the earlier runs measured them, and say when and where
@@ -129,34 +115,3 @@ def main(argv=None) -> int:
     if failed:
         print(f"benchmarks: {len(failed)} section(s) failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
-
-
-def kept_lines(path: Path, chosen: list[str]) -> list[Line]:
-    """The earlier runs' lines of the sections not chosen now (results.json), each remembering its run's date and
-    machine (a line the last run made takes them from that run's meta)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    fields = set(Line.__dataclass_fields__)
-    meta = data.get("meta") or {}
-    machine = _machine_label(meta.get("machine") or {})
-    out = []
-    for row in data.get("lines", []):
-        if row.get("section") in SECTIONS and row["section"] not in chosen:
-            line = Line(**{k: v for k, v in row.items() if k in fields})
-            detail = dict(line.detail or {})
-            made_last = "_date" not in detail
-            detail["_date"] = detail.get("_date") or meta.get("date", "?")
-            detail["_machine"] = detail.get("_machine") or (machine if made_last else "machine not recorded")
-            line.detail = detail
-            out.append(line)
-    return out
-
-
-def _machine_label(m: dict) -> str:
-    return f"{m.get('cpu', '?')} ({', '.join(m.get('simd') or [])})" if m else "machine not recorded"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,7 +7,7 @@ system or from the nvidia-* wheels of ``pip install 'fasteval[gpu]'``, wherever 
 When a session asked for CUDA falls back to the CPU, onnxruntime only logs; ``cuda_problem`` names the cause.
 ``open_session`` is where every onnxruntime session starts, on the GPU when it is asked for and usable, else the
 CPU (``planned_provider`` says which without starting one); ``readiness`` opens one on the GPU (on a graph of one
-node): what ``fasteval --version`` says of the GPU, and what ``benchmarks/gpu.sh`` asks before a GPU run.
+node): what ``fasteval --version`` says of the GPU, and what ``benchmarks/gpu/run.sh`` asks before a GPU run.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The GPU kit's parts (benchmarks/gpu_kit.py): a file cut into parts of at most N bytes, each with its sha256,
+"""The GPU kit's parts (benchmarks/gpu/kit.py): a file cut into parts of at most N bytes, each with its sha256,
 reassembles to the same bytes; a missing, short or altered part, or a manifest of another archive, is one error
 naming it. On a small file, with no download (the real kit is made and dry-run by hand: benchmarks/GPU-RUN.md)."""
 from __future__ import annotations
@@ -6,14 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
+
+import importlib.util
 
 import pytest
 
 from fakes import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_kit  # noqa: E402
+# the kit is a script of its own (run where nothing else of the repository is importable): loaded by its path
+_spec = importlib.util.spec_from_file_location("gpu_kit", ROOT / "benchmarks" / "gpu" / "kit.py")
+assert _spec is not None and _spec.loader is not None
+gpu_kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_kit)
 
 
 @pytest.mark.parametrize("size, part_bytes, parts", [(1000, 300, 4), (900, 300, 3), (0, 300, 1), (5, 300, 1)])
@@ -67,5 +71,5 @@ def test_the_plan_carries_one_part_a_call_and_runs_with_the_last(tmp_path):
     assert lines[1:] == ['  call 1: carry [".gpukit/parts/part-000"]; command: true',
                          '  call 2: carry [".gpukit/parts/part-001"]; command: true',
                          '  call 3: carry [".gpukit/parts/part-002", ".gpukit/parts/MANIFEST.json"]; command: '
-                         "bash benchmarks/gpu_kit_run.sh --quick"]
+                         "bash benchmarks/gpu/kit_run.sh --quick"]
     assert gpu_kit.PART_BYTES <= 60 * 2**20, "a call carries at most 64 MiB, the working tree included"

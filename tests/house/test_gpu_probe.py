@@ -1,5 +1,5 @@
-"""benchmarks/gpu.sh's readiness probe (benchmarks/gpu_probe.py, fasteval.models.onnx.gpu.readiness), run here against a
-stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA libraries
+"""benchmarks/gpu/run.sh's readiness probe (benchmarks/gpu/probe.py, fasteval.models.onnx.gpu.readiness), run here
+against a stand-in for onnxruntime that lists the CUDA provider and stand-ins for the NVIDIA driver and CUDA libraries
 (copies of libm under their names, found through LD_LIBRARY_PATH): the probe goes through the encoder's own session
 code, so a renamed parameter fails this test, not a GPU run (the probe once called load_model(quiet=True) after
 `quiet` was gone, and every GPU run "skipped"). A session that falls back to the CPU names the build, the driver
@@ -81,7 +81,7 @@ def machine(tmp_path: Path, libraries: list[str], on_gpu: bool, wheels: tuple[st
 
 
 def probe(env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_probe.py")], capture_output=True,
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu" / "probe.py")], capture_output=True,
                           text=True, env=env, timeout=120)
 
 
@@ -96,8 +96,8 @@ def test_a_session_that_falls_back_names_the_library_and_gpu_sh_exits_1(tmp_path
     assert proc.stdout.startswith("broken: The CUDA execution provider is not usable here: onnxruntime-gpu 1.31.1 "
                                   "is a CUDA 13.0 build on NVIDIA driver"), proc.stdout
     assert f"and {missing} does not load" in proc.stdout and "fasteval[gpu]" in proc.stdout, proc.stdout
-    script = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], capture_output=True, text=True, env=env,
-                            timeout=120)
+    script = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh")], capture_output=True, text=True,
+                            env=env, timeout=120)
     assert script.returncode == 1 and "skipped" not in script.stdout + script.stderr, script.stdout + script.stderr
     assert "CUDA is here but onnxruntime cannot use it" in script.stderr and missing in script.stderr
     version = subprocess.run([sys.executable, "-c", "from fasteval.cli.main import main; main()", "--version"],
@@ -134,8 +134,8 @@ def test_without_a_driver_or_a_gpu_build_it_skips(tmp_path):
     (tmp_path / "lib" / "libcuda.so.1").unlink()
     proc = probe(env)
     assert proc.returncode == 2 and proc.stdout.strip() == "skip: no NVIDIA driver (libcuda.so.1 does not load)"
-    script = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], capture_output=True, text=True, env=env,
-                            timeout=120)
+    script = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh")], capture_output=True, text=True,
+                            env=env, timeout=120)
     assert script.returncode == 0 and "skipped: no NVIDIA driver" in script.stdout
 
 

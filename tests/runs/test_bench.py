@@ -190,7 +190,7 @@ def test_cuda_bench_and_io_binding(tiny_st_folder, fasteval_home, tmp_path):
 
 @pytest.mark.skipif(CUDA, reason="on a GPU machine gpu.sh runs the whole benchmark instead of skipping")
 def test_gpu_script_skips_without_cuda():
-    proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh")], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHON": sys.executable})
     assert proc.returncode == 0, proc.stderr
     assert "skipped:" in proc.stdout
@@ -198,7 +198,7 @@ def test_gpu_script_skips_without_cuda():
 
 # ---------------------------------------------------------------------------------------------- the peer
 def _reference_module():
-    spec = importlib.util.spec_from_file_location("reference_impl", ROOT / "benchmarks" / "reference_impl.py")
+    spec = importlib.util.spec_from_file_location("reference_impl", ROOT / "benchmarks" / "reference" / "sweep.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from harness import Ctx, Line, alternate, max_abs, med
+from ..harness import Ctx, Line, alternate, max_abs, med
 
 
 def bench_kernels(ctx: Ctx) -> list[Line]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from harness import Ctx, Line, alternate, med
+from ..harness import Ctx, Line, alternate, med
 
 STS_PAIRS = 1379
 WORDS = ("the a one two river house engine meter kilogram fast slow red blue measured reading small large city "

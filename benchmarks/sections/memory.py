@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import Ctx, Line
+from ..harness import Ctx, Line
 
 _BUILD = r"""
 import sys, torch

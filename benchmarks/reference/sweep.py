@@ -7,7 +7,7 @@ splits are regenerated here. One liberty over the notebook: an encode call of a 
 (Exam 3 re-embeds Exam 1's cells; two conversion pairs share their A side) is answered from a dict, which
 gives the same vectors and spares the peer the notebook's duplicate work.
 
-    python benchmarks/reference_impl.py MODEL_FOLDER [--json OUT.json] [--device cpu|cuda]
+    python benchmarks/reference/sweep.py MODEL_FOLDER [--json OUT.json] [--device cpu|cuda]
 
 Prints the Table 1 row, the Exam 2 pivot and the Exam 3 means, and writes every number plus per-phase
 timings as JSON.

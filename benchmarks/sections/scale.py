@@ -6,7 +6,7 @@ import resource
 import sys
 import time
 
-from harness import Ctx, Line, max_abs, med, run_wall
+from ..harness import ROOT, Ctx, Line, max_abs, med, run_wall
 
 
 DENSE_RANGES = {"local_0_10": ("linspace", 0, 10), "medium_0_1000": ("linspace", 0, 1000),
@@ -94,7 +94,7 @@ def bench_scale(ctx: Ctx) -> list[Line]:
     for _ in range(runs):
         for impl in res:
             print(f"  scale: {impl}", file=sys.stderr)
-            _, proc = run_wall([sys.executable, __file__, impl, npz], ctx.env())
+            _, proc = run_wall([sys.executable, "-m", "benchmarks.sections.scale", impl, npz], ctx.env(), cwd=ROOT)
             res[impl].append(json.loads(proc.stdout.strip().splitlines()[-1]))
     taus_f = np.load(npz.replace(".npz", ".fasteval.npy"))
     taus_p = np.load(npz.replace(".npz", ".numpy+scipy.npy"))
@@ -109,5 +109,5 @@ def bench_scale(ctx: Ctx) -> list[Line]:
                  {"fasteval": mf, "peer": mp, "fasteval_runs": res["fasteval"], "peer_runs": res["numpy+scipy"]})]
 
 
-if __name__ == "__main__":  # the child process of bench_scale: python scale.py IMPL NPZ
+if __name__ == "__main__":  # the child process of bench_scale: python -m benchmarks.sections.scale IMPL NPZ
     scale_child(*sys.argv[1:3])

@@ -9,14 +9,12 @@ nothing else) over a grid of batch sizes and requests in flight, and fasteval's 
 request, 4 in flight) timed against the grid's best: fasteval should reach 95% of it."""
 from __future__ import annotations
 
-import sys
 
-from harness import HERE, Ctx, Line, alternate, med
+from ..harness import Ctx, Line, alternate, med, real_servers
 
 BARE_BATCHES = (8, 16, 32, 64, 128)
 BARE_IN_FLIGHT = (1, 2, 4)
 
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 
 def bench_served(ctx: Ctx) -> list[Line]:
@@ -24,12 +22,12 @@ def bench_served(ctx: Ctx) -> list[Line]:
 
     from fasteval.core.runs.bench import long_sentences, paper_texts
     from fasteval.models.served import ServedEncoder
-    from servers import SERVED_NAME, start_infinity
+    servers = real_servers()
 
     lines = []
-    with start_infinity(ctx.folder, ctx.tmp, url_prefix="/v1") as url:
+    with servers.start_infinity(ctx.folder, ctx.tmp, url_prefix="/v1") as url:
         root = url[: -len("/v1")]
-        mteb_client = _mteb_wrapper(root, SERVED_NAME)
+        mteb_client = _mteb_wrapper(root, servers.SERVED_NAME)
         runs = 3 if ctx.quick else 5
         for name, texts in (("paper", paper_texts()), ("long", long_sentences(64 if ctx.quick else 256))):
             for concurrency in (1, 4):
@@ -83,25 +81,25 @@ def _server_limit(ctx: Ctx) -> list[Line]:
     from fasteval.core.choices import SERVED_CONCURRENCY
     from fasteval.core.runs.bench import paper_texts
     from fasteval.models.served import DEFAULT_BATCH_SIZE, ServedEncoder
-    from servers import SERVED_NAME, gguf_of, start_infinity, start_llama_server
+    servers = real_servers()
 
     texts = paper_texts()
     lines = []
-    for label, start in (("infinity", lambda: start_infinity(ctx.folder, ctx.tmp, url_prefix="/v1")),
+    for label, start in (("infinity", lambda: servers.start_infinity(ctx.folder, ctx.tmp, url_prefix="/v1")),
                          ("llama.cpp (GGUF f32)",
-                          lambda: start_llama_server(gguf_of(ctx.folder, "f32"), ctx.tmp, parallel=4))):
+                          lambda: servers.start_llama_server(servers.gguf_of(ctx.folder, "f32"), ctx.tmp, parallel=4))):
         with start() as url:
             grid = {}
             for batch in BARE_BATCHES:
                 for in_flight in BARE_IN_FLIGHT:
-                    encode, client = _bare_client(url, SERVED_NAME, batch, in_flight)
+                    encode, client = _bare_client(url, servers.SERVED_NAME, batch, in_flight)
                     encode(texts[:64])  # connections open, the server warm
                     t = time.perf_counter()
                     encode(texts)
                     grid[(batch, in_flight)] = time.perf_counter() - t
                     client.close()
             (batch, in_flight), _ = min(grid.items(), key=lambda kv: kv[1])
-            bare, client = _bare_client(url, SERVED_NAME, batch, in_flight)
+            bare, client = _bare_client(url, servers.SERVED_NAME, batch, in_flight)
             ours = ServedEncoder(url)
             a, b = ours.encode(texts), bare(texts)
             worst = float(np.abs(a / np.linalg.norm(a, axis=1, keepdims=True)

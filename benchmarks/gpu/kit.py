@@ -9,13 +9,13 @@ no network, and takes 64 MiB of carried files a call (the device tool's KINDS.md
 - the default model: its PyPI folder (for sentence-transformers on torch) and its ONNX export (made here on the
   CPU), as a FASTEVAL_HOME, so that nothing is downloaded or exported there.
 
-    python benchmarks/gpu_kit.py prepare [--kit .gpukit] [--model all-MiniLM-L6-v2]   # here: parts + MANIFEST.json
-    python benchmarks/gpu_kit.py plan [--kit .gpukit]                                 # the device calls, in order
-    bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu] [--quick]                    # there (cpu: a dry run here)
+    python benchmarks/gpu/kit.py prepare [--kit .gpukit] [--model all-MiniLM-L6-v2]   # here: parts + MANIFEST.json
+    python benchmarks/gpu/kit.py plan [--kit .gpukit]                                 # the device calls, in order
+    bash benchmarks/gpu/kit_run.sh [--provider cuda|cpu] [--quick]                    # there (cpu: a dry run here)
 
 ``prepare`` puts the kit in one tar (gzip level 1), cut into parts of at most 60 MiB (``part-000``, ...) with their
 sha256 and the whole tar's in ``MANIFEST.json``, under the ignored folder ``.gpukit/parts``. ``unpack`` (run there
-by gpu_kit_run.sh) checks each part and the whole, extracts it, and installs the wheels with ``--no-index
+by gpu/kit_run.sh) checks each part and the whole, extracts it, and installs the wheels with ``--no-index
 --no-deps`` into ``.gpukit/site``, which goes first on PYTHONPATH, ahead of the image's CPU onnxruntime.
 benchmarks/GPU-RUN.md says which part each call carries and the GPU time the run is expected to take.
 """
@@ -31,7 +31,7 @@ import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parent.parent
 KIT = ROOT / ".gpukit"
 PART_BYTES = 60 * 2**20  # a call carries 64 MiB with the working tree (about 2 MB)
 PYTHON_THERE = "3.12"
@@ -186,7 +186,7 @@ def plan(kit: Path) -> str:
     lines = [f"{len(names)} parts, {manifest['bytes'] / 2**20:.0f} MiB in all:"]
     for k, name in enumerate(names):
         carry = [f".gpukit/parts/{name}"] + ([".gpukit/parts/MANIFEST.json"] if k == len(names) - 1 else [])
-        action = "bash benchmarks/gpu_kit_run.sh --quick" if k == len(names) - 1 else "true"
+        action = "bash benchmarks/gpu/kit_run.sh --quick" if k == len(names) - 1 else "true"
         lines.append(f"  call {k + 1}: carry {json.dumps(carry)}; command: {action}")
     return "\n".join(lines)
 

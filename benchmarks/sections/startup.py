@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
+from ..harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
 from fasteval.core.plan import step_timings
 

@@ -1,4 +1,4 @@
-"""gpu: the GPU path measured (benchmarks/gpu.sh writes it to RESULTS-gpu.md beside the encode and e2e sections).
+"""gpu: the GPU path measured (benchmarks/gpu/run.sh writes it to RESULTS-gpu.md beside the encode and e2e sections).
 
 - encode throughput (texts/s and real tokens/s) over batch sizes 32 to 1024, fasteval on onnxruntime's CUDA provider
   (I/O binding, the sentence head in the graph) in fp32 and in fp16 (onnxruntime's transformer optimizer), against
@@ -8,7 +8,7 @@
   same run (torch's matmul on the GPU, fp32 without TF32; numpy on a CPU);
 - ``fasteval drift`` of fp16 against fp32 on the device: Table 1 of both, the cells whose tau changed, the cosines.
 
-Without a GPU (the kit's dry run, ``gpu_kit_run.sh --provider cpu``) the same lines run on the CPU, with fewer batch
+Without a GPU (the kit's dry run, ``gpu/kit_run.sh --provider cpu``) the same lines run on the CPU, with fewer batch
 sizes and texts, and no fp16 peer (torch's fp16 on a CPU is not a deployment anyone runs).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from harness import Ctx, Line, alternate, med
+from ..harness import Ctx, Line, alternate, med
 
 BATCH_SIZES = (32, 64, 128, 256, 512, 1024)
 CPU_BATCH_SIZES = (32, 256)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from harness import Ctx, Line, alternate, med
+from ..harness import Ctx, Line, alternate, med
 
 MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
 

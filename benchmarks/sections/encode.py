@@ -7,7 +7,7 @@ import shutil
 import sys
 import time
 
-from harness import Ctx, Line, alternate, med
+from ..harness import Ctx, Line, alternate, med
 
 
 def _st_onnx_folder(ctx: Ctx, onnx_file) -> str:

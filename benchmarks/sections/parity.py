@@ -29,9 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import HERE, Ctx, Line
+from ..harness import Ctx, Line, real_servers
 
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 EMBED_PARITY = "embed-parity==0.3.0"
 LEAK = 0.3  # the batch-dependent deployment: each vector + LEAK x the batch's mean vector
@@ -133,20 +132,21 @@ def _embed_parity() -> list[str]:
 
 
 def bench_parity(ctx: Ctx) -> list[Line]:
-    from servers import GGUF_KINDS, SERVED_NAME, gguf_of, start_llama_server
+    servers = real_servers()
 
     peer = _embed_parity()
     lines = []
     with contextlib.ExitStack() as stack:
-        served = {k: stack.enter_context(start_llama_server(gguf_of(ctx.folder, k), ctx.tmp, parallel=2))
-                  for k in GGUF_KINDS}
+        served = {k: stack.enter_context(servers.start_llama_server(servers.gguf_of(ctx.folder, k), ctx.tmp,
+                                                                    parallel=2))
+                  for k in servers.GGUF_KINDS}
         deployments = [("faithful (llama.cpp, f32)", served["f32"], 0.0),
                        ("q8_0 (llama.cpp)", served["q8_0"], 0.0),
                        ("q4_0 (llama.cpp)", served["q4_0"], 0.0),
                        ("changed tokenizer (keeps case; llama.cpp, f32)", served["cased-tokenizer"], 0.0),
                        (f"batch-dependent (f32 + {LEAK} x the batch's mean)", served["f32"], LEAK)]
         for label, upstream, leak in deployments:
-            proxy = Deployment(upstream, SERVED_NAME, leak)
+            proxy = Deployment(upstream, servers.SERVED_NAME, leak)
             stack.callback(proxy.close)
             lines.append(_line(ctx, label, proxy, peer))
     return lines

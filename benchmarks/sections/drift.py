@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 
-from harness import HERE, Ctx, Line
+from ..harness import Ctx, Line, real_servers
 
-sys.path.insert(0, str(HERE.parent / "tests"))
 
 MPNET = "all-mpnet-base-v2"
 
@@ -34,20 +32,21 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     from fasteval import drift
     from fasteval.models.loader import load_model
     from fasteval.models.sources.registry import find_spec, is_cached
-    from servers import GGUF_KINDS, gguf_of, start_infinity, start_llama_server, start_vllm
+    servers = real_servers()
 
     fp32 = load_model(ctx.model, provider="cpu")
     lines = []
     with contextlib.ExitStack() as stack:
         # (label, URL, a faithful served copy: its drift is held to the target)
-        served = [("served by infinity", stack.enter_context(start_infinity(ctx.folder, ctx.tmp)), True)]
+        served = [("served by infinity", stack.enter_context(servers.start_infinity(ctx.folder, ctx.tmp)), True)]
         served += [(f"served by llama.cpp (GGUF {k})" if k != "cased-tokenizer" else
                     "served by llama.cpp (GGUF f32, a tokenizer that keeps case)",
-                    stack.enter_context(start_llama_server(gguf_of(ctx.folder, k), ctx.tmp, parallel=2)), k == "f32")
-                   for k in GGUF_KINDS]
+                    stack.enter_context(servers.start_llama_server(servers.gguf_of(ctx.folder, k), ctx.tmp,
+                                                                   parallel=2)), k == "f32")
+                   for k in servers.GGUF_KINDS]
         if os.environ.get("FASTEVAL_TEST_VLLM") == "1":
-            served.append(("served by vLLM (CPU build, float32)", stack.enter_context(start_vllm(ctx.folder, ctx.tmp)),
-                           True))
+            served.append(("served by vLLM (CPU build, float32)",
+                           stack.enter_context(servers.start_vllm(ctx.folder, ctx.tmp)), True))
         candidates = [(label, lambda url=url: load_model(url), gated) for label, url, gated in served]
         candidates += [("int8 export", lambda: load_model(ctx.model, provider="cpu", dtype="int8"), False),
                        ("sentence-transformers (torch)", lambda: SentenceTransformersEncoder(ctx.folder), False)]

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# The GPU machine's side of the kit (benchmarks/gpu_kit.py, benchmarks/GPU-RUN.md), run by the last device call,
+# The GPU machine's side of the kit (benchmarks/gpu/kit.py, benchmarks/GPU-RUN.md), run by the last device call,
 # once every part is there: check and reassemble the parts, install the kit's wheels with --no-index into
 # .gpukit/site (first on PYTHONPATH, ahead of the image's CPU onnxruntime), check that onnxruntime is now the kit's
-# GPU build and that the model is there offline, then run benchmarks/gpu.sh (fasteval's GPU probe, then the encode
+# GPU build and that the model is there offline, then run benchmarks/gpu/run.sh (fasteval's GPU probe, then the encode
 # and e2e sections on CUDA, the three exams on the GPU against the CPU number by number) into RESULTS-gpu.md.
 #
-#   bash benchmarks/gpu_kit_run.sh [--provider cuda|cpu] [--quick]
+#   bash benchmarks/gpu/kit_run.sh [--provider cuda|cpu] [--quick]
 #
 # --provider cpu is the dry run of every step but the GPU (here, in a Python 3.12 environment like the image's):
 # the same unpacking and checks, then the same sections on the CPU into .gpukit/RESULTS-dry.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 provider=cuda
 if [ "${1:-}" = "--provider" ]; then provider=$2; shift 2; fi
 PY=${PYTHON:-python3}
-"$PY" benchmarks/gpu_kit.py unpack
+"$PY" benchmarks/gpu/kit.py unpack
 export PYTHONPATH="$PWD/.gpukit/site:$PWD/.gpukit/path${PYTHONPATH:+:$PYTHONPATH}"
 export FASTEVAL_HOME="$PWD/.gpukit/kit/home" PYTHON="$PY"
 "$PY" - <<'CHECK'
@@ -57,11 +57,11 @@ print(f"gpu kit: the sentence head in the graph equals numpy's on the CPU (max |
 CHECK
 if [ "$provider" = "cuda" ]; then
     status=0
-    bash benchmarks/gpu.sh "$@" || status=$?
+    bash benchmarks/gpu/run.sh "$@" || status=$?
     if [ -n "${OUT:-}" ]; then  # the device tool brings back what is under $OUT
         cp benchmarks/RESULTS-gpu.md benchmarks/results-gpu.json "$OUT"/ 2>/dev/null || true
     fi
     exit $status
 fi
-exec "$PY" benchmarks/run.py --provider cpu --only encode,e2e,gpu --results .gpukit/RESULTS-dry.md \
+exec "$PY" -m benchmarks --provider cpu --only encode,e2e,gpu --results .gpukit/RESULTS-dry.md \
     --json .gpukit/results-dry.json "$@"

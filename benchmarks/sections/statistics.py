@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from harness import Ctx, Line, alternate, med, run_wall, fasteval_cmd
+from ..harness import Ctx, Line, alternate, med, run_wall, fasteval_cmd
 
 
 def _anchor_rows(seed: int) -> list[np.ndarray]:

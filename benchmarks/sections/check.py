@@ -2,7 +2,7 @@
 each heavy package, model load, session, encode, scoring), measured in fresh processes."""
 from __future__ import annotations
 
-from harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
+from ..harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
 _BUDGET = r"""
 import typer; mark("typer + cli")

@@ -1,4 +1,4 @@
-"""e2e: `fasteval sweep` (all three exams) against benchmarks/reference_impl.py (sentence-transformers,
+"""e2e: `fasteval sweep` (all three exams) against benchmarks/reference/sweep.py (sentence-transformers,
 scipy, RapidFuzz, scikit-learn), each in a cold process, same model, no embedding cache."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import Ctx, HERE, Line, fasteval_cmd, med, run_wall
+from ..harness import Ctx, HERE, Line, fasteval_cmd, med, run_wall
 
 from fasteval.core.plan import step_timings
 
@@ -63,7 +63,7 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
     # --bootstrap 0: the reference computes the paper's numbers only, so fasteval does too (no intervals).
     sweep_cmd = fasteval_cmd() + ["sweep", "--model", ctx.model, "--out", str(out), "--overwrite", "always",
                                   "--provider", ctx.args.provider, "--bootstrap", "0", "-q"]
-    ref_cmd = [sys.executable, str(HERE / "reference_impl.py"), str(ctx.folder), "--json", str(ref_json),
+    ref_cmd = [sys.executable, str(HERE / "reference" / "sweep.py"), str(ctx.folder), "--json", str(ref_json),
                "--device", ctx.peer_device]
 
     def fasteval_once(extra_env: dict[str, str] | None = None) -> float:
@@ -98,7 +98,7 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
                   fasteval_one_blas_thread_phases=fasteval_numbers(next(out.glob("*/*/results.json")))["timings"])
     lines = [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, paper batching, no bootstrap "
                   f"({ctx.args.provider})", med(tf), med(tr),
-                  f"reference_impl.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
+                  f"reference/sweep.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
                   text, ok, 5.0, "whole sweep >= 5x the reference", detail)]
     # The floor: the same cold runs' wall against their own embedding (start-up, load, exams and writing on top)
     embed = med([p["embed"] for p in phases_f])

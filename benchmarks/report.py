@@ -1,14 +1,15 @@
-"""Writing benchmarks/RESULTS.md from the lines of every section (the notes below the mark are kept)."""
+"""The results: benchmarks/RESULTS.md written from the lines of every section (the notes below the mark are kept),
+and the earlier runs' lines of the sections not run now, read back from results.json."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from harness import Line
+from .harness import Line
+from .sections import SECTIONS
 
 
-SECTIONS = ("e2e", "encode", "gpu", "kernels", "scale", "startup", "statistics", "check", "int8", "served", "drift",
-            "parity", "evaluator", "memory")
 NOTES_MARK = "<!-- notes: everything below this line is kept when run.py rewrites the file -->"
 
 
@@ -101,3 +102,30 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
                     f"{d['cached_peak_mib'] / 1024:.2f} | {d['cached_ratio']:.2f} |"]
     out += ["", NOTES_MARK, ""]
     path.write_text("\n".join(out) + "\n" + old_notes, encoding="utf-8")
+
+
+def kept_lines(path: Path, chosen: list[str]) -> list[Line]:
+    """The earlier runs' lines of the sections not chosen now (results.json), each remembering its run's date and
+    machine (a line the last run made takes them from that run's meta)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    fields = set(Line.__dataclass_fields__)
+    meta = data.get("meta") or {}
+    machine = _machine_label(meta.get("machine") or {})
+    out = []
+    for row in data.get("lines", []):
+        if row.get("section") in SECTIONS and row["section"] not in chosen:
+            line = Line(**{k: v for k, v in row.items() if k in fields})
+            detail = dict(line.detail or {})
+            made_last = "_date" not in detail
+            detail["_date"] = detail.get("_date") or meta.get("date", "?")
+            detail["_machine"] = detail.get("_machine") or (machine if made_last else "machine not recorded")
+            line.detail = detail
+            out.append(line)
+    return out
+
+
+def _machine_label(m: dict) -> str:
+    return f"{m.get('cpu', '?')} ({', '.join(m.get('simd') or [])})" if m else "machine not recorded"
