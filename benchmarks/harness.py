@@ -139,7 +139,8 @@ class Ctx:
 def prepare(args) -> Ctx:
     from fasteval.core.runs.bench import usable_cores
     from fasteval.models.loader import load_model
-    from fasteval.models.sources.registry import fasteval_home, source_folder
+    from fasteval.core.io import fasteval_home
+    from fasteval.models.sources.registry import source_folder
 
     _, folder = source_folder(args.model)
     load_model(args.model, provider="cpu")  # exports once if the cache has no export yet

@@ -62,9 +62,9 @@ def sweep(
                             "I modulo N); shards write the same folders and keys, so their --out folders merge by "
                             "copying (a SLURM array: --shard $SLURM_ARRAY_TASK_ID/N).")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the plan and stop: per model its source, parameters, weights, the memory its export "
-                          "takes, cached or not, gated, remote code, prompts, and whether this machine can run it "
-                          "(--model paper: the paper's 24).")] = False,
+        "--dry-run", help="Print what each model needs and stop: its source, parameters, weights, the memory its "
+                          "export takes, cached or not, gated, remote code, prompts, and whether this machine can "
+                          "run it (--model paper: the paper's 24).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
     served: Optional[dict] = None,
 ) -> None:
@@ -83,7 +83,7 @@ def sweep(
                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
                    "served": served}
         # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
-        jobs = sweep_jobs(names, options, exams=exams, metric=similarity, protocol=protocol,
+        jobs = sweep_jobs(names, options, exams=exams, similarity=similarity, protocol=protocol,
                           normalize_quantities=normalize_quantities, bootstrap=bootstrap)
         if shard is not None:
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
@@ -216,7 +216,7 @@ def check_command(
 
         encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
                              served=served)
-        result = check(encoder, anchor, candidates, metric=similarity,
+        result = check(encoder, anchor, candidates, similarity=similarity,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
             from ..core.io import dumps

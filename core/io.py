@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, OutputError
+from .failpoints import failpoint
 
 RESULT_FILE = "results.json"  # one result folder's main file (core/results reads and writes it)
 MAX_RESULT_BYTES = 256 * 2**20  # a JSON file fasteval reads back (a protocol result with every heatmap: a few MB)
@@ -148,30 +149,6 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def _test_hook(point: str) -> None:
-    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill", "POINT:sleep=SECONDS" or "POINT:wait=PATH"):
-    a SIGKILL, a pause, or a wait until PATH exists (two minutes at most) at a named point (of the staged writer; an
-    export once its cache was checked), as a crash, a slow disk or another process would. Unset, it does nothing."""
-    hook = os.environ.get("FASTEVAL_TEST_HOOK", "")
-    name, _, action = hook.partition(":")
-    if name != point:
-        return
-    if action == "kill":
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
-    elif action.startswith("sleep="):
-        import time
-
-        time.sleep(float(action.split("=", 1)[1]))
-    elif action.startswith("wait="):
-        import time
-
-        deadline = time.monotonic() + 120
-        while not Path(action.split("=", 1)[1]).exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-
 def clean_stale(folder: Path) -> None:
     """Remove the staging folders, replaced folders and temporary files in ``folder`` whose owner is dead; where
     the destination itself is missing (a kill between a replace's two renames), put back the newest complete copy
@@ -271,12 +248,12 @@ def staged_folder(dest: Path, replace: bool = True, what: str = "results") -> It
     try:
         staging.chmod(0o777 & ~process_umask())  # mkdtemp makes it private (0700): results follow the umask
         yield staging
-        _test_hook("staged")
+        failpoint("staged")
         (staging / COMPLETE).touch()  # whole: a kill from here on is recovered to this copy (clean_stale)
         if dest.exists() and replace:
             trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-{_owner_tag()}", dir=dest.parent))
             os.replace(dest, trash / "old")
-            _test_hook("between-renames")
+            failpoint("between-renames")
             os.replace(staging, dest)
             shutil.rmtree(trash, ignore_errors=True)
         elif not dest.exists():

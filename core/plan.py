@@ -24,7 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from . import protocol as P
-from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice, similarity
+from . import choices
+from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice
 from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
 from .errors import InputError
 from .protocol.spec import Protocol
@@ -80,7 +81,7 @@ class Scoring:
     of these a result records (beside the encoder's own settings)."""
     protocol: Protocol
     exams: tuple[int | str, ...]
-    metric: str = "cos"
+    similarity: str = "cos"
     normalize_quantities: bool = False
     bootstrap: int = DEFAULT_RESAMPLES
     keyed: dict[str, Any] = field(default_factory=dict, repr=False)  # a plain dict: a Job travels to Ray
@@ -106,11 +107,11 @@ class Scoring:
         return protocol_groups(self.exams, self.protocol)
 
 
-def scoring(*, exams: Iterable[int | str] | str | None = None, metric: str = "cos",
+def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str = "cos",
             protocol: str | Protocol | None = None, normalize_quantities: bool = False,
             bootstrap: int = DEFAULT_RESAMPLES) -> Scoring:
     """What a caller asked for, validated once: ``protocol`` a built-in's name, a protocol file or a Protocol
-    (None: the paper's); ``exams`` a selection (None: the paper's exams the protocol supports); ``metric`` cos,
+    (None: the paper's); ``exams`` a selection (None: the paper's exams the protocol supports); ``similarity`` cos,
     dot or l2 (aliases accepted); ``bootstrap`` >= 0. InputError (or ProtocolError) naming the fix."""
     from .exams import for_protocol
     from .exams.statistics import bootstrap_settings
@@ -122,9 +123,9 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, metric: str = "co
                          "pass 0 (off) or a number of resamples.")
     resolved = resolve_protocol(protocol)
     chosen = for_protocol(resolved, exams)
-    metric = similarity(metric)
+    similarity = choices.similarity(similarity)
     resampled = bootstrap_settings(bootstrap)  # refuses a negative count
-    keyed: dict[str, Any] = {"similarity": metric, "exams": list(chosen), "protocol": resolved.key}
+    keyed: dict[str, Any] = {"similarity": similarity, "exams": list(chosen), "protocol": resolved.key}
     if normalize_quantities:
         keyed["normalize_quantities"] = CANONICAL_VERSION
     if 1 in chosen and resampled:
@@ -134,7 +135,7 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, metric: str = "co
         # a protocol file may repeat a value: its equal-value pairs are left out of PACC (they were once counted
         # as wrong), so its results are keyed apart from those made before (the paper's never repeat one)
         keyed["pacc_value_ties"] = "skip"
-    return Scoring(resolved, chosen, metric, bool(normalize_quantities), int(bootstrap), keyed)
+    return Scoring(resolved, chosen, similarity, bool(normalize_quantities), int(bootstrap), keyed)
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] |
 
     chosen = planned.scoring
     timed = step_timer(on_step, timings if timings is not None else {})
-    inputs = ExamInputs(table, chosen.metric, chosen.protocol, chosen.bootstrap if 1 in chosen.exams else 0,
+    inputs = ExamInputs(table, chosen.similarity, chosen.protocol, chosen.bootstrap if 1 in chosen.exams else 0,
                         planned.view.token_ids, chosen.rewrite)
     exams = selected(chosen.exams)
     if any(e.uses_cell_similarities for e in exams):
@@ -256,7 +257,7 @@ def machine_of(planned: Plan) -> dict[str, Any]:
     return provenance(None if planned.settings.get("deployment") else planned.settings.get("provider"))
 
 
-def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, metric: str = "cos",
+def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, similarity: str = "cos",
              name: str | None = None, table: EmbeddingTable | None = None,
              on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
              bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol | None = None,
@@ -275,7 +276,7 @@ def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, metric: 
     setting (``info["batching"]``), else the paper's. ``on_step(name)`` is called before each step (for progress
     bars); the library itself prints nothing.
     """
-    chosen = scoring(exams=exams, metric=metric, protocol=protocol, normalize_quantities=normalize_quantities,
+    chosen = scoring(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
                      bootstrap=bootstrap)
     return run(plan(encoder, chosen, name=name, batching=batching), table, on_step)
 

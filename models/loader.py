@@ -11,7 +11,8 @@ from .onnx.export import export, export_info, load_export
 from .sources.folder import content_hash, ModelFolder, file_hash, load_folder
 from .sources.home import usable_home
 from .sources.needs import require_fits
-from .sources.registry import DEFAULT_MODEL, fasteval_home, find_spec, source_folder, spec_for_served
+from ..core.io import fasteval_home
+from .sources.registry import DEFAULT_MODEL, find_spec, source_folder, spec_for_served
 
 log = logging.getLogger(__name__)
 

@@ -128,7 +128,8 @@ def model_home(model: str, dest: Path) -> dict:
     """``dest`` as a FASTEVAL_HOME holding ``model``'s source folder and its fp32 export (exported here on the CPU
     when not cached yet): what `fasteval sweep --model MODEL` needs offline."""
     from fasteval.models.loader import load_model
-    from fasteval.models.sources.registry import fasteval_home, source_folder
+    from fasteval.core.io import fasteval_home
+    from fasteval.models.sources.registry import source_folder
 
     encoder = load_model(model, provider="cpu")  # downloads and exports once, here
     _, source = source_folder(model)

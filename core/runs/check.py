@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..choices import similarity
+from .. import choices
 from ..embeddings import Encoder, describe, embed_groups
 from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
@@ -27,7 +27,7 @@ def check_inputs(quantities: list[str] | None = None, file: str | Path | None = 
     return texts[0], texts[1:]
 
 
-def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str = "cos",
+def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: str = "cos",
           normalize_quantities: bool = False, name: str | None = None, all_discordant: bool = False) -> CheckResult:
     """Score ``candidates`` against ``anchor`` with ``encoder`` (anything with ``encode(list[str])``).
 
@@ -41,7 +41,7 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, metric: str =
     from ..kernels.small import similarity_matrix  # a few rows: numpy, no JIT to load
     from ..quantities import canonical_text
 
-    metric = similarity(metric)
+    metric = choices.similarity(similarity)
     parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = describe(as_encoder(encoder), name)
     texts = list(dict.fromkeys([anchor, *candidates]))

@@ -42,15 +42,15 @@ class Job:
     model: str
     options: dict[str, Any] = field(default_factory=dict)
     exams: InitVar[Iterable[int | str] | None] = None  # None: the paper's exams the protocol supports
-    metric: InitVar[str] = "cos"
+    similarity: InitVar[str] = "cos"
     normalize_quantities: InitVar[bool] = False  # rewrite every text to its canonical form before the encoder
     bootstrap: InitVar[int] = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
     protocol: InitVar[Any] = None  # a built-in's name, a protocol file, a Protocol, or None (the paper's)
     scoring: Scoring | None = None
 
-    def __post_init__(self, exams, metric, normalize_quantities, bootstrap, protocol) -> None:
+    def __post_init__(self, exams, similarity, normalize_quantities, bootstrap, protocol) -> None:
         if self.scoring is None:
-            self.scoring = scoring(exams=exams, metric=metric, protocol=protocol,
+            self.scoring = scoring(exams=exams, similarity=similarity, protocol=protocol,
                                    normalize_quantities=normalize_quantities, bootstrap=bootstrap)
         self.options = dict(self.options)  # the job's own (a caller's dict is never shared between jobs)
 

@@ -46,14 +46,14 @@ def sweep_needs(models: Sequence[str], dtype: str = "fp32") -> list[Any]:
 
 
 def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *, exams: Any = None,
-               metric: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
+               similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
                bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
     """One job a model, each with its own copy of the load ``options`` (a served model's client options
     included) and one scoring, validated before any job runs (a bad protocol file or exam selection fails here,
     before anything is written)."""
     import copy
 
-    chosen = scoring(exams=exams, metric=metric, protocol=protocol, normalize_quantities=normalize_quantities,
+    chosen = scoring(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
                      bootstrap=bootstrap)
     return [Job(name, copy.deepcopy(options or {}), scoring=chosen) for name in models]
 

@@ -66,7 +66,7 @@ class PhysScoreEvaluator(SentenceEvaluator):
     def __init__(self, protocol: Any = None, exams: Iterable[int | str] = (1,), similarity: str = "cos",
                  name: str = "physscore", batch_size: int = 32, write_csv: bool = True):
         super().__init__()
-        self.scoring = scoring(exams=exams, metric=similarity, protocol=protocol, bootstrap=0)
+        self.scoring = scoring(exams=exams, similarity=similarity, protocol=protocol, bootstrap=0)
         if 1 not in self.scoring.exams:
             raise InputError("PhysScoreEvaluator reports Table 1, and exams leaves Exam 1 out.",
                              "include 1 in exams, e.g. exams=(1, 2, 3).")
@@ -116,4 +116,4 @@ class PhysScoreEvaluator(SentenceEvaluator):
 
     def get_config_dict(self) -> dict[str, Any]:
         chosen = self.scoring
-        return {"protocol": chosen.protocol.key, "exams": list(chosen.exams), "similarity": chosen.metric}
+        return {"protocol": chosen.protocol.key, "exams": list(chosen.exams), "similarity": chosen.similarity}

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ...core.choices import DTYPES, check_choice
 from ...core.errors import ModelError, OutputError, first_line, warn_rebuilt
-from ...core.io import _test_hook, staged_folder
+from ...core.failpoints import failpoint
+from ...core.io import staged_folder
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
-    _test_hook("export-checked")
+    failpoint("export-checked")
     _refuse_custom_code(folder)
     main_export = _exporter(folder)
     log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)

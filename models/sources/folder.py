@@ -248,7 +248,7 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
     again only when a file of it changed; computed (and remembered) otherwise."""
     import time
 
-    from .home import fasteval_home
+    from ...core.io import fasteval_home
 
     memo_path = fasteval_home() / "hashes.json"
     key = f"{kind}:{path.resolve()}"

@@ -5,7 +5,7 @@ import logging
 import os
 from pathlib import Path
 
-from ...core.io import fasteval_home  # noqa: F401 (the cache root is core/io's: the runs read it too)
+from ...core.io import fasteval_home
 
 log = logging.getLogger(__name__)
 

@@ -134,7 +134,8 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     from ...core.choices import is_url, public_model
     from ..onnx.export import export_dir
     from .folder import content_hash
-    from .registry import cache_folder, fasteval_home, find_spec
+    from ...core.io import fasteval_home
+    from .registry import cache_folder, find_spec
 
     memory = machine_memory() if memory is None else memory
     if is_url(name):  # shown without its credentials; nothing is cached for it, and a dry run does not call it

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ...core.errors import ModelError
 from ...core.protocol import model_id
-from .home import fasteval_home  # noqa: F401 (re-exported)
+from ...core.io import fasteval_home
 from .fetch import PypiSource, Wheel, fetch, fetch_hub
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"

@@ -101,7 +101,7 @@ def test_check_bad_inputs():
         with pytest.raises(InputError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
             fasteval.check(enc, "2 kilometers", candidates)
     with pytest.raises(InputError, match="similarity"):
-        fasteval.check(enc, "2 kilometers", ["1 m", "2 m"], metric="manhattan")
+        fasteval.check(enc, "2 kilometers", ["1 m", "2 m"], similarity="manhattan")
 
 
 def test_check_normalized_gives_the_model_canonical_texts():

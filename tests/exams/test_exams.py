@@ -211,7 +211,7 @@ def test_evaluate_all_exams_and_files(table):
     with pytest.raises(InputError):
         evaluate(FakeEncoder(), exams=[4])
     with pytest.raises(InputError):
-        evaluate(FakeEncoder(), metric="manhattan")
+        evaluate(FakeEncoder(), similarity="manhattan")
 
 
 @pytest.mark.parametrize("metric", ["cos", "dot", "l2"])

@@ -124,7 +124,8 @@ def sweep_dir(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("sweep")
     run_sweep([Job(n, exams=(1,), bootstrap=2000) for n in ("good", "fair", "poor")], out, loader, cache_root=False)
-    run_sweep([Job("good", exams=(1,), metric="l2", bootstrap=0)], out, loader, cache_root=False)  # another similarity
+    # another similarity
+    run_sweep([Job("good", exams=(1,), similarity="l2", bootstrap=0)], out, loader, cache_root=False)
     return out
 
 

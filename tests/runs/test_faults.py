@@ -363,7 +363,7 @@ import sys; sys.path.insert(0, {tests!r})
 from fakes import CountingEncoder
 from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
-run_sweep([Job({model!r}, exams=(1,), bootstrap=0, metric={metric!r})], {out!r}, lambda n, **o: CountingEncoder(n),
+run_sweep([Job({model!r}, exams=(1,), bootstrap=0, similarity={metric!r})], {out!r}, lambda n, **o: CountingEncoder(n),
           overwrite={overwrite!r}, cache_root=False)
 """
 

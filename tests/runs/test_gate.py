@@ -173,7 +173,7 @@ def test_a_local_model_that_embeds_a_batch_differently_keeps_its_cache(tmp_path,
 
     run_sweep([Job("m", exams=(1,), bootstrap=0)], tmp_path / "out", loader, cache_root=tmp_path)
     with caplog.at_level("WARNING", logger="fasteval"):
-        again = run_sweep([Job("m", exams=(1,), bootstrap=0, metric="l2")], tmp_path / "out", loader,
+        again = run_sweep([Job("m", exams=(1,), bootstrap=0, similarity="l2")], tmp_path / "out", loader,
                           cache_root=tmp_path)[0]
     assert "not what it embeds now" not in caplog.text and again.status == "done"
     assert [len(c) for c in calls[-1].calls] == [1], "one canary, every other text from the cache"

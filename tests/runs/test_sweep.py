@@ -53,14 +53,14 @@ def test_sweep_skips_redoes_and_caches(tmp_path):
     assert [o.status for o in again] == ["skipped", "skipped"]
     # Another similarity: a new result folder, but every embedding comes from the cache.
     log.clear()
-    l2 = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], out, make_loader(log), cache_root=home)
+    l2 = run_sweep([Job("org/model-a", exams=(1,), similarity="l2")], out, make_loader(log), cache_root=home)
     assert l2[0].status == "done" and l2[0].path != first[0].path
     from fasteval.core.cache import CANARIES
 
     calls = [c for e in log for c in e.calls]
     assert len(calls) == 1 and len(calls[0]) == 1 < CANARIES, "nothing embedded twice: one canary (its dimension)"
     cached = json.loads((l2[0].path / "results.json").read_text())
-    fresh = run_sweep([Job("org/model-a", exams=(1,), metric="l2")], tmp_path / "fresh", make_loader([]),
+    fresh = run_sweep([Job("org/model-a", exams=(1,), similarity="l2")], tmp_path / "fresh", make_loader([]),
         cache_root=False)
     assert json.loads((fresh[0].path / "results.json").read_text())["exams"] == cached["exams"], \
         "a cached run gives the numbers of a fresh one"
@@ -297,7 +297,7 @@ def test_a_setting_that_settles_as_it_runs_keys_the_result_with_the_plans_simila
         made.append(_Watched(name, falls_back=True))
         return made[-1]
 
-    outcome = run_sweep([Job("m", exams=(1,), metric="cosine", bootstrap=0)], tmp_path, loader, cache_root=False)[0]
+    outcome = run_sweep([Job("m", exams=(1,), similarity="cosine", bootstrap=0)], tmp_path, loader, cache_root=False)[0]
     settings = read_json(outcome.path / "results.json")["settings"]
     assert settings["provider"] == "cpu" and settings["similarity"] == "cos"
     assert outcome.path.name == settings["key"] == result_key({k: v for k, v in settings.items() if k != "key"})

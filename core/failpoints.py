@@ -1,0 +1,35 @@
+"""Failpoints: named places where the tests make fasteval fail as the world does (a SIGKILL, a slow disk, another
+process), to hold the promises that a crash leaves nothing half-written, a rerun resumes and caches heal.
+
+``FASTEVAL_TEST_HOOK="POINT:ACTION"`` arms one point; unset (always, outside the tests), ``failpoint`` returns at
+once. The points: ``staged`` and ``between-renames`` (core/io.py's staged writer), ``export-checked`` (an export
+once its cache was checked, models/onnx/export.py). tests/runs/test_faults.py and tests/runs/test_heal.py arm them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def failpoint(point: str) -> None:
+    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill", "POINT:sleep=SECONDS" or "POINT:wait=PATH"):
+    a SIGKILL, a pause, or a wait until PATH exists (two minutes at most) at a named point (of the staged writer; an
+    export once its cache was checked), as a crash, a slow disk or another process would. Unset, it does nothing."""
+    hook = os.environ.get("FASTEVAL_TEST_HOOK", "")
+    name, _, action = hook.partition(":")
+    if name != point:
+        return
+    if action == "kill":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action.startswith("sleep="):
+        import time
+
+        time.sleep(float(action.split("=", 1)[1]))
+    elif action.startswith("wait="):
+        import time
+
+        deadline = time.monotonic() + 120
+        while not Path(action.split("=", 1)[1]).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
