@@ -105,6 +105,17 @@ SimilarityOption = Annotated[str, typer.Option(
     metavar="<" + "|".join(choices.SIMILARITIES) + ">", callback=similarity_option,
     help="Similarity function; the paper uses cos (cosine and euclidean are accepted as well).")]
 
+# What a vector store keeps (core/vectors.py), declared once for every command that scores.
+Dimensions = Annotated[Optional[int], typer.Option(
+    min=1, help="Score the first N dimensions, L2-normalised (a Matryoshka model's truncation); below the "
+                "model's dimension.", show_default=False)]
+VectorQuantization = Annotated[Optional[str], typer.Option(
+    metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
+    help="Score the vectors a store keeps: int8 (sentence-transformers' int8, ranges calibrated on Table 1's texts "
+         "or --calibration) or binary (the sign bits, Hamming similarity).", show_default=False)]
+Calibration = Annotated[Optional[Path], typer.Option(
+    help="int8's calibration texts, one a line (default: the texts of Table 1's 20 cells).", show_default=False)]
+
 # A served model's client options (``--model URL``), declared once for every command that takes a model.
 ApiKeyEnv = Annotated[str, typer.Option(
     help="Environment variable holding a served model's API key (sent as a bearer token, never written).")]

@@ -72,6 +72,22 @@ def print_summary(outcomes) -> None:
              f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
+def print_ladder(rows: list[dict]) -> None:
+    """One model's vector ladder: a rung a line, τ with its interval, PACC, AVG, Δτ against the float vectors with
+    its paired interval, and the bytes a store keeps a vector."""
+    def interval(low, high) -> str:
+        return "" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"
+
+    echo(f"\nVector ladder of {rows[0]['model']} (x100; Δτ: the rung less the float vectors, paired bootstrap)")
+    echo(f"  {'rung':<11} {'bytes':>6} {'tau':>6} {'95% interval':>16} {'PACC':>6} {'AVG':>6} {'Δτ':>6} "
+         f"{'95% interval':>16}")
+    for r in rows:
+        delta = "" if r["rung"] == "full" else f"{r['delta_tau']:>6.2f}"
+        echo(f"  {r['rung']:<11} {r['bytes_per_vector']:>6} {r['tau']:>6.2f} "
+             f"{interval(r['tau_ci_low'], r['tau_ci_high']):>16} {r['pacc']:>6.2f} {r['avg']:>6.2f} {delta:>6} "
+             f"{interval(r['delta_tau_ci_low'], r['delta_tau_ci_high']):>16}")
+
+
 def print_needs(needs) -> None:
     """``fasteval sweep --dry-run``: one line per model (``models.sources.needs.Needs``), then the ones this machine
     cannot export and the ways out."""

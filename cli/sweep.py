@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from ..core import choices
 from .app import (
-    Batching, DType, Executor, Overwrite, Provider, QuantityArguments, SimilarityOption, app, progress, say,
-    served_client, set_quiet, user_errors,
+    Batching, Calibration, Dimensions, DType, Executor, Overwrite, Provider, QuantityArguments, SimilarityOption,
+    VectorQuantization, app, progress, say, served_client, set_quiet, user_errors,
 )
 
 
@@ -48,6 +48,13 @@ def sweep(
     bootstrap: Annotated[int, typer.Option(
         min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
                     "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
+    dimensions: Dimensions = None,
+    vector_quantization: VectorQuantization = None,
+    calibration: Calibration = None,
+    ladder: Annotated[Optional[str], typer.Option(
+        metavar="vectors", help="vectors: score each model as a vector store keeps it, rung by rung (float, the "
+                                "first 512/256/128/64 dimensions, int8, binary, 256+binary) from one embedding run, "
+                                "into one table (OUT/ladders/<model>.csv).", show_default=False)] = None,
     protocol: Annotated[Optional[str], typer.Option(
         help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file "
              "(default: the paper's).", show_default=False)] = None,
@@ -83,8 +90,11 @@ def sweep(
                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
                    "served": served}
         # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
-        jobs = sweep_jobs(names, options, exams=exams, similarity=similarity, protocol=protocol,
-                          normalize_quantities=normalize_quantities, bootstrap=bootstrap)
+        asked: dict[str, Any] = dict(exams=exams, similarity=similarity, protocol=protocol,
+                                     normalize_quantities=normalize_quantities, bootstrap=bootstrap,
+                                     dimensions=dimensions, vector_quantization=vector_quantization,
+                                     calibration=calibration)
+        jobs = sweep_jobs(names, options, **asked)
         if shard is not None:
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
             if not names:
@@ -94,8 +104,16 @@ def sweep(
 
             printing.print_needs(sweep_needs(names, dtype.value))
             return
-        outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet)
-        if len(outcomes) > 1:
+        if ladder is not None:  # one job a rung (each model's dimension asked of it now)
+            jobs = sweep_jobs(names, options, **asked, ladder=ladder)
+        outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet, ladder=ladder is not None)
+        if ladder is not None:
+            from ..core.runs.sweep import sweep_ladders
+
+            for rows, path in sweep_ladders(jobs, outcomes, out):
+                printing.print_ladder(rows)
+                typer.echo(f"Ladder written to {path}")
+        if len(outcomes) > 1 and ladder is None:  # a ladder's table is its summary
             printing.print_summary(outcomes)
         if any(o.status == "failed" for o in outcomes):
             raise typer.Exit(1)
@@ -138,8 +156,10 @@ class _StageLines:
         self.model += 1
 
 
-def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str | None, quiet: bool) -> list:
-    """Run a sweep's jobs with the progress bars (or stage lines) and each model's printout as it finishes."""
+def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str | None, quiet: bool,
+              ladder: bool = False) -> list:
+    """Run a sweep's jobs with the progress bars (or stage lines) and each model's printout as it finishes (a
+    ladder's rungs: a line each; their table follows)."""
     from . import printing
     from ..core.runs.sweep import run_sweep
 
@@ -163,7 +183,9 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
             if bars:
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)
-            if o.status == "done":
+            if o.status == "done" and ladder:  # a rung: its line in the ladder's table, printed at the end
+                say(quiet, f"fasteval: {o.model}: a rung done ({o.path})")
+            elif o.status == "done":
                 printing.print_result(o.read())
                 typer.echo(f"\nResults written to {o.path}")
             elif o.status == "skipped":
@@ -196,6 +218,9 @@ def check_command(
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
     prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
         = None,
+    dimensions: Dimensions = None,
+    vector_quantization: VectorQuantization = None,
+    calibration: Calibration = None,
     all_discordant: Annotated[bool, typer.Option(
         "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
                                  "are counted).")] = False,
@@ -216,7 +241,8 @@ def check_command(
 
         encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
                              served=served)
-        result = check(encoder, anchor, candidates, similarity=similarity,
+        result = check(encoder, anchor, candidates, similarity=similarity, dimensions=dimensions,
+                       vector_quantization=vector_quantization, calibration=calibration,
                        normalize_quantities=normalize_quantities, all_discordant=all_discordant)
         if json_out:
             from ..core.io import dumps

@@ -14,6 +14,9 @@ from .errors import InputError
 # Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance; and the names
 # other tools give them, accepted as they are.
 SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
+# What a vector store may keep instead of the float vectors (core/vectors.py): sentence-transformers' int8 and
+# ubinary (scored with Hamming similarity).
+VECTOR_QUANTIZATIONS: tuple[str, ...] = ("int8", "binary")
 SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",
                       "inner_product": "dot", "euclidean": "l2", "euclid": "l2"}
 # What a sweep does with a result folder that exists.

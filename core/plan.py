@@ -30,6 +30,7 @@ from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
 from .errors import InputError
 from .protocol.spec import Protocol
 from .results.model import ONE_TIME_COMPILATION, ModelResult
+from .vectors import VectorForm, vector_form
 
 # Settings that change an embedding (the embedding cache key) ...
 EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batch_size", "batch_order",
@@ -37,7 +38,8 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
                       "normalize_quantities", "batching", "batch_tokens", "packing", "deployment")
 # ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
 # changes Exam 2's token Levenshtein).
-SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties")
+SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties", "dimensions",
+                    "vector_quantization", "calibration")
 # What never enters a key: names and paths (a model is keyed by its content hashes, wherever it lies and whatever it
 # is called), a prompt's name (its text is keyed), a protocol file's description (its content is in "protocol"), and
 # a finished result's own key. Every other setting does: those named above, and any other an encoder's ``info``
@@ -46,7 +48,7 @@ NEVER_KEYED = ("model", "source", "name", "prompt_name", "protocol_file", "key")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
 KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "packing", "deployment",
-                  "tokenizer", "pacc_value_ties")
+                  "tokenizer", "pacc_value_ties", "dimensions", "vector_quantization", "calibration")
 
 
 def _digest(obj: Any, length: int = 16) -> str:
@@ -85,6 +87,7 @@ class Scoring:
     normalize_quantities: bool = False
     bootstrap: int = DEFAULT_RESAMPLES
     keyed: dict[str, Any] = field(default_factory=dict, repr=False)  # a plain dict: a Job travels to Ray
+    vectors: VectorForm | None = None  # what a vector store keeps, scored instead of the float vectors
 
     def settings(self, info: Mapping[str, Any]) -> dict[str, Any]:
         """Everything that changes a number: the encoder's settings (``info``: hashes, provider, dtype, prompt,
@@ -101,18 +104,31 @@ class Scoring:
         return canonical_text
 
     def groups(self) -> list[list[str]]:
-        """The encode calls of these exams on this protocol, in order (``exams.protocol_groups``)."""
+        """The encode calls of these exams on this protocol, in order (``exams.protocol_groups``), and last the
+        texts int8 vectors are calibrated on that no exam embeds."""
         from .exams import protocol_groups
 
-        return protocol_groups(self.exams, self.protocol)
+        groups = protocol_groups(self.exams, self.protocol)
+        if self.vectors is not None:
+            seen = {t for g in groups for t in g}
+            extra = [t for t in dict.fromkeys(self.vectors.calibration_of(self.table1_texts())) if t not in seen]
+            groups += [extra] if extra else []
+        return groups
+
+    def table1_texts(self) -> list[str]:
+        """The texts of Table 1's cells of this protocol (int8's calibration set unless a file is given)."""
+        return [t for c in P.protocol_cells(self.protocol) for t in c.texts]
 
 
 def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str = "cos",
             protocol: str | Protocol | None = None, normalize_quantities: bool = False,
-            bootstrap: int = DEFAULT_RESAMPLES) -> Scoring:
+            bootstrap: int = DEFAULT_RESAMPLES, dimensions: int | None = None,
+            vector_quantization: str | None = None, calibration: Any = None) -> Scoring:
     """What a caller asked for, validated once: ``protocol`` a built-in's name, a protocol file or a Protocol
     (None: the paper's); ``exams`` a selection (None: the paper's exams the protocol supports); ``similarity`` cos,
-    dot or l2 (aliases accepted); ``bootstrap`` >= 0. InputError (or ProtocolError) naming the fix."""
+    dot or l2 (aliases accepted); ``bootstrap`` >= 0; the vectors scored (``core.vectors``): ``dimensions`` kept,
+    ``vector_quantization`` "int8" or "binary" (Hamming similarity), int8's ``calibration`` texts or file.
+    InputError (or ProtocolError) naming the fix."""
     from .exams import for_protocol
     from .exams.statistics import bootstrap_settings
     from .protocol.loading import resolve_protocol
@@ -124,6 +140,12 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str =
     resolved = resolve_protocol(protocol)
     chosen = for_protocol(resolved, exams)
     similarity = choices.similarity(similarity)
+    vectors = vector_form(dimensions, vector_quantization, calibration)
+    if vectors is not None and vectors.quantization == "binary":
+        if similarity != "cos":
+            raise InputError(f"binary vectors are scored with Hamming similarity, not {similarity}.",
+                             "leave --similarity out with --vector-quantization binary.")
+        similarity = vectors.similarity(similarity)
     resampled = bootstrap_settings(bootstrap)  # refuses a negative count
     keyed: dict[str, Any] = {"similarity": similarity, "exams": list(chosen), "protocol": resolved.key}
     if normalize_quantities:
@@ -135,7 +157,9 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str =
         # a protocol file may repeat a value: its equal-value pairs are left out of PACC (they were once counted
         # as wrong), so its results are keyed apart from those made before (the paper's never repeat one)
         keyed["pacc_value_ties"] = "skip"
-    return Scoring(resolved, chosen, similarity, bool(normalize_quantities), int(bootstrap), keyed)
+    if vectors is not None:
+        keyed.update(vectors.keyed())
+    return Scoring(resolved, chosen, similarity, bool(normalize_quantities), int(bootstrap), keyed, vectors)
 
 
 @dataclass(frozen=True)
@@ -210,6 +234,9 @@ def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] |
 
     chosen = planned.scoring
     timed = step_timer(on_step, timings if timings is not None else {})
+    if chosen.vectors is not None:  # what a vector store keeps, made from the float table (cached as it is)
+        with timed("vectors"):
+            table = chosen.vectors.apply(table, chosen.table1_texts())
     inputs = ExamInputs(table, chosen.similarity, chosen.protocol, chosen.bootstrap if 1 in chosen.exams else 0,
                         planned.view.token_ids, chosen.rewrite)
     exams = selected(chosen.exams)
@@ -261,7 +288,8 @@ def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, similari
              name: str | None = None, table: EmbeddingTable | None = None,
              on_step: Callable[[str], None] | None = None, normalize_quantities: bool = False,
              bootstrap: int = DEFAULT_RESAMPLES, protocol: str | Protocol | None = None,
-             batching: str | None = None) -> ModelResult:
+             batching: str | None = None, dimensions: int | None = None, vector_quantization: str | None = None,
+             calibration: Any = None) -> ModelResult:
     """Run the chosen exams (default: the paper's exams the protocol supports; 1, 2, 3) on ``encoder``.
 
     ``encoder``: anything with ``encode(list[str]) -> array`` (a fasteval model, a sentence-transformers
@@ -273,11 +301,14 @@ def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, similari
     ``protocol``: a built-in protocol's name (``fasteval protocols``), a protocol file, or a loaded Protocol; the
     paper's by default. ``bootstrap``: resamples for Exam 1's 95% intervals (0: none). ``batching``: "paper" (one
     encode call per protocol group) or "packed" (every distinct text in one call); default: the encoder's own
-    setting (``info["batching"]``), else the paper's. ``on_step(name)`` is called before each step (for progress
-    bars); the library itself prints nothing.
+    setting (``info["batching"]``), else the paper's. ``dimensions``, ``vector_quantization`` ("int8", "binary")
+    and ``calibration``: the vectors a store keeps are scored instead of the float ones (``core.vectors``; the
+    embeddings are the same). ``on_step(name)`` is called before each step (for progress bars); the library itself
+    prints nothing.
     """
     chosen = scoring(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                     bootstrap=bootstrap)
+                     bootstrap=bootstrap, dimensions=dimensions, vector_quantization=vector_quantization,
+                     calibration=calibration)
     return run(plan(encoder, chosen, name=name, batching=batching), table, on_step)
 
 

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..errors import InputError
 
-# similarity name -> kernel code. "cos" is "dot" on rows normalised first.
-METRICS = {"cos": 0, "dot": 1, "l2": 2}
+# similarity name -> kernel code. "cos" is "dot" on rows normalised first; "hamming" is 1 - (differing sign bits) /
+# dimension over the rows' signs (x > 0), as a binary vector store keeps them (``bits.py``).
+METRICS = {"cos": 0, "dot": 1, "l2": 2, "hamming": 3}
 # How a pair with equal values is scored by pairwise_accuracy (name -> kernel code).
 VALUE_TIES = {"wrong": 0, "as_greater": 1, "skip": 2}
 

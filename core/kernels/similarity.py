@@ -20,7 +20,7 @@ from .inputs import METRICS, _as_embedding_pair, _as_embeddings, _metric_code
 
 __all__ = ["METRICS", "anchor_similarity", "paired_similarity", "similarity_matrix"]
 
-_L2 = METRICS["l2"]
+_L2, _HAMMING = METRICS["l2"], METRICS["hamming"]
 # From this many multiply-adds on, cos/dot matrices go through float64 BLAS (protocol cells stay far below).
 BLAS_MIN_WORK = 1 << 24
 
@@ -101,12 +101,18 @@ def similarity_matrix(a, b=None, metric: str = "cos") -> np.ndarray:
 
     metric: "cos" = a_i . b_j after normalising every row to unit length (a zero row stays zero, so
     its similarities are 0, itself included: sklearn ``cosine_similarity`` on float32 input);
-    "dot" = a_i . b_j on the rows as given; "l2" = -||a_i - b_j||_2 (larger = more similar).
+    "dot" = a_i . b_j on the rows as given; "l2" = -||a_i - b_j||_2 (larger = more similar); "hamming" = 1 -
+    (sign bits that differ) / d over the rows' signs (x > 0: binary vectors; ``bits.hamming_similarity``).
     Inputs are cast to float32; each entry is summed in float64 and rounded once, so entries do not
     depend on the batch, and S(a) is exactly symmetric. 0 rows give an empty (n_a, n_b) result.
     InputError for non-2-D input, different dimensions, NaN/inf, or an unknown metric.
     """
     a, b, code = _prepare(a, b, metric, ("a", "b"))
+    if code == _HAMMING:
+        from .bits import hamming_similarity, pack_signs
+
+        packed = pack_signs(a)
+        return hamming_similarity(packed, packed if b is a else pack_signs(b), bits=a.shape[1])
     if not a.shape[0] or not b.shape[0]:
         return np.zeros((a.shape[0], b.shape[0]), dtype=np.float32)
     work = a.shape[0] * b.shape[0] * a.shape[1]
@@ -130,6 +136,10 @@ def paired_similarity(a, b, metric: str = "cos") -> np.ndarray:
             f"a has {a.shape[0]} rows but b has {b.shape[0]}; paired similarity needs one b row per a row.",
             "pass the two sides of the same value list.",
         )
+    if code == _HAMMING:
+        from .bits import hamming_similarity, pack_signs
+
+        return hamming_similarity(pack_signs(a), pack_signs(b), bits=a.shape[1], paired=True)
     if not a.shape[0]:
         return np.zeros(0, dtype=np.float32)
     return run_parallel(_paired_similarity, a.shape[0] * a.shape[1], a, b, code)

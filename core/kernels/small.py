@@ -79,13 +79,15 @@ def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
 
 def similarity_matrix(a, b=None, metric: str = "cos") -> np.ndarray:
     """``similarity.similarity_matrix`` (float32 (n_a, n_b); b=None: b = a): cos, dot or -l2 summed in float64 and
-    rounded once; a zero row's cosines are 0."""
+    rounded once, a zero row's cosines 0; hamming over the rows' sign bits."""
     code = _metric_code(metric)
     a, b = _as_embedding_pair(a, b, ("a", "b"))
     if a.shape[0] * b.shape[0] * a.shape[1] > MAX_WORK:
         raise InputError(f"{a.shape[0]} x {b.shape[0]} rows are more than the numpy similarities take.",
                          "use fasteval.core.kernels.similarity for grids.")
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if code == METRICS["hamming"]:  # 1 - the share of sign bits that differ
+        return (1.0 - ((a64[:, None, :] > 0) != (b64[None, :, :] > 0)).sum(axis=2) / a.shape[1]).astype(np.float32)
     if code == METRICS["l2"]:
         out = -np.sqrt(((a64[:, None, :] - b64[None, :, :]) ** 2).sum(axis=2))
     else:

@@ -3,8 +3,8 @@ whether similarity follows physical distance (the scoring is ``fasteval.core.exa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from .. import choices
 from ..embeddings import Encoder, describe, embed_groups
 from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
@@ -28,25 +28,37 @@ def check_inputs(quantities: list[str] | None = None, file: str | Path | None = 
 
 
 def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: str = "cos",
-          normalize_quantities: bool = False, name: str | None = None, all_discordant: bool = False) -> CheckResult:
+          normalize_quantities: bool = False, name: str | None = None, all_discordant: bool = False,
+          dimensions: int | None = None, vector_quantization: str | None = None,
+          calibration: Any = None) -> CheckResult:
     """Score ``candidates`` against ``anchor`` with ``encoder`` (anything with ``encode(list[str])``).
 
     The anchor and the candidates are embedded in one call (normalised rows, as the paper's exams);
     ``normalize_quantities`` gives the encoder each text's canonical form instead ("2 kilometers" ->
     "2000 meters"). Raises InputError for a text pint cannot read, one of another dimension than the anchor,
     or fewer than two candidates. Every discordant pair is counted; ``all_discordant`` lists them all (else
-    the first ``DISCORDANT_LIST_LIMIT``, largest gap first).
+    the first ``DISCORDANT_LIST_LIMIT``, largest gap first). ``dimensions``, ``vector_quantization`` and
+    ``calibration`` score the vectors a store keeps (``core.vectors``; int8 is calibrated on the paper's Table 1
+    texts, embedded too, unless ``calibration`` names others).
     """
     from ..encoders import as_encoder
     from ..kernels.small import similarity_matrix  # a few rows: numpy, no JIT to load
     from ..quantities import canonical_text
 
-    metric = choices.similarity(similarity)
+    from ..plan import scoring
+
+    chosen = scoring(exams=(1,), similarity=similarity, bootstrap=0, dimensions=dimensions,
+                     vector_quantization=vector_quantization, calibration=calibration)
+    metric = chosen.similarity
     parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = describe(as_encoder(encoder), name)
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
-    table = embed_groups(view.encoder, [texts], rewrite=rewrite)
+    table1 = chosen.table1_texts() if chosen.vectors is not None else []
+    calibration_texts = [t for t in chosen.vectors.calibration_of(table1) if t not in texts] if chosen.vectors else []
+    table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
+    if chosen.vectors is not None:
+        table = chosen.vectors.apply(table, table1)
     sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
     result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded,

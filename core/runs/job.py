@@ -47,6 +47,7 @@ class Job:
     bootstrap: InitVar[int] = DEFAULT_RESAMPLES  # resamples for Exam 1's intervals; 0 = none
     protocol: InitVar[Any] = None  # a built-in's name, a protocol file, a Protocol, or None (the paper's)
     scoring: Scoring | None = None
+    rung: Any = None  # a ladder's rung (``ladder.Rung``) this job scores, where it is one
 
     def __post_init__(self, exams, similarity, normalize_quantities, bootstrap, protocol) -> None:
         if self.scoring is None:

@@ -47,14 +47,29 @@ def sweep_needs(models: Sequence[str], dtype: str = "fp32") -> list[Any]:
 
 def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *, exams: Any = None,
                similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
-               bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
+               bootstrap: int = DEFAULT_RESAMPLES, dimensions: int | None = None,
+               vector_quantization: str | None = None, calibration: Any = None, ladder: str | None = None,
+               loader: Callable[..., Any] | None = None) -> list[Job]:
     """One job a model, each with its own copy of the load ``options`` (a served model's client options
     included) and one scoring, validated before any job runs (a bad protocol file or exam selection fails here,
-    before anything is written)."""
+    before anything is written); the vector options as ``fasteval.evaluate`` takes them. ``ladder="vectors"``:
+    one job a rung of each model instead (``ladder.ladder_jobs``: each model's dimension is asked of it now,
+    with ``loader``, default ``load_model``); ``ladders`` makes their tables once they ran."""
     import copy
 
+    if ladder is not None:
+        from .ladder import LADDERS, ladder_jobs
+
+        check_choice(ladder, LADDERS, "ladder", "--ladder")
+        if dimensions is not None or vector_quantization is not None or calibration is not None:
+            raise InputError("--ladder vectors scores every rung itself.",
+                             "leave out --dimensions, --vector-quantization and --calibration with --ladder.")
+        return ladder_jobs(models, options or {}, loader if loader is not None else _load_model(), exams=exams,
+                           similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
+                           bootstrap=bootstrap)
     chosen = scoring(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                     bootstrap=bootstrap)
+                     bootstrap=bootstrap, dimensions=dimensions, vector_quantization=vector_quantization,
+                     calibration=calibration)
     return [Job(name, copy.deepcopy(options or {}), scoring=chosen) for name in models]
 
 
@@ -73,6 +88,15 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
                          f"--shard $SLURM_ARRAY_TASK_ID/{n}).")
     index, count = int(found.group(1)), int(found.group(2))
     return [m for k, m in enumerate(models) if k % count == index]
+
+
+def sweep_ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path) -> list[tuple[list[dict], Path]]:
+    """The ladder tables of a ladder sweep (``sweep_jobs(..., ladder="vectors")``), written under ``OUT/ladders``:
+    each model's rows and the CSV's path (none for a sweep without rungs)."""
+    from .ladder import ladders
+
+    resamples = next((j.scoring.bootstrap for j in jobs if j.scoring is not None), DEFAULT_RESAMPLES)
+    return ladders(jobs, outcomes, Path(out), resamples)
 
 
 def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None = None,

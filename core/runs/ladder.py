@@ -1,0 +1,127 @@
+"""The vector ladder (``fasteval sweep --ladder vectors``): one model scored as a vector store keeps it, rung by rung
+(the float vectors, the first 512/256/128/64 dimensions, int8, binary, and 256 dimensions in binary), from one
+embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and AVG with their
+bootstrap intervals, the paired Δτ against the float vectors with its interval, and the bytes a store keeps a
+vector (``core.vectors``).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..choices import DEFAULT_RESAMPLES
+from ..plan import scoring
+from .job import Job, Outcome
+
+LADDERS = ("vectors",)
+# The truncations tried, where below the model's dimension, and the common store setting tried beside them.
+LADDER_DIMENSIONS = (512, 256, 128, 64)
+LADDER_COLUMNS = ["model", "rung", "dimensions", "quantization", "bytes_per_vector", "tau", "tau_ci_low",
+                  "tau_ci_high", "pacc", "avg", "delta_tau", "delta_tau_ci_low", "delta_tau_ci_high", "folder"]
+
+
+@dataclass(frozen=True)
+class Rung:
+    label: str  # "full", "256", "int8", "binary", "256+binary"
+    dimensions: int | None
+    quantization: str | None
+    bytes_per_vector: int  # what a store keeps of one vector
+
+
+def vector_rungs(dim: int) -> list[Rung]:
+    """The rungs of a model of ``dim`` dimensions, the float vectors first."""
+    from ..vectors import VectorForm
+
+    asked: list[tuple[str, int | None, str | None]] = [("full", None, None)]
+    asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
+    asked += [("int8", None, "int8"), ("binary", None, "binary")] + ([("256+binary", 256, "binary")] if 256 < dim
+                                                                     else [])
+    return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
+
+
+def model_dimension(model: str, options: dict[str, Any], loader: Callable[..., Any]) -> int:
+    """The dimension of ``model``'s embeddings: one text embedded (a local model's session is opened; it is
+    cached for the rungs' runs)."""
+    from ..embeddings import as_array
+
+    return int(as_array(loader(model, **copy.deepcopy(options)).encode(["1 meter"])).shape[1])
+
+
+def ladder_jobs(models: Sequence[str], options: dict[str, Any], loader: Callable[..., Any], *, exams: Any = None,
+                similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
+                bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
+    """Each model's jobs, one a rung (its dimension asked of it first), each with its own copy of ``options``;
+    the scorings validated before anything runs. Exam 1 is run by every rung (the ladder is its table)."""
+    asked = dict(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
+                 bootstrap=bootstrap)
+    base = scoring(**asked)
+    if 1 not in base.exams:
+        from ..errors import InputError
+
+        raise InputError("--ladder vectors compares Table 1 (Exam 1) across the rungs, and the exams asked leave it "
+                         "out.", "add exam 1 (--exams 1, or leave --exams out).")
+    jobs = []
+    for model in models:
+        for rung in vector_rungs(model_dimension(model, options, loader)):
+            chosen = scoring(**asked, dimensions=rung.dimensions, vector_quantization=rung.quantization)
+            jobs.append(Job(model, copy.deepcopy(options), scoring=chosen, rung=rung))
+    return jobs
+
+
+def ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path,
+            resamples: int = DEFAULT_RESAMPLES) -> list[tuple[list[dict[str, Any]], Path]]:
+    """The ladders of a ladder sweep's ``jobs`` and their ``outcomes`` (in job order): each model's rows
+    (``ladder_rows``), written to ``OUT/ladders/<model_id>.csv`` and ``.json``."""
+    from ..protocol import model_id
+
+    by_model: dict[str, list[tuple[Rung, Outcome]]] = {}
+    for job, outcome in zip(jobs, outcomes):
+        if job.rung is not None:
+            by_model.setdefault(job.model, []).append((job.rung, outcome))
+    made = []
+    for rungs in by_model.values():
+        rows = ladder_rows(rungs, resamples)
+        if rows:
+            made.append((rows, write_ladder(out, model_id(rows[0]["model"]), rows)))
+    return made
+
+
+def ladder_rows(rungs: Sequence[tuple[Rung, Outcome]], resamples: int = DEFAULT_RESAMPLES) -> list[dict[str, Any]]:
+    """One model's ladder, a row a rung that finished (``LADDER_COLUMNS``): Δτ is the rung's τ less the float
+    vectors', with the paired bootstrap's 95% interval over the same resampled values (``drift``'s PhysScore
+    side), x100 as Table 1."""
+    from .drift.score import physscore_drift
+
+    done = [(rung, o, o.read()) for rung, o in rungs]
+    done = [(rung, o, r) for rung, o, r in done if r is not None and "exam1" in r.exams]
+    if not done or done[0][0].label != "full":
+        return []
+    full = done[0][2].exams["exam1"]
+    rows = []
+    for rung, outcome, result in done:
+        exam1 = result.exams["exam1"]
+        s = exam1.summary()
+        delta = physscore_drift(full, exam1, resamples if rung.label != "full" else 0)
+        rows.append({"model": result.model, "rung": rung.label, "dimensions": rung.dimensions,
+                     "quantization": rung.quantization or "float32",
+                     "bytes_per_vector": rung.bytes_per_vector,
+                     "tau": s["tau_display"], "tau_ci_low": s.get("tau_ci_low"), "tau_ci_high": s.get("tau_ci_high"),
+                     "pacc": s["pacc_display"], "avg": s["avg_display"],
+                     "delta_tau": round(float(delta["delta_tau"]), 4) if rung.label != "full" else 0.0,
+                     "delta_tau_ci_low": delta.get("delta_tau_ci_low"),
+                     "delta_tau_ci_high": delta.get("delta_tau_ci_high"), "folder": str(outcome.path or "")})
+    return rows
+
+
+def write_ladder(out: Path, model_id: str, rows: list[dict[str, Any]]) -> Path:
+    """``OUT/ladders/<model_id>.csv`` and ``.json``, written atomically; returns the CSV's path."""
+    from ..io import atomic_write, csv_text, dumps
+
+    folder = Path(out) / "ladders"
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / f"{model_id}.json", dumps({"ladder": "vectors", "rows": rows}))
+    atomic_write(folder / f"{model_id}.csv", csv_text(rows, LADDER_COLUMNS))
+    return folder / f"{model_id}.csv"

@@ -1,0 +1,177 @@
+"""What a vector store keeps (core/vectors.py, --dimensions, --vector-quantization, --ladder vectors), held to
+sentence-transformers: the same truncated unit rows, the same int8 integers and the same packed bits for the same
+inputs and calibration; scored as a store scores them (the cosine of the integers, Hamming on the bits); keyed
+apart only when asked for, from one float table in the cache."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import fasteval
+from fakes import CountingEncoder, FakeEncoder, one_line_error, run_cli
+from fasteval.core.errors import InputError
+from fasteval.core.plan import result_key, scoring
+from fasteval.core.vectors import quantize_binary, quantize_int8, truncate, vector_form
+
+st_quantization = pytest.importorskip("sentence_transformers.quantization")
+
+FLOATS = st.floats(-4, 4, width=32, allow_nan=False, allow_subnormal=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 12), st.integers(1, 40)), elements=FLOATS),
+       arrays(np.float32, st.tuples(st.integers(2, 12), st.integers(1, 1)), elements=FLOATS), st.data())
+def test_int8_and_binary_are_sentence_transformers_own(x, cal_column, data):
+    """The same integers and bits as quantize_embeddings for any input, calibration rows that repeat a value (a
+    zero range), values outside the calibration range (clipped), ties and zeros."""
+    calibration = data.draw(arrays(np.float32, (cal_column.shape[0], x.shape[1]), elements=FLOATS))
+    calibration[:, 0] = calibration[0, 0]  # one dimension whose range is a single value
+    ours = quantize_int8(x, calibration)
+    theirs = st_quantization.quantize_embeddings(x, "int8", calibration_embeddings=calibration)
+    assert ours.dtype == np.int8 and theirs.dtype == np.int8
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(quantize_binary(x), st_quantization.quantize_embeddings(x, "ubinary"))
+
+
+def test_truncation_is_sentence_transformers_truncate_dim(tiny_st_folder, tiny_encoder):
+    """The first N dimensions, then L2-normalised: SentenceTransformer(truncate_dim=N) with normalize_embeddings."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["5 meters", "five kilograms", "0.25 seconds", "1000000 kelvin"]
+    model = SentenceTransformer(str(tiny_st_folder), device="cpu", truncate_dim=12)
+    theirs = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    ours = truncate(tiny_encoder.encode(texts), 12)
+    assert ours.shape == theirs.shape == (4, 12)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-6)
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+class QuantizedEncoder(FakeEncoder):
+    """What a store would hand back: the FakeEncoder's unit vectors (the paper's normalize_embeddings=True)
+    quantized by sentence-transformers (int8: as floats of the integers, calibrated on Table 1's texts; binary:
+    +-1, whose cosine is 1 - 2 Hamming / d)."""
+
+    def __init__(self, precision: str, calibration_texts: list[str]):
+        super().__init__()
+        self.precision = precision
+        self.calibration = unit(FakeEncoder().encode(calibration_texts))
+
+    def encode(self, texts):
+        x = unit(super().encode(texts))
+        if self.precision == "int8":
+            return st_quantization.quantize_embeddings(x, "int8",
+                                                       calibration_embeddings=self.calibration).astype(np.float32)
+        return np.where(x > 0, 1.0, -1.0).astype(np.float32)
+
+
+@pytest.mark.parametrize("precision", ["int8", "binary"])
+def test_a_quantized_run_scores_what_a_store_of_those_vectors_scores(precision):
+    """evaluate(float encoder, vector_quantization=...) gives Table 1 (every cell's tau and PACC) of an encoder
+    that hands out sentence-transformers' quantized vectors: the cosine of the integers for int8, Hamming for
+    binary (an affine map of the +-1 vectors' cosine, so every rank, tie and pair agrees)."""
+    table1 = scoring().table1_texts()
+    ours = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0, vector_quantization=precision)
+    store = fasteval.evaluate(QuantizedEncoder(precision, table1), exams=(1,), bootstrap=0)
+    got = [(c.tau, c.pacc) for c in ours.exams["exam1"].cells]
+    assert got == [(c.tau, c.pacc) for c in store.exams["exam1"].cells]
+    plain = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0)
+    assert got != [(c.tau, c.pacc) for c in plain.exams["exam1"].cells], "the quantization changed nothing"
+    assert ours.settings["vector_quantization"] == precision
+    assert ours.settings["similarity"] == ("hamming" if precision == "binary" else "cos")
+
+
+def test_calibration_is_table1_of_the_protocol_or_the_texts_given(tmp_path):
+    """int8 is calibrated on Table 1's texts whatever exams run (an exam 2 run embeds them too, after its own
+    calls), or on a file's texts, keyed by their hash."""
+    enc = FakeEncoder()
+    fasteval.evaluate(enc, exams=(2,), bootstrap=0, vector_quantization="int8")
+    assert set(enc.calls[-1]) <= set(scoring().table1_texts()) and len(enc.calls) == 2
+    texts = tmp_path / "cal.txt"
+    texts.write_text("# mine\n1 meter\n2 meters\n300 meters\n")
+    a = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0, vector_quantization="int8", calibration=texts)
+    b = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0, vector_quantization="int8")
+    assert a.settings["calibration"].startswith("sha256:") and b.settings["calibration"] == "table1"
+    assert result_key(a.settings) != result_key(b.settings)
+
+
+def test_the_paper_keys_are_untouched_and_every_form_keys_apart():
+    info = {"model": "m", "onnx_sha256": "x", "provider": "cpu", "dtype": "fp32", "prompt": ""}
+    plain = scoring()
+    assert "dimensions" not in plain.keyed and "vector_quantization" not in plain.keyed
+    keys = {result_key(scoring(**kw).settings(info)) for kw in
+            ({}, {"dimensions": 8}, {"dimensions": 4}, {"vector_quantization": "int8"},
+             {"vector_quantization": "binary"}, {"dimensions": 8, "vector_quantization": "binary"})}
+    assert len(keys) == 6
+
+
+def test_bad_vector_options_are_refused_by_name():
+    with pytest.raises(InputError, match="whole number >= 1"):
+        vector_form(dimensions=0)
+    with pytest.raises(InputError, match="vector quantization"):
+        vector_form(quantization="int4")
+    with pytest.raises(InputError, match="int8 vectors only"):
+        vector_form(quantization="binary", calibration=["a", "b"])
+    with pytest.raises(InputError, match="Hamming"):
+        scoring(similarity="dot", vector_quantization="binary")
+    with pytest.raises(InputError, match="not below the model's dimension 16"):
+        fasteval.evaluate(FakeEncoder(dim=16), exams=(1,), bootstrap=0, dimensions=16)
+
+
+def test_check_scores_the_stores_vectors():
+    enc = FakeEncoder()
+    plain = fasteval.check(enc, "2 kilometers", ["2000 meters", "2 meters", "20 meters"])
+    binary = fasteval.check(FakeEncoder(), "2 kilometers", ["2000 meters", "2 meters", "20 meters"],
+                            vector_quantization="binary")
+    assert binary.similarity == "hamming" and plain.similarity == "cos"
+    signs = np.where(FakeEncoder().encode(["2 kilometers", "2000 meters"]) > 0, 1, 0)
+    assert binary.candidates[0].similarity == pytest.approx(1 - (signs[0] != signs[1]).mean(), abs=1e-7)
+
+
+def test_the_ladder_embeds_once_and_resumes(tmp_path):
+    """Every rung of --ladder vectors from one embedding run (the float table's cache), one table written; a rerun
+    skips every rung and writes the same table."""
+    from fasteval.core.runs.sweep import run_sweep, sweep_jobs, sweep_ladders
+
+    loaded = []
+
+    def loader(name, **options):
+        enc = CountingEncoder(name, dim=300)
+        loaded.append(enc)
+        return enc
+
+    jobs = sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader)
+    assert [j.rung.label for j in jobs] == ["full", "256", "128", "64", "int8", "binary", "256+binary"]
+    out = tmp_path / "out"
+    home = tmp_path / "home"
+    outcomes = run_sweep(jobs, out, loader, cache_root=home)
+    assert [o.status for o in outcomes] == ["done"] * 7
+    assert loaded[0].calls == [["1 meter"]]  # the model's dimension, asked of it once
+    # one embedding run (the full rung's); each later rung embeds only the cache's canary (one text, checked
+    # against the cached row before the cache is trusted)
+    assert len(loaded) == 8 and sum(map(len, loaded[1].calls)) > 800
+    assert all([len(c) for c in enc.calls] == [1] for enc in loaded[2:]), [enc.calls for enc in loaded[2:]]
+    assert set(scoring(exams=(1,)).table1_texts()) <= {t for call in loaded[1].calls for t in call}
+    (rows, path), = sweep_ladders(jobs, outcomes, out)
+    assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 38, 32]
+    assert rows[0]["delta_tau"] == 0.0 and rows[1]["delta_tau_ci_low"] <= rows[1]["delta_tau"] \
+        <= rows[1]["delta_tau_ci_high"]
+    assert json.loads((out / "ladders" / "m.json").read_text())["rows"] == json.loads(json.dumps(rows))
+    again = run_sweep(sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader), out,
+                      loader, cache_root=home)
+    assert [o.status for o in again] == ["skipped"] * 7
+    assert sweep_ladders(jobs, again, out)[0][0] == rows
+
+
+def test_the_cli_refuses_a_dimension_not_below_the_models_in_one_line(tiny_st_folder, fasteval_home, tmp_path):
+    proc = run_cli(["sweep", "--model", tiny_st_folder, "--exams", "1", "--bootstrap", "0", "--provider", "cpu",
+                    "--dimensions", "32", "--out", tmp_path / "out"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    one_line_error(proc, "--dimensions 32 is not below the model's dimension 32")
+    assert proc.returncode == 2  # bad input: one model, so the sweep stops on it
