@@ -25,14 +25,15 @@ def variants_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def print_result(result) -> None:
+def print_result(result, baselines=()) -> None:
     """Each exam's printout (the notebook's), in registry order, then the Table 1 row."""
     echo("\n\n".join(f"{title}\n{body}" for title, body in result.printouts()))
-    print_table1_row(result)
+    print_table1_row(result, baselines)
 
 
-def print_table1_row(result) -> None:
-    """The Table 1 row (x100) with its intervals and variants (nothing without Exam 1)."""
+def print_table1_row(result, baselines=()) -> None:
+    """The Table 1 row (x100) with its intervals and variants (nothing without Exam 1), and the surface-form
+    baselines' rows below it (what string similarity alone scores)."""
     if "exam1" not in result.exams:
         return
     s = result.exams["exam1"].summary()
@@ -42,6 +43,10 @@ def print_table1_row(result) -> None:
     echo(f"\n{'Table 1 row (x100)':<{width}}  tau    PACC    AVG")
     echo(f"{name:<{width}} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  {fmt(s['avg_display'])}")
     echo(caveats_text(s))
+    if baselines:
+        echo("  surface form (string similarity alone; a model's tau is read beside these): " + "; ".join(
+            f"{b['model'].removeprefix('surface: ')} tau {b['tau']:.2f} PACC {b['pacc']:.2f} AVG {b['avg']:.2f}"
+            for b in baselines))
     if s.get("by_variant"):
         echo(f"\nBy variant of the {result.protocol} protocol (x100)")
         echo(variants_text(s))
@@ -72,7 +77,7 @@ def print_summary(outcomes) -> None:
              f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
-def print_ladder(rows: list[dict]) -> None:
+def print_ladder(rows: list[dict], baselines=()) -> None:
     """One model's vector ladder: a rung a line, τ with its interval, PACC, AVG, Δτ against the float vectors with
     its paired interval, and the bytes a store keeps a vector."""
     def interval(low, high) -> str:
@@ -86,6 +91,8 @@ def print_ladder(rows: list[dict]) -> None:
         echo(f"  {r['rung']:<11} {r['bytes_per_vector']:>6} {r['tau']:>6.2f} "
              f"{interval(r['tau_ci_low'], r['tau_ci_high']):>16} {r['pacc']:>6.2f} {r['avg']:>6.2f} {delta:>6} "
              f"{interval(r['delta_tau_ci_low'], r['delta_tau_ci_high']):>16}")
+    for b in baselines:  # what string similarity alone scores, beside the rungs
+        echo(f"  {b['model']}: tau {b['tau']:.2f}, PACC {b['pacc']:.2f}, AVG {b['avg']:.2f}")
 
 
 def print_needs(needs) -> None:

@@ -110,8 +110,8 @@ def sweep(
         if ladder is not None:
             from ..core.runs.sweep import sweep_ladders
 
-            for rows, path in sweep_ladders(jobs, outcomes, out):
-                printing.print_ladder(rows)
+            for rows, path, baselines in sweep_ladders(jobs, outcomes, out):
+                printing.print_ladder(rows, baselines)
                 typer.echo(f"Ladder written to {path}")
         if len(outcomes) > 1 and ladder is None:  # a ladder's table is its summary
             printing.print_summary(outcomes)
@@ -186,12 +186,12 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
             if o.status == "done" and ladder:  # a rung: its line in the ladder's table, printed at the end
                 say(quiet, f"fasteval: {o.model}: a rung done ({o.path})")
             elif o.status == "done":
-                printing.print_result(o.read())
+                printing.print_result(o.read(), o.baselines())
                 typer.echo(f"\nResults written to {o.path}")
             elif o.status == "skipped":
                 say(quiet, f"fasteval: {o.model}: skipped, {o.message} ({o.path})")
                 if len(jobs) == 1 and o.read() is not None:  # one model: its row (several: the summary)
-                    printing.print_table1_row(o.read())
+                    printing.print_table1_row(o.read(), o.baselines())
             else:
                 typer.echo(f"fasteval: error: {o.model}: {o.message}", err=True)
 

@@ -81,10 +81,32 @@ def table1(entries: list[LoadedResult]) -> Table | None:
         rows.append(row("all", [c for main in mains for c in main.result.exams["exam1"].cells]))
     rows.append(random_row([c.values for c in mains[0].result.exams["exam1"].cells]))
     note = OTHER_RUNS_NOTE + " " if len(heads) < len(rows) - 1 - pooled else ""
+    rule = len(rows) - 2 - pooled
     note += (f"{RANDOM_EXPECTED}: the exact expectation under random similarities on these cells (the anchor's "
              f"self-pair always ranks first, so τ is above 0); {PAPER_PRINTED_RANDOM}.")
+    surface = surface_rows(mains[0].result)
+    if surface:
+        rows += surface
+        note += (" surface: encoders that see only the characters (a text's byte counts; character 3-gram TF-IDF "
+                 "over the exam's texts): what string similarity alone scores, the level a model's τ is read "
+                 "against (docs/vectors.md).")
     return Table("table1", "Table 1: Exam 1 per model (×100), sorted by AVG", ["model", "tau", "pacc", "avg"],
-                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={len(rows) - 2 - pooled}, note=note)
+                 ["Model", "τ", "PACC", "AVG"], rows, rules_after={rule}, note=note)
+
+
+def surface_rows(result) -> list[dict[str, Any]]:
+    """The surface-form baselines' Table 1 rows on a result's protocol (``core.runs.baselines``; cos for binary
+    vectors); none for a protocol file."""
+    from ..choices import SIMILARITIES
+    from ..errors import FastevalError
+    from ..runs.baselines import surface_baselines
+
+    similarity = result.settings.get("similarity", "cos")
+    try:
+        found = surface_baselines(result.protocol, similarity if similarity in SIMILARITIES else "cos")
+    except (KeyError, FastevalError):
+        return []
+    return [{**b, "display": {k: b[k] for k in ("tau", "pacc", "avg")}} for b in found]
 
 
 def random_row(cell_values: list) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES, OVERWRITE, check_choice
+from ..errors import FastevalError
 from ..io import check_writable, clean_stale
 from ..plan import Scoring, plan, run, scoring
 from ..results.files import write_result
@@ -64,6 +65,24 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     result: Any = None  # the ModelResult, for a model computed in this process
+
+    def baselines(self) -> list[dict[str, Any]]:
+        """The surface-form baselines' Table 1 rows (``baselines.surface_baselines``) on this result's protocol and
+        similarity (cos for binary vectors); none without Exam 1, for a protocol file, or where they cannot be
+        computed here."""
+        from ..choices import SIMILARITIES
+
+        result = self.read()
+        if result is None or "exam1" not in result.exams:
+            return []
+        from .baselines import surface_baselines
+
+        similarity = result.settings.get("similarity", "cos")
+        try:
+            return surface_baselines(result.protocol, similarity if similarity in SIMILARITIES else "cos")
+        except (KeyError, FastevalError) as err:
+            log.debug("no surface-form baselines for %s: %s", result.protocol, err)
+            return []
 
     def read(self) -> Any:
         """The outcome's ModelResult: the one computed in this process, or its folder's, read back (a skipped

@@ -72,9 +72,10 @@ def ladder_jobs(models: Sequence[str], options: dict[str, Any], loader: Callable
 
 
 def ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path,
-            resamples: int = DEFAULT_RESAMPLES) -> list[tuple[list[dict[str, Any]], Path]]:
+            resamples: int = DEFAULT_RESAMPLES) -> list[tuple[list[dict[str, Any]], Path, list[dict[str, Any]]]]:
     """The ladders of a ladder sweep's ``jobs`` and their ``outcomes`` (in job order): each model's rows
-    (``ladder_rows``), written to ``OUT/ladders/<model_id>.csv`` and ``.json``."""
+    (``ladder_rows``), written to ``OUT/ladders/<model_id>.csv`` and ``.json``, and the surface-form baselines'
+    Table 1 rows beside them (in the JSON too)."""
     from ..protocol import model_id
 
     by_model: dict[str, list[tuple[Rung, Outcome]]] = {}
@@ -85,7 +86,8 @@ def ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path,
     for rungs in by_model.values():
         rows = ladder_rows(rungs, resamples)
         if rows:
-            made.append((rows, write_ladder(out, model_id(rows[0]["model"]), rows)))
+            baselines = rungs[0][1].baselines()
+            made.append((rows, write_ladder(out, model_id(rows[0]["model"]), rows, baselines), baselines))
     return made
 
 
@@ -116,12 +118,15 @@ def ladder_rows(rungs: Sequence[tuple[Rung, Outcome]], resamples: int = DEFAULT_
     return rows
 
 
-def write_ladder(out: Path, model_id: str, rows: list[dict[str, Any]]) -> Path:
-    """``OUT/ladders/<model_id>.csv`` and ``.json``, written atomically; returns the CSV's path."""
+def write_ladder(out: Path, model_id: str, rows: list[dict[str, Any]],
+                 baselines: Sequence[dict[str, Any]] = ()) -> Path:
+    """``OUT/ladders/<model_id>.csv`` (the rungs) and ``.json`` (the rungs and the surface-form baselines), written
+    atomically; returns the CSV's path."""
     from ..io import atomic_write, csv_text, dumps
 
     folder = Path(out) / "ladders"
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / f"{model_id}.json", dumps({"ladder": "vectors", "rows": rows}))
+    atomic_write(folder / f"{model_id}.json", dumps({"ladder": "vectors", "rows": rows,
+                                                     "surface_baselines": list(baselines)}))
     atomic_write(folder / f"{model_id}.csv", csv_text(rows, LADDER_COLUMNS))
     return folder / f"{model_id}.csv"

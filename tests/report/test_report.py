@@ -27,6 +27,9 @@ from fakes import FakeEncoder, one_line_error, run_cli
 DPI = 40  # small figures: the size check is figsize x dpi whatever the dpi
 
 
+# the surface-form baselines' rows, below the random row (core/runs/baselines.py)
+SURFACE = ["surface: byte counts", "surface: character 3-gram TF-IDF"]
+
 def half_up(value, digits: int) -> float:
     """Independent reference rounding: Decimal ROUND_HALF_UP on the exact value."""
     value = Fraction(value)
@@ -103,12 +106,15 @@ def test_table1_rows_order_all_and_baseline(results, report):
     scored = {k: r.exams["exam1"].cells for k, r in objs.items() if "exam1" in r.exams}
     expected = sorted(scored, key=lambda k: -table1_row(scored[k])["avg"])
     rows = read_csv(rep.out / "table1.csv")
-    assert [r["model"] for r in rows] == expected + ["all", "random (expected)"]
+    assert [r["model"] for r in rows] == expected + ["all", "random (expected)", *SURFACE]
     from fasteval.core.exams.statistics import random_baselines
 
     exact = random_baselines()  # the fixture's cells are the paper's
-    assert float(rows[-1]["tau"]) == pytest.approx(exact["tau"]) and float(rows[-1]["pacc"]) == pytest.approx(
-        exact["pacc"]) and float(rows[-1]["avg"]) == pytest.approx((exact["tau"] + exact["pacc"]) / 2)
+    assert float(rows[-3]["tau"]) == pytest.approx(exact["tau"]) and float(rows[-3]["pacc"]) == pytest.approx(
+        exact["pacc"]) and float(rows[-3]["avg"]) == pytest.approx((exact["tau"] + exact["pacc"]) / 2)
+    from fasteval.core.runs.baselines import surface_baselines
+
+    assert [float(rows[k]["tau"]) for k in (-2, -1)] == [b["tau"] for b in surface_baselines()]
     assert "paper's printed random row is τ 0.00, PACC 50.00, AVG 25.00" in (rep.out / "table1.md").read_text()
     md = (rep.out / "table1.md").read_text().splitlines()
     tex = (rep.out / "table1.tex").read_text()
@@ -341,10 +347,10 @@ def test_one_model_has_no_all_row_repeating_it(results, tmp_path):
 
     root, _ = results
     one = build_report(root, out=tmp_path / "one", models=["fake-smooth"], png=False)
-    assert [r["model"] for r in one.tables["table1"].rows] == ["fake-smooth", "random (expected)"]
+    assert [r["model"] for r in one.tables["table1"].rows] == ["fake-smooth", "random (expected)", *SURFACE]
     assert [r["model"] for r in one.tables["probe"].rows] == ["fake-smooth"]
     two = build_report(root, out=tmp_path / "two", png=False)
-    assert two.tables["table1"].rows[-2]["model"] == "all" and two.tables["probe"].rows[-1]["model"] == "all"
+    assert two.tables["table1"].rows[-4]["model"] == "all" and two.tables["probe"].rows[-1]["model"] == "all"
 
 
 def test_cli_report(results, tmp_path):
@@ -355,7 +361,7 @@ def test_cli_report(results, tmp_path):
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("fasteval: warning:")]
     assert len(warnings) == 1 and "broken" in warnings[0]
     assert "UserWarning" not in proc.stderr and "Traceback" not in proc.stderr
-    assert read_csv(tmp_path / "r" / "table1.csv")[-1]["model"] == "random (expected)"
+    assert read_csv(tmp_path / "r" / "table1.csv")[-3]["model"] == "random (expected)"
     assert not (tmp_path / "r" / "figures").exists()
 
 
@@ -421,7 +427,7 @@ def test_runs_of_one_model_are_its_variants(runs_of_one_model, tmp_path):
     rep = build_report(runs_of_one_model, out=tmp_path / "rep", dpi=20, resamples=0)
     models = [r["model"] for r in rep.tables["table1"].rows]
     main = {e.label: e for e in entries}
-    assert sum(not m.startswith("  └") for m in models[:-2]) == 2, "two models, not four"
+    assert sum(not m.startswith("  └") for m in models[:-4]) == 2, "two models, not four"
     mini = models.index("mini")
     assert models[mini + 1:mini + 3] == ["  └ mini [normalized]", "  └ mini [prompt 'query: ']"]
     all_row = next(r for r in rep.tables["table1"].rows if r["model"] == "all")
