@@ -11,7 +11,7 @@ from ..errors import InputError
 from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
 from .entries import LoadedResult, load_results
-from .cross_tables import drift_table, sources_table
+from .cross_tables import drift_table, find_ladders, ladder_table, sources_table
 from .table import Table
 from .tables import REPORT_DIR, REPORT_HTML, report_tables
 
@@ -62,6 +62,9 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     drift = drift_table(results_dir)
     if drift is not None:
         tables.append(drift)
+    ladder = ladder_table(results_dir)
+    if ladder is not None:
+        tables.append(ladder)
     tables.append(sources_table(entries, results_dir))
     files: dict[str, str | bytes] = {}
     for t in tables:
@@ -73,10 +76,11 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     pngs = figures(entries, dpi, heatmap_scale) if png else []
     if png:
         from .compare import comparison_figure, forest_figure
-        from .plots import png_bytes
+        from .plots import ladder_figure, png_bytes
 
         summary_figures = {"forest": forest_figure(entries),
-                           "comparison": comparison_figure(comparison) if comparison is not None else None}
+                           "comparison": comparison_figure(comparison) if comparison is not None else None,
+                           "ladder": ladder_figure(find_ladders(results_dir))}
         pngs += [summary_figure(name, png_bytes(fig, dpi)) for name, fig in summary_figures.items()
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})

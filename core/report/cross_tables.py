@@ -142,3 +142,38 @@ def drift_table(root: Path) -> Table | None:
 
 
 CROSS_TABLES = (normalization_table, protocol_variants_table)
+
+
+def find_ladders(root: Path) -> list[dict[str, Any]]:
+    """Every vector ladder under ``root`` (``fasteval sweep --ladder vectors`` writes OUT/ladders/<model>.json; a
+    folder of sweeps one level down too), each as written: its rows and the surface-form baselines."""
+    from ..io import read_json
+
+    found = []
+    for path in sorted(Path(root).glob("ladders/*.json")) + sorted(Path(root).glob("*/ladders/*.json")):
+        try:
+            data = read_json(path)
+            if not isinstance(data, dict) or data.get("ladder") != "vectors" or not data.get("rows"):
+                raise ValueError("not a vector ladder")
+            found.append(data)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("skipped %s: unreadable ladder (%s)", path, first_line(err))
+    return found
+
+
+def ladder_table(root: Path) -> Table | None:
+    """The vector ladders under ``root``: per model and rung, the bytes a store keeps a vector, τ with its
+    interval, PACC, AVG and Δτ against the float vectors with its paired interval (x100)."""
+    rows = [{**r, "model": r["model"] if k == 0 else "", "bytes_per_vector": str(r["bytes_per_vector"])}
+            for ladder in find_ladders(root) for k, r in enumerate(ladder["rows"])]
+    if not rows:
+        return None
+    return Table("ladder", "The vector ladder: Table 1 as a vector store keeps the vectors (×100)",
+                 ["model", "rung", "bytes_per_vector", "tau", "tau_ci_low", "tau_ci_high", "pacc", "avg",
+                  "delta_tau", "delta_tau_ci_low", "delta_tau_ci_high"],
+                 ["Model", "Rung", "Bytes", "τ", "τ low", "τ high", "PACC", "AVG", "Δτ", "Δτ low", "Δτ high"],
+                 rows, digits=2,
+                 note="From `fasteval sweep --ladder vectors` (OUT/ladders): each rung scores the vectors a store "
+                      "keeps (the first N dimensions L2-normalised; int8; binary with Hamming similarity) from the "
+                      "same embeddings; Δτ is the rung less the float vectors, by the paired bootstrap.")
+

@@ -20,6 +20,8 @@ CAPTIONS = {
     "conversion_scores": "The conversion exam: recall@1 and the lexical trap rate per unit pair",
     "forest": "Table 1 τ ×100 of every result with its 95% bootstrap interval",
     "comparison": "Paired bootstrap Δτ ×100 between every two models",
+    "ladder": "The vector ladder: Table 1 τ ×100 against the bytes a store keeps a vector, and the surface-form "
+              "baselines",
 }
 
 

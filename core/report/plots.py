@@ -247,3 +247,36 @@ def conversion_scores_figure(conversion, title: str):
 FIGURES = {"embedding_overview": overview_figure, "digits_words": digits_words_figure,
            "conversions": conversion_figure, "conversion_scores": conversion_scores_figure}
 HEATMAPS = ("embedding_overview", "digits_words")  # the figures that take a heatmap ``scale``
+
+
+def ladder_figure(ladders: Sequence[dict]):
+    """τ ×100 against the bytes a store keeps a vector (log scale), a line a model through its rungs, each rung
+    named; the surface-form baselines as dashed levels (None without a ladder)."""
+    if not ladders:
+        return None
+    require_matplotlib()
+    fig = _figure((7.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for ladder in ladders:
+        rows = sorted(ladder["rows"], key=lambda r: r["bytes_per_vector"])
+        line, = ax.plot([r["bytes_per_vector"] for r in rows], [r["tau"] for r in rows], "o-",
+                        label=rows[0]["model"])
+        for r in rows:
+            ax.annotate(r["rung"], (r["bytes_per_vector"], r["tau"]), textcoords="offset points", xytext=(3, 4),
+                        fontsize=7, color=line.get_color())
+    seen = set()
+    for ladder in ladders:
+        for b in ladder.get("surface_baselines") or []:
+            if b["model"] not in seen:
+                seen.add(b["model"])
+                ax.axhline(b["tau"], linestyle="--", linewidth=0.8, color="grey")
+                ax.text(0.99, b["tau"], f"{b['model']} (τ {b['tau']:.2f})", transform=ax.get_yaxis_transform(),
+                        ha="right", va="bottom", fontsize=7, color="grey")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes a vector store keeps a vector")
+    ax.set_ylabel("Table 1 τ ×100")
+    ax.grid(True, alpha=0.3, linewidth=0.5)
+    ax.legend(fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig
+

@@ -61,12 +61,17 @@ class PhysScoreEvaluator(SentenceEvaluator):
     ``protocol``: a built-in protocol's name, a protocol file or a loaded Protocol (default: the paper's);
     ``exams``: which exams (default: Exam 1; 2, 3 and "conversion" on the paper's protocol);
     ``similarity``: cos, dot or l2; ``batch_size``: texts per ``encode`` batch; ``write_csv``: append each
-    evaluation to ``<name>_results.csv`` under ``output_path``."""
+    evaluation to ``<name>_results.csv`` under ``output_path``; ``dimensions``, ``vector_quantization`` and
+    ``calibration``: score the vectors a store will keep (``fasteval.evaluate``'s options), e.g. a Matryoshka
+    model's first 256 dimensions while it trains."""
 
     def __init__(self, protocol: Any = None, exams: Iterable[int | str] = (1,), similarity: str = "cos",
-                 name: str = "physscore", batch_size: int = 32, write_csv: bool = True):
+                 name: str = "physscore", batch_size: int = 32, write_csv: bool = True,
+                 dimensions: int | None = None, vector_quantization: str | None = None, calibration: Any = None):
         super().__init__()
-        self.scoring = scoring(exams=exams, similarity=similarity, protocol=protocol, bootstrap=0)
+        self.scoring = scoring(exams=exams, similarity=similarity, protocol=protocol, bootstrap=0,
+                               dimensions=dimensions, vector_quantization=vector_quantization,
+                               calibration=calibration)
         if 1 not in self.scoring.exams:
             raise InputError("PhysScoreEvaluator reports Table 1, and exams leaves Exam 1 out.",
                              "include 1 in exams, e.g. exams=(1, 2, 3).")
@@ -116,4 +121,5 @@ class PhysScoreEvaluator(SentenceEvaluator):
 
     def get_config_dict(self) -> dict[str, Any]:
         chosen = self.scoring
-        return {"protocol": chosen.protocol.key, "exams": list(chosen.exams), "similarity": chosen.similarity}
+        return {"protocol": chosen.protocol.key, "exams": list(chosen.exams), "similarity": chosen.similarity,
+                **(chosen.vectors.keyed() if chosen.vectors is not None else {})}

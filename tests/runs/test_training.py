@@ -61,6 +61,22 @@ def test_the_evaluator_in_a_training_run_reports_fastevals_numbers(tiny_st_folde
     assert any("physscore_tau" in log for log in model.model_card_data.training_logs)
 
 
+def test_the_evaluator_scores_the_vectors_a_store_keeps(tiny_st_folder):
+    """With a store's options it reports fasteval.evaluate's numbers under the same options (and its config says
+    which vectors), not the float vectors'."""
+    import fasteval
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_st_folder), device="cpu")
+    for options in ({"vector_quantization": "binary"}, {"dimensions": 16, "vector_quantization": "int8"}):
+        evaluator = fasteval.PhysScoreEvaluator(**options)
+        ours = fasteval.evaluate(model, exams=(1,), bootstrap=0, **options).exams["exam1"].summary()
+        assert evaluator(model)["physscore_tau"] == pytest.approx(ours["kendall_mean"], abs=1e-9)
+        assert evaluator.get_config_dict()["vector_quantization"] == options["vector_quantization"]
+    plain = fasteval.evaluate(model, exams=(1,), bootstrap=0).exams["exam1"].summary()["kendall_mean"]
+    assert plain != pytest.approx(ours["kendall_mean"], abs=1e-9)
+
+
 def test_importing_fasteval_does_not_load_sentence_transformers():
     code = "import sys, fasteval; print('sentence_transformers' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
