@@ -8,7 +8,7 @@ import typer
 
 from ..core import choices
 from .app import (
-    DType, Provider, app, say, served_client,
+    Calibration, DType, Provider, app, say, served_client,
     set_quiet, user_errors,
 )
 
@@ -123,6 +123,18 @@ def drift_command(
     reference_dtype: Annotated[DType, typer.Option(help="The reference's precision (a local model).")] = DType.fp32,
     candidate_dtype: Annotated[DType, typer.Option(help="The candidate's precision (a local model).")] = DType.fp32,
     reference_prompt: Annotated[Optional[str], typer.Option(help="Text put before the reference's inputs.")] = None,
+    reference_dimensions: Annotated[Optional[int], typer.Option(
+        min=1, help="The reference as a store keeps it: its first N dimensions.", show_default=False)] = None,
+    reference_vector_quantization: Annotated[Optional[str], typer.Option(
+        metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
+        help="The reference's vectors as a store keeps them (int8 or binary).", show_default=False)] = None,
+    candidate_dimensions: Annotated[Optional[int], typer.Option(
+        min=1, help="The candidate as a store keeps it: its first N dimensions.", show_default=False)] = None,
+    candidate_vector_quantization: Annotated[Optional[str], typer.Option(
+        metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
+        help="The candidate's vectors as a store keeps them (int8: compared as the floats its integers stand "
+             "for; binary: sign bits).", show_default=False)] = None,
+    calibration: Calibration = None,
     candidate_prompt: Annotated[Optional[str], typer.Option(help="Text put before the candidate's inputs.")] = None,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]
         = Provider.auto,
@@ -164,7 +176,16 @@ def drift_command(
         def told(candidate: str):  # each candidate's progress lines
             return lambda name: say(quiet or json_out, f"fasteval: drift {public_model(candidate)}: {name}")
 
+        def store(dimensions, quantization) -> dict | None:  # what a vector store keeps of a side
+            if dimensions is None and quantization is None:
+                return None
+            return {"dimensions": dimensions, "vector_quantization": quantization,
+                    "calibration": calibration if quantization == "int8" else None}
+
+        ref_store = store(reference_dimensions, reference_vector_quantization)
+        cand_store = store(candidate_dimensions, candidate_vector_quantization)
         reports = [gate.drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts,
+                              reference_vectors=ref_store, candidate_vectors=cand_store,
                               conformance=not no_conformance, threshold=threshold,
                               fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                               labels=(public_model(reference), public_model(c)), expect_model=expect_model,

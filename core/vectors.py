@@ -51,6 +51,14 @@ def quantize_int8(x: np.ndarray, calibration: np.ndarray) -> np.ndarray:
     return (buckets - 128).astype(np.int8)
 
 
+def dequantize_int8(q: np.ndarray, calibration: np.ndarray) -> np.ndarray:
+    """The floats int8 vectors stand for: each bucket's centre in its dimension's calibration range (float32)."""
+    ranges = int8_ranges(calibration)
+    steps = (ranges[1, :] - ranges[0, :]) / 255
+    steps = np.where(steps == 0, 1, steps)
+    return (ranges[0, :] + (q.astype(np.float32) + 128 + 0.5) * steps).astype(np.float32)
+
+
 def quantize_binary(x: np.ndarray) -> np.ndarray:
     """uint8 (n, ceil(d / 8)): the sign bits (x > 0), packed (sentence-transformers' "ubinary")."""
     return np.packbits(np.asarray(x) > 0, axis=-1).reshape(np.asarray(x).shape[0], -1)
@@ -148,3 +156,34 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
                              "pass a file with one text a line (a few hundred of your own texts, say).")
         label = "sha256:" + hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
     return VectorForm(int(dimensions) if dimensions is not None else None, quantization, texts, label)
+
+
+def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | None],
+               table1_texts: Sequence[str]) -> list[EmbeddingTable]:
+    """Two sides' float tables brought into one space, so each text's vectors can be compared side by side (drift
+    with a vector form on either side): both truncated to the fewer dimensions either keeps; where either side is
+    binary, both as their sign bits (+-1: the cosine of two such rows is 1 - 2 Hamming / d); else an int8 side as
+    the floats its integers stand for (``dequantize_int8``), beside the other side's floats."""
+    kept = [f.dimensions for f in forms if f is not None and f.dimensions is not None]
+    dims = min(kept) if kept else None
+    binary = any(f is not None and f.quantization == "binary" for f in forms)
+    out = []
+    for table, form in zip(tables, forms):
+        texts = [t for t, _ in table.items()]
+        rows = table[texts]
+        if dims is not None:
+            if dims >= rows.shape[1]:
+                raise InputError(f"--dimensions {dims} is not below the model's dimension {rows.shape[1]}.",
+                                 f"pass fewer than {rows.shape[1]} dimensions.")
+            rows = truncate(rows, dims)
+        if binary:
+            rows = np.where(rows > 0, 1.0, -1.0).astype(np.float32)
+        elif form is not None and form.quantization == "int8":
+            calibration = table[form.calibration_of(table1_texts)]
+            calibration = truncate(calibration, dims) if dims is not None else calibration
+            rows = dequantize_int8(quantize_int8(rows, calibration), calibration)
+        same = EmbeddingTable()
+        same.add(texts, rows, who="the vector form")
+        out.append(same)
+    return out
+

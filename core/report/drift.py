@@ -28,6 +28,8 @@ def drift_text(report: DriftReport) -> str:
                                         + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters") else "")
                                         + (f", {w['max_tokens']} tokens" if w.get("max_tokens") else "")
                                         + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
+                                        + (f", as a store keeps it: {store_words(w['vectors'])}" if w.get("vectors")
+                                           else "")
                                         + ")" for side, w in who.items() if w)
              + (f" -- {report.identity_mismatch}" if report.identity_mismatch else "")
              + (f" -- the expected model, named {report.identity_match}"
@@ -77,6 +79,15 @@ def drift_text(report: DriftReport) -> str:
                       f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
                       f"{len(p['cells_changed'])} of 20 cells changed"]
     return "\n".join(lines)
+
+
+def store_words(vectors: dict) -> str:
+    """What a side's store keeps, in words: "the first 256 dimensions, binary"."""
+    words = [f"the first {vectors['dimensions']} dimensions"] if vectors.get("dimensions") else []
+    if vectors.get("vector_quantization"):
+        words.append(f"{vectors['vector_quantization']}"
+                     + (f" (calibrated on {vectors['calibration']})" if vectors.get("calibration") else ""))
+    return ", ".join(words)
 
 
 def pair_text(a: str, b: str) -> str:

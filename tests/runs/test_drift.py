@@ -373,3 +373,57 @@ def test_a_receipt_follows_the_umask_as_every_output_does(tiny_st_folder, fastev
                        env={"FASTEVAL_HOME": str(fasteval_home)}, umask=umask)
         assert proc.returncode == 0, proc.stderr
         assert stat.S_IMODE(receipt.stat().st_mode) == mode, oct(receipt.stat().st_mode)
+
+
+@pytest.mark.parametrize("store", [{"vector_quantization": "int8"}, {"vector_quantization": "binary"},
+                                   {"dimensions": 32}, {"dimensions": 32, "vector_quantization": "binary"}])
+def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(store):
+    """"My store's vectors against the model's floats": each text compared in the space both keep (int8 as the floats
+    its integers stand for, binary as sign bits, truncation at the fewer dimensions) conforms for the same model;
+    the PhysScore side is the store's own Table 1 (evaluate's, with the same options) against the floats'."""
+    import fasteval
+
+    int8 = store.get("vector_quantization") == "int8"
+    # int8 is calibrated on Table 1's texts: this encoder's random dimensions put other texts outside those ranges
+    # (clipped), so its int8 floats sit a little further from the floats there (0.9876 at worst)
+    report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=0.98 if int8 else 0.99)
+    assert report.verdict == "conforms", report.reasons
+    assert report.identity["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
+                                                   else "dimensions"] == list(store.values())[-1]
+    assert "vectors" not in report.identity["reference"]
+    floats = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0).exams["exam1"].summary()
+    kept = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0, **store).exams["exam1"].summary()
+    assert report.physscore["delta_tau"] == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
+    if int8:
+        assert 0.98 <= report.worst_cosine < 1.0, "an int8 vector is near its float, not equal to it"
+    else:
+        assert report.worst_cosine == pytest.approx(1.0), "the same bits, the same truncated rows"
+
+
+def test_a_stores_binary_vectors_of_another_model_drift():
+    report = run(FoldsCase(), candidate_vectors={"vector_quantization": "binary"}, invariance=False)
+    assert report.verdict == "drifts" and report.groups["case"].worst < 0.99
+    assert report.groups["protocol"].worst == pytest.approx(1.0), "the protocol's texts have no capitals"
+
+
+def test_cli_drift_takes_a_stores_options_on_either_side(tiny_st_folder, fasteval_home):
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    proc = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "binary",
+                    "--reference-dimensions", "16", "--provider", "cpu", "--bootstrap", "0", "--no-invariance",
+                    "--json"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["verdict"] == "conforms" and data["identity"]["candidate"]["vectors"] == {
+        "vector_quantization": "binary"} and data["identity"]["reference"]["vectors"] == {"dimensions": 16}
+    bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "int4",
+                   "--provider", "cpu"], env=env)
+    assert bad.returncode == 2
+    one_line_error(bad, "vector quantization")
+
+
+def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():
+    mine = ["2 meters", "café", "Zürich", "two kilograms", "0.5 seconds", "many words of a longer sentence here"]
+    report = run(TextEncoder(), candidate_vectors={"vector_quantization": "int8", "calibration": mine},
+                 invariance=False, threshold=0.5)
+    assert report.identity["candidate"]["vectors"]["calibration"].startswith("sha256:")
+    assert report.worst_cosine < 0.99, "six calibration texts clip most of the others"

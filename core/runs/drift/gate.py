@@ -30,6 +30,7 @@ from ...protocol.conformance import TextGroup, conformance_groups, user_groups
 from .identity import identity_of, precision_mismatch, precision_of
 from ...results.drift import DEFAULT_THRESHOLD, DriftReport, drifted_at
 from .score import MAX_TEXTS, check_dimensions, compare_tokenizations, physscore_drift, score_drift
+from ...vectors import comparable
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
           labels: tuple[str, str] | None = None,
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
           expect_precision: str | None = None, invariance: bool = True,
-          accept: list[str] | tuple[str, ...] = ()) -> DriftReport:
+          accept: list[str] | tuple[str, ...] = (), reference_vectors: dict[str, Any] | None = None,
+          candidate_vectors: dict[str, Any] | None = None) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (anything the one door takes: fasteval models, names,
     folders, URLs of served models, sentence-transformers models; the reference also a receipt file). The texts:
     the paper's Exam 1 texts (embedded in the paper's grouping, so the PhysScore side is each encoder's Table 1),
@@ -85,7 +87,12 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     ``accept``: groups whose drift is known and accepted (llama.cpp's Hangul, say): measured and shown, never a
     reason to drift (InputError for a group drift does not have). Where both sides can tokenize (a local
     tokenizer, a server's ``/tokenize``), the drifted texts' token ids are compared: a candidate that tokenizes
-    them differently is named (``report.tokenization``)."""
+    them differently is named (``report.tokenization``). ``reference_vectors``, ``candidate_vectors``: what a
+    vector store keeps of that side (``dimensions``, ``vector_quantization``, ``calibration``, as
+    ``fasteval.evaluate`` takes them): each text's vectors are compared in the space both keep
+    (``core.vectors.comparable``: "my store's int8 vectors against the model's floats" is the int8 vectors' floats
+    against the floats; binary on either side compares sign bits), and the PhysScore side scores each side's vectors
+    as its store does."""
     from ...kernels import warm_up_in_background
     from ....models.adapters.receipt import ReceiptEncoder
 
@@ -94,8 +101,17 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     accept = accepted_groups(accept, groups)
     timings: dict[str, float] = {}
     timed = step_timer(on_step, timings)
-    chosen = drift_scoring()
-    plans = [plan(reference, chosen), plan(candidate, chosen)]
+    asked = [reference_vectors or {}, candidate_vectors or {}]
+    scorings = [scoring(exams=(1,), bootstrap=0, **options) if options else drift_scoring() for options in asked]
+    plans = [plan(reference, scorings[0]), plan(candidate, scorings[1])]
+    table1 = scorings[0].table1_texts()
+    seen = {t for call in calls for t in call}
+    calibration = [t for s in scorings if s.vectors is not None for t in s.vectors.calibration_of(table1)]
+    extra = [t for t in dict.fromkeys(calibration) if t not in seen]
+    calls = calls + ([extra] if extra else [])  # int8's own calibration texts, embedded by both sides
+    if extra and isinstance(plans[0].encoder, ReceiptEncoder):
+        raise InputError("A receipt holds drift's texts only, not another calibration set.",
+                         "leave --calibration out (int8 is calibrated on Table 1's texts, which the receipt holds).")
     names = list(labels) if labels else [p.name for p in plans]
     receipt = plans[0].encoder if isinstance(plans[0].encoder, ReceiptEncoder) else None
     if receipt is not None:  # a receipt gates only the text set it was made for
@@ -112,7 +128,10 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     # A text one side refuses as too long is a behaviour of that side, reported on its own line; the group is
     # scored on the texts both embed (it is neither failed nor shrunk further).
     scored = [TextGroup(g.name, g.probes, [t for t in g.texts if t not in refused]) for g in groups]
-    maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in tables]
+    forms = [s.vectors for s in scorings]
+    compared = tables if forms == [None, None] or PROTOCOL_GROUP in failed else \
+        comparable(tables, forms, scorings[0].table1_texts())
+    maps = [{t: table[[t]][0] for g in scored if g.name not in failed for t in g.texts} for table in compared]
     with timed("score"):
         report = score_drift(names[0], names[1], scored, maps[0], maps[1], threshold=threshold, failed=failed,
                              fail_on_collisions=fail_on_collisions)
@@ -126,6 +145,9 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
             report.invariance = probe(plans[1].encoder, groups[0].texts,
                                       [t for t in long_texts if t not in refused])
     report.identity = {side: identity_of(p.view) for side, p in zip(SIDES, plans)}
+    for side, s in zip(SIDES, scorings):  # what a store keeps of a side, where it is not the floats
+        if s.vectors is not None:
+            report.identity[side]["vectors"] = s.vectors.keyed()
     report.behaviours = _behaviours(refused, names, report.identity)
     said = report.identity["candidate"].get("model")
     if expect_model is not None:
