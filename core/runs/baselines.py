@@ -60,6 +60,6 @@ def _kept(protocol_key: str, similarity: str) -> tuple[tuple[str, float, float, 
 def surface_baselines(protocol: str = "paper", similarity: str = "cos") -> list[dict[str, Any]]:
     """Each surface-form baseline's Table 1 row on Exam 1 of a built-in ``protocol`` (its name or key): model, τ,
     PACC and AVG (x100, as Table 1 prints them). KeyError for a protocol that is not built in (a file's
-    baselines are its own to run: ``fasteval.evaluate(ByteCounts(), protocol=FILE)``)."""
+    baselines are its own to run: ``fasteval.evaluate(fasteval.ByteCounts(), protocol=FILE)``)."""
     return [{"model": name, "tau": tau, "pacc": pacc, "avg": avg}
             for name, tau, pacc, avg in _kept(_protocol(protocol).key, similarity)]
