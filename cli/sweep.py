@@ -95,6 +95,8 @@ def sweep(
                                      dimensions=dimensions, vector_quantization=vector_quantization,
                                      calibration=calibration)
         jobs = sweep_jobs(names, options, **asked)
+        if ladder is not None:  # the ladder's choice and exams checked now (no model is asked anything yet)
+            sweep_jobs([], options, **asked, ladder=ladder)
         if shard is not None:
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
             if not names:
