@@ -104,6 +104,10 @@ def drift_command(
                                      "apart near-identical.")] = False,
     no_invariance: Annotated[bool, typer.Option(
         "--no-invariance", help="Leave out the batch and concurrency invariance probes of the candidate.")] = False,
+    no_diagnose: Annotated[bool, typer.Option(
+        "--no-diagnose", help="When a candidate drifts from a local reference, do not embed the reference as its "
+                              "usual misconfigurations to name the one it embeds like (the verdict is the "
+                              "same either way).")] = False,
     expect_model: Annotated[Optional[str], typer.Option(
         help="Drift (exit 1) when the candidate says it is another model (a served model's /models id, else its "
              "name).")] = None,
@@ -190,6 +194,7 @@ def drift_command(
                               fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                               labels=(public_model(reference), public_model(c)), expect_model=expect_model,
                               expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
+                              diagnose=not no_diagnose,
                               on_step=told(c))
                    for c in candidates]
         data, text = write_outputs(reports, public_model(reference), out, junit)

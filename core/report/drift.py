@@ -20,6 +20,10 @@ def drift_text(report: DriftReport) -> str:
              + f" (exit {to_exit_code(report)})",
              f"  {report.candidate} against {report.reference} on {report.texts} texts, threshold {report.threshold}"]
     lines += [f"  reason: {r}" for r in reasons]
+    if report.diagnosis is not None:
+        from ..runs.drift.diagnosis import diagnosis_line
+
+        lines.append(f"  {diagnosis_line(report.diagnosis)}")
     lines += [f"  accepted (--accept, shown, not gated): {a}" for a in report.accepted_drift]
     lines += hint_lines(report)
     lines += [

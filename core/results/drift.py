@@ -79,6 +79,9 @@ class DriftReport:
     accepted: list[str] = field(default_factory=list)
     # seconds per step: each side's embedding, the batch probe, the tokenizer comparison, the scoring and Table 1
     timings: dict[str, float] = field(default_factory=dict)
+    # which usual misconfiguration of the reference the candidate embeds like (core/runs/drift/diagnosis.py): only
+    # for a drifting candidate of a local reference; None (and absent from the JSON) otherwise
+    diagnosis: dict[str, Any] | None = None
 
     @property
     def reasons(self) -> list[str]:
@@ -149,7 +152,8 @@ class DriftReport:
             "identity_match": self.identity_match, "invariance": self.invariance,
             "precision": self.precision, "precision_mismatch": self.precision_mismatch,
             "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
-            "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings})
+            "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings,
+            **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {})})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DriftReport:

@@ -53,17 +53,7 @@ class OnnxEncoder:
         self.prompt_name = prompt_name or ""
         self.name = name or folder.path.name
         self.identity = dict(identity or {})
-        self.tokenizer = Tokenizer.from_file(str(folder.tokenizer_file))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        config = folder.tokenizer_config()
-        self.padding_side = "left" if config.get("padding_side") == "left" else "right"
-        if folder.max_seq_length:
-            self.tokenizer.enable_truncation(
-                max_length=folder.max_seq_length,
-                direction="left" if config.get("truncation_side") == "left" else "right")
-        self.pad_id, pad_token = self._pad()
-        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
+        self.tokenizer = self.configured(Tokenizer.from_file(str(folder.tokenizer_file)))
         self.do_lower_case = folder.do_lower_case
         self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
@@ -75,6 +65,22 @@ class OnnxEncoder:
         self._io_binding: bool | None = None
         self._graph_head: bool | None = None  # asked for (None: on CUDA); what runs is self._head_in_graph
         self._head_in_graph = False
+
+    def configured(self, tokenizer):
+        """``tokenizer`` as this model runs it: truncated at the folder's max_seq_length on its side, padded with
+        its pad token on its side (the folder's tokenizer, or a variant of it: drift's diagnosis)."""
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        config = self.folder.tokenizer_config()
+        self.padding_side = "left" if config.get("padding_side") == "left" else "right"
+        if self.folder.max_seq_length:
+            tokenizer.enable_truncation(
+                max_length=self.folder.max_seq_length,
+                direction="left" if config.get("truncation_side") == "left" else "right")
+        self.tokenizer = tokenizer
+        self.pad_id, pad_token = self._pad()
+        tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
+        return tokenizer
 
     @property
     def session(self):

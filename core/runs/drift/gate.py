@@ -73,7 +73,7 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
           expect_precision: str | None = None, invariance: bool = True,
           accept: list[str] | tuple[str, ...] = (), reference_vectors: dict[str, Any] | None = None,
-          candidate_vectors: dict[str, Any] | None = None) -> DriftReport:
+          candidate_vectors: dict[str, Any] | None = None, diagnose: bool = True) -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (anything the one door takes: fasteval models, names,
     folders, URLs of served models, sentence-transformers models; the reference also a receipt file). The texts:
     the paper's Exam 1 texts (embedded in the paper's grouping, so the PhysScore side is each encoder's Table 1),
@@ -92,7 +92,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     ``fasteval.evaluate`` takes them): each text's vectors are compared in the space both keep
     (``core.vectors.comparable``: "my store's int8 vectors against the model's floats" is the int8 vectors' floats
     against the floats; binary on either side compares sign bits), and the PhysScore side scores each side's vectors
-    as its store does."""
+    as its store does. ``diagnose``: when the candidate drifts and the reference is a local model, name the usual
+    misconfiguration of the reference it embeds like (``diagnosis.py``; never changes the verdict)."""
     from ...kernels import warm_up_in_background
     from ....models.adapters.receipt import ReceiptEncoder
 
@@ -161,6 +162,12 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     if drifted:
         with timed("tokenization", "compare the drifted texts' tokens"):
             report.tokenization = _tokenization(plans, [t for _c, t in drifted])
+    if diagnose and report.verdict == "drifts" and forms == [None, None] and not failed and \
+            _is_local(plans[0].encoder):
+        from .diagnosis import diagnose as diagnosis_of
+
+        with timed("diagnosis", "diagnose: the reference as its usual misconfigurations"):
+            report.diagnosis = diagnosis_of(plans[0].encoder, maps[1], report.cosines, threshold)
     if PROTOCOL_GROUP not in failed:
         with timed("physscore", "Table 1 of both sides"):
             results = [score(p, table)["exam1"] for p, table in zip(plans, tables)]
@@ -169,6 +176,13 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
 
 
 MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compared
+
+
+def _is_local(encoder: Any) -> bool:
+    """Whether an encoder is a local ONNX model (the diagnosis re-runs it under other settings)."""
+    from ....models.onnx.encoder import OnnxEncoder
+
+    return isinstance(encoder, OnnxEncoder)
 
 
 def _tokenization(plans: list[Plan], texts: list[str]) -> dict:
