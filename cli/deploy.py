@@ -104,6 +104,10 @@ def drift_command(
                                      "apart near-identical.")] = False,
     no_invariance: Annotated[bool, typer.Option(
         "--no-invariance", help="Leave out the batch and concurrency invariance probes of the candidate.")] = False,
+    invariance: Annotated[str, typer.Option(
+        "--invariance", metavar="<" + "|".join(choices.INVARIANCE_TIERS) + ">",
+        help="The invariance gate: cosine (a condition below 0.999 drifts) or bitwise (any difference of a number "
+             "drifts: for a deployment that promises bit-exact answers).")] = choices.INVARIANCE_TIERS[0],
     no_diagnose: Annotated[bool, typer.Option(
         "--no-diagnose", help="When a candidate drifts from a local reference, do not embed the reference as its "
                               "usual misconfigurations to name the one it embeds like (the verdict is the "
@@ -159,7 +163,7 @@ def drift_command(
         candidates = list(candidates or [])
         threshold = fail_below if fail_below is not None else gate.DEFAULT_THRESHOLD
         # everything drift can refuse, refused before a model is loaded or a text sent
-        gate.check_inputs(threshold, bootstrap, texts, accept or [], not no_conformance)
+        gate.check_inputs(threshold, bootstrap, texts, accept or [], not no_conformance, invariance)
         check_outputs(len(candidates), out, junit)
         side = _side_loader(provider.value, batch_size, served or {})
         if save_receipt is not None:
@@ -194,7 +198,7 @@ def drift_command(
                               fail_on_collisions=fail_on_collisions, resamples=bootstrap,
                               labels=(public_model(reference), public_model(c)), expect_model=expect_model,
                               expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
-                              diagnose=not no_diagnose,
+                              diagnose=not no_diagnose, invariance_tier=invariance,
                               on_step=told(c))
                    for c in candidates]
         data, text = write_outputs(reports, public_model(reference), out, junit)

@@ -14,6 +14,9 @@ from .errors import InputError
 # Similarity between two embeddings: cosine (the paper), dot product, negated Euclidean distance; and the names
 # other tools give them, accepted as they are.
 SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
+# drift's invariance gate: "cosine" (a condition below INVARIANCE_MIN drifts) or "bitwise" (any difference drifts:
+# a deployment that promises bit-exact answers, as vLLM's batch-invariant mode does).
+INVARIANCE_TIERS: tuple[str, ...] = ("cosine", "bitwise")
 # What a vector store may keep instead of the float vectors (core/vectors.py): sentence-transformers' int8 and
 # ubinary (scored with Hamming similarity).
 VECTOR_QUANTIZATIONS: tuple[str, ...] = ("int8", "binary")

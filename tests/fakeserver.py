@@ -27,6 +27,7 @@ class Faults:
     index_null: bool = False  # rows answered with "index": null
     redirect: str | None = None  # every request answered 308 to this URL
     per_batch: float = 0.0  # every vector shifted by this times the batch's size (a batch-dependent server)
+    per_request: float = 0.0  # every vector shifted by this times the requests answered so far (state-dependent)
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
 
 
@@ -70,6 +71,7 @@ class FakeServer:
         f = self.faults
         rows = FakeEncoder(noise=f.noise, dim=f.dim).encode(texts).astype(np.float64) * f.scale
         rows += f.per_batch * len(texts)
+        rows += f.per_request * self.posts
         for i, t in enumerate(texts):
             if t == f.zero_text:
                 rows[i] = 0.0

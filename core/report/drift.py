@@ -63,10 +63,13 @@ def drift_text(report: DriftReport) -> str:
         lines += [f"    {e['text']!r}: {e['reference_tokens']} tokens {e['reference_ids'][:8]} against "
                   f"{e['candidate_tokens']} {e['candidate_ids'][:8]}" for e in t["examples"]]
     if report.invariance:
+        bitwise = report.invariance_tier == "bitwise"
         lines += ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
-                      "it depends on the batch):"]
+                      "it depends on the batch" + ("; the bitwise tier: any difference drifts" if bitwise else "")
+                      + "; max |diff| of a number):"]
         lines += [f"    {r['condition']:<26} " + (f"skipped ({r['skipped']})" if "skipped" in r else
-                                                   f"{r['worst']:.6f}  {r['text']!r}") for r in report.invariance]
+                                                   f"{r['worst']:.6f}  max |diff| {r.get('max_abs', 0.0):.1e}  "
+                                                   f"{r['text']!r}") for r in report.invariance]
     for b in report.behaviours:
         other = "the candidate" if b["side"] == "reference" else "the reference"
         limits = ((f"; it takes at most {b['max_tokens']} tokens" if b.get("max_tokens") else "")
@@ -209,9 +212,11 @@ def _junit_suite(report: DriftReport):
         if "skipped" in r:
             case(f"invariance {r['condition']}", skipped=r["skipped"])
         else:
+            bit_exact = report.invariance_tier != "bitwise" or not r.get("max_abs")
             case(f"invariance {r['condition']}", out=f"worst {r['worst']:.6f} for {r['text']!r}",
-                 failure=None if r["worst"] >= INVARIANCE_MIN else
-                 f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone")
+                 failure=(f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone"
+                          if r["worst"] < INVARIANCE_MIN else None if bit_exact else
+                          f"a number differs by {r['max_abs']:.1e} from {r['text']!r} embedded alone (bitwise)"))
     for b in report.behaviours:
         case(f"behaviour {b['side']} {b['group']}", skipped=f"{b['behaviour']}: {b['texts']} input(s): "
                                                          f"{b['message'][:160]}")

@@ -82,6 +82,8 @@ class DriftReport:
     # which usual misconfiguration of the reference the candidate embeds like (core/runs/drift/diagnosis.py): only
     # for a drifting candidate of a local reference; None (and absent from the JSON) otherwise
     diagnosis: dict[str, Any] | None = None
+    # the invariance gate's tier (choices.INVARIANCE_TIERS): "bitwise" drifts at any difference of a number
+    invariance_tier: str = "cosine"
 
     @property
     def reasons(self) -> list[str]:
@@ -95,6 +97,9 @@ class DriftReport:
             out.append(f"worst cosine {self.worst_cosine:.4f}")
         out += [f"batch: {r['condition']} {r['worst']:.4f}" for r in self.invariance
                 if r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN]
+        if self.invariance_tier == "bitwise":
+            out += [f"bitwise: {r['condition']} differs by {r['max_abs']:.1e}" for r in self.invariance
+                    if r.get("worst") is not None and r["worst"] >= INVARIANCE_MIN and r.get("max_abs")]
         if self.identity_mismatch:
             out.append("identity: " + self.identity_mismatch)
         if self.precision_mismatch:
@@ -153,7 +158,8 @@ class DriftReport:
             "precision": self.precision, "precision_mismatch": self.precision_mismatch,
             "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
             "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings,
-            **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {})})
+            **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {}),
+            **({"invariance_tier": self.invariance_tier} if self.invariance_tier != "cosine" else {})})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DriftReport:

@@ -486,8 +486,8 @@ def test_junit_has_a_case_per_group_and_names_the_worst_text(servers, tmp_path):
 def test_a_batch_dependent_deployment_is_caught_and_a_faithful_one_is_not(servers, tmp_path):
     ref, faithful, batchy = servers(), servers(), servers(per_batch=0.02)
     good = json.loads(drift(ref.url, faithful.url, "--json", "--no-conformance", home=tmp_path).stdout)
-    assert good["verdict"] == "conforms" and len(good["invariance"]) == 6
-    assert all(r["worst"] > 0.999999 for r in good["invariance"])
+    assert good["verdict"] == "conforms" and len(good["invariance"]) == 8
+    assert all(r["worst"] > 0.999999 and r["max_abs"] == 0.0 for r in good["invariance"])
     proc = drift(ref.url, batchy.url, "--fail-below", "0.5", "--no-conformance", home=tmp_path)
     assert proc.returncode == 1 and ": drifts" in proc.stdout, proc.stdout
     assert "invariance of the candidate" in proc.stdout and "in a batch of 32" in proc.stdout
@@ -603,3 +603,24 @@ run_sweep([Job("org/killed", exams=(1,))], Path({str(tmp_path / "out")!r}), lamb
             calls.append(new)
             seen.update(new)
     assert rows == sum(len(c) for c in calls[:5]) > 0, rows
+
+
+def test_state_and_order_invariance_and_the_bitwise_tier(servers, tmp_path):
+    """A server whose vectors move with its state (each request shifts them a little) is caught alone again after
+    traffic; one whose numbers differ by 1e-9 with the batch conforms at the cosine tier and drifts at the bitwise
+    tier (--invariance bitwise), each condition's largest difference reported."""
+    ref = servers()
+    moving = json.loads(drift(ref.url, servers(per_request=0.01).url, "--json", "--no-conformance",
+                              "--fail-below", "0.5", home=tmp_path).stdout)
+    worst = {r["condition"]: r for r in moving["invariance"]}
+    assert worst["alone again after traffic"]["worst"] < 0.999 and moving["verdict"] == "drifts"
+    assert "batch: alone again after traffic" in " ".join(moving["reasons"])
+    nearly = servers(per_batch=1e-9)
+    cosine = json.loads(drift(ref.url, nearly.url, "--json", "--no-conformance", home=tmp_path).stdout)
+    assert cosine["verdict"] == "conforms" and "invariance_tier" not in cosine
+    rows = {r["condition"]: r for r in cosine["invariance"]}
+    assert 0 < rows["in a batch of 32"]["max_abs"] < 1e-7 and rows["in a shuffled order"]["max_abs"] == 0.0
+    proc = drift(ref.url, nearly.url, "--no-conformance", "--invariance", "bitwise", home=tmp_path)
+    assert proc.returncode == 1 and "bitwise: in a batch of 32 differs by" in proc.stdout, proc.stdout
+    bad = drift(ref.url, nearly.url, "--no-conformance", "--invariance", "bitwisee", home=tmp_path)
+    assert bad.returncode == 2 and "invariance tier" in bad.stderr

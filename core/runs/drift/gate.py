@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...choices import DRIFT_RESAMPLES
+from ...choices import DRIFT_RESAMPLES, INVARIANCE_TIERS, check_choice
 from ...embeddings import EmbeddingTable, as_array, embed_groups
 from ...errors import FastevalError, InputError, InputRefusedError, first_line
 from ...plan import Plan, Scoring, plan, score, scoring, step_timer
@@ -57,11 +57,12 @@ def check_limits(threshold: float, resamples: int) -> None:
 
 def check_inputs(threshold: float = DEFAULT_THRESHOLD, resamples: int = DRIFT_RESAMPLES,
                  texts: str | Path | None = None, accept: list[str] | tuple[str, ...] = (),
-                 conformance: bool = True) -> None:
+                 conformance: bool = True, invariance_tier: str = "cosine") -> None:
     """Everything ``drift`` would refuse of its inputs, refused before a model is loaded or a text sent: the
     limits (``check_limits``), an unreadable or empty texts file, too many texts, a group to accept that drift
     has not."""
     check_limits(threshold, resamples)
+    check_choice(invariance_tier, INVARIANCE_TIERS, "invariance tier", "--invariance")
     if texts is not None or accept:
         accepted_groups(list(accept), drift_groups(conformance, texts)[1])
 
@@ -73,7 +74,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
           on_step: Callable[[str], None] | None = None, expect_model: str | None = None,
           expect_precision: str | None = None, invariance: bool = True,
           accept: list[str] | tuple[str, ...] = (), reference_vectors: dict[str, Any] | None = None,
-          candidate_vectors: dict[str, Any] | None = None, diagnose: bool = True) -> DriftReport:
+          candidate_vectors: dict[str, Any] | None = None, diagnose: bool = True,
+          invariance_tier: str = "cosine") -> DriftReport:
     """How far ``candidate`` embeds from ``reference`` (anything the one door takes: fasteval models, names,
     folders, URLs of served models, sentence-transformers models; the reference also a receipt file). The texts:
     the paper's Exam 1 texts (embedded in the paper's grouping, so the PhysScore side is each encoder's Table 1),
@@ -93,11 +95,13 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     (``core.vectors.comparable``: "my store's int8 vectors against the model's floats" is the int8 vectors' floats
     against the floats; binary on either side compares sign bits), and the PhysScore side scores each side's vectors
     as its store does. ``diagnose``: when the candidate drifts and the reference is a local model, name the usual
-    misconfiguration of the reference it embeds like (``diagnosis.py``; never changes the verdict)."""
+    misconfiguration of the reference it embeds like (``diagnosis.py``; never changes the verdict).
+    ``invariance_tier``: "cosine" (a condition below 0.999 drifts) or "bitwise" (any difference drifts)."""
     from ...kernels import warm_up_in_background
     from ....models.adapters.receipt import ReceiptEncoder
 
     check_limits(threshold, resamples)
+    check_choice(invariance_tier, INVARIANCE_TIERS, "invariance tier", "--invariance")
     calls, groups = drift_groups(conformance, texts)
     accept = accepted_groups(accept, groups)
     timings: dict[str, float] = {}
@@ -138,6 +142,7 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
                              fail_on_collisions=fail_on_collisions)
     report.accepted = accept
     report.timings = timings
+    report.invariance_tier = invariance_tier
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
