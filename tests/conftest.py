@@ -80,6 +80,13 @@ def fasteval_home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_cls_folder(tmp_path_factory) -> Path:
+    """The tiny model's weights (seed 0) with CLS pooling: tiny_st_folder (mean pooling) misconfigured."""
+    pytest.importorskip("sentence_transformers")
+    return make_st_folder(tmp_path_factory.mktemp("cls") / "tiny-bert-cls", pooling="cls")
+
+
+@pytest.fixture(scope="session")
 def tiny_st_folder(tmp_path_factory) -> Path:
     pytest.importorskip("sentence_transformers")
     return make_st_folder(tmp_path_factory.mktemp("tiny") / "tiny-bert")

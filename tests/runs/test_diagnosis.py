@@ -9,17 +9,14 @@ import json
 import numpy as np
 import pytest
 
-from conftest import make_st_folder
 from fakes import run_cli
 
 TEXTS = ["5 meters", "two kilograms", "0.25 seconds of Zürich", "A LONGER TEXT, WITH CAPITALS, 1000000 kelvin"]
 
 
-@pytest.fixture(scope="module")
-def cls_folder(tmp_path_factory):
-    """The tiny model's weights (seed 0) with CLS pooling: the reference (mean pooling) misconfigured."""
-    pytest.importorskip("sentence_transformers")
-    return make_st_folder(tmp_path_factory.mktemp("cls") / "tiny-bert-cls", pooling="cls")
+@pytest.fixture
+def cls_folder(tiny_cls_folder):
+    return tiny_cls_folder
 
 
 def _variant(reference, name):
