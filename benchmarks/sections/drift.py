@@ -55,7 +55,48 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     if is_cached(find_spec(MPNET)):
         lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu"),
                            load_model(MPNET, provider="cpu", dtype="int8"), drift))
+    lines.append(_diagnosis_line(ctx, fp32, drift, load_model))
     return lines
+
+
+# The diagnosis of a drifting MiniLM deployment costs at most this much of the drift run without it (issue 47).
+DIAGNOSIS_OVER_DRIFT = 1.5
+
+
+def _diagnosis_line(ctx: Ctx, fp32, drift, load_model) -> Line:
+    """The default model against a copy of its folder that pools the CLS token (the misconfiguration of crow #355
+    and zoteus #51): drift with the diagnosis against drift without it, alternately; the diagnosis must name
+    pooling=cls."""
+    import json
+    import shutil
+
+    from ..harness import med
+
+    folder = ctx.tmp / "cls-pooled"
+    shutil.copytree(ctx.folder, folder, dirs_exist_ok=True)
+    pooling = folder / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config.update({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
+    pooling.write_text(json.dumps(config))
+    candidate = load_model(str(folder), provider="cpu")
+    runs: dict[bool, list[float]] = {False: [], True: []}
+    report = None
+    for _ in range(2 if ctx.quick else 3):
+        for diagnose in (False, True):
+            start = time.perf_counter()
+            got = drift(fp32, candidate, resamples=2000, cache_root=None, diagnose=diagnose)
+            runs[diagnose].append(time.perf_counter() - start)
+            report = got if diagnose else report
+    assert report is not None and report.diagnosis is not None
+    d = report.diagnosis
+    return Line("drift", f"{ctx.model}: the diagnosis of a deployment that pools the CLS token", med(runs[True]),
+                med(runs[False]), "the same drift with --no-diagnose",
+                f"named {d['variant']} (worst cosine {d['worst']:.5f}; the reference's own {d['reference']:.4f}) "
+                f"on {d['texts']} texts, {len(d['tried'])} variant(s) tried",
+                d["variant"] == "pooling=cls", None,
+                f"drift with its diagnosis <= {DIAGNOSIS_OVER_DRIFT}x drift without",
+                {"with_runs": runs[True], "without_runs": runs[False], "diagnosis": d},
+                limit_s=DIAGNOSIS_OVER_DRIFT * med(runs[False]))
 
 
 # A faithful served copy's drift is held to this: at most 1.2x the two sides' embedding, scoring, the batch probe,

@@ -70,9 +70,7 @@ def test_a_cls_pooled_deployment_is_named_pooling_cls(tiny_st_folder, cls_folder
         "embeds like the reference with pooling=cls (worst cosine 1.0000" in line, line
     saved = json.loads((tmp_path / "out" / "drift.json").read_text())
     assert saved["diagnosis"]["variant"] == "pooling=cls" and saved["diagnosis"]["worst"] >= 0.99
-    tried = {t["variant"] for t in saved["diagnosis"]["tried"]}
-    assert {"pooling=cls", "pooling=max", "special_tokens=off", "precision=fp16", "precision=int8"} <= tried
-    assert all("skipped" not in t for t in saved["diagnosis"]["tried"]), saved["diagnosis"]["tried"]
+    assert [t["variant"] for t in saved["diagnosis"]["tried"]] == ["pooling=cls"], "it stops at the cause"
     assert saved["diagnosis"]["reference"] < 0.99, "the reference's own settings did not conform"
     quiet = run_cli(["drift", tiny_st_folder, cls_folder, "--provider", "cpu", "--bootstrap", "0",
                      "--no-invariance", "--no-diagnose", "--json"], env=env)
@@ -83,3 +81,21 @@ def test_a_faithful_deployment_is_not_diagnosed(tiny_st_folder, fasteval_home):
     proc = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--provider", "cpu", "--bootstrap", "0",
                     "--no-invariance", "--json"], env={"FASTEVAL_HOME": str(fasteval_home)})
     assert proc.returncode == 0 and "diagnosis" not in json.loads(proc.stdout)
+
+
+def test_where_no_variant_explains_it_the_closest_is_named(tiny_encoder):
+    """Another model altogether: every variant is tried (the reference's fp16 and int8 exports too), then pairs of
+    the closest; none conforms, and the closest is named."""
+    import fasteval
+    from fakes import FakeEncoder
+
+    report = fasteval.drift(tiny_encoder, FakeEncoder(dim=32), invariance=False, resamples=0, conformance=False)
+    d = report.diagnosis
+    assert report.verdict == "drifts" and d["variant"] is None and d["closest"] == d["tried"][0]["variant"]
+    names = [t["variant"] for t in d["tried"]]
+    assert {"pooling=cls", "pooling=max", "pooling=last", "special_tokens=off", "precision=fp16",
+            "precision=int8"} <= set(names) and any("+" in n for n in names)
+    assert all("skipped" not in t for t in d["tried"]), d["tried"]
+    from fasteval.core.runs.drift.diagnosis import diagnosis_line
+
+    assert diagnosis_line(d).startswith(f"diagnosis: no usual misconfiguration explains it; closest {d['closest']}")

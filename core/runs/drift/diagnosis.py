@@ -14,6 +14,9 @@ The variants, by the names reports use (the names are the interface):
 - ``precision=fp16|int8``: the reference's own fp16 and int8 exports;
 - two of the above together, where no single one conforms (the closest singles' pairs).
 
+They are tried in this order, the cheapest first, and the diagnosis stops at the first that conforms (``tried`` lists
+those tried).
+
 ``normalize=off`` is not tried: drift compares cosines, which normalisation does not change.
 """
 from __future__ import annotations
@@ -31,8 +34,10 @@ from ...errors import first_line
 
 log = logging.getLogger(__name__)
 
-# How many texts the diagnosis embeds with each variant: the drifted ones first, then a fixed sample of the rest.
-DIAGNOSIS_TEXTS = 300
+# How many texts the diagnosis embeds with each variant: the drifted ones first (the worst first; at most LONG_TEXTS
+# of more than LONG_CHARS characters, which probe truncation and cost the most), then an even sample of the rest.
+DIAGNOSIS_TEXTS = 96
+LONG_TEXTS, LONG_CHARS = 4, 500
 TRUNCATIONS = (128, 256, 512)
 POOLINGS = {"mean": "mean", "cls": "cls", "max": "max", "lasttoken": "last"}
 CLOSEST_PAIRED = 4  # the closest single variants whose pairs are tried when none conforms alone
@@ -50,7 +55,9 @@ def diagnosis_texts(cosines: dict[str, float], threshold: float, limit: int = DI
     """The texts a diagnosis embeds: every drifted one (the worst first), then an even sample of the others."""
     drifted = sorted((t for t, c in cosines.items() if not c >= threshold), key=lambda t: (cosines[t] == cosines[t],
                                                                                             cosines[t]))
-    rest = [t for t in cosines if t not in set(drifted)]
+    long = [t for t in drifted if len(t) > LONG_CHARS]
+    drifted = [t for t in drifted if len(t) <= LONG_CHARS or t in long[:LONG_TEXTS]]
+    rest = [t for t in cosines if t not in set(drifted) and len(t) <= LONG_CHARS]
     keep = drifted[:limit]
     room = limit - len(keep)
     if room > 0 and rest:
@@ -138,7 +145,10 @@ def _encoder(reference: Any, variant: Variant, load: Callable[..., Any]) -> Any:
     if precision is not None:
         base = load(reference.identity["source"], provider="cpu", dtype=precision)  # the fp32 export's source
         folder = replace(base.folder, pooling=folder.pooling, dense=folder.dense, max_seq_length=folder.max_seq_length)
-    encoder = OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name)
+    # packed batches (sorted by tokens, cut by a token budget): the long texts are not padded into the short ones'
+    encoder = OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed")
+    if precision is None and reference.provider == "cpu" and not reference.graph_head:
+        encoder._session = reference.session  # the same graph: its session, not another one
     if tokenizer is not None:
         encoder.configured(Tokenizer.from_str(json.dumps(tokenizer)))
     return encoder
@@ -178,8 +188,10 @@ def diagnose(reference: Any, candidate_rows: dict[str, np.ndarray], cosines: dic
             tried.append({"variant": variant.name, "worst": None, "mean": None, "skipped": first_line(err, 160)})
 
     singles = variants_of(reference)
-    for v in singles:
+    for v in singles:  # in order, the cheapest first (the reference's own graph, then its other exports)
         attempt(v)
+        if tried[-1]["worst"] is not None and tried[-1]["worst"] >= threshold:
+            break  # it embeds like this one: the cause is named, the rest need not run
     conforming = [t for t in tried if t["worst"] is not None and t["worst"] >= threshold]
     if not conforming:  # two changes together, among the closest singles
         closest = [t["variant"] for t in _ranked(tried)[:CLOSEST_PAIRED] if t["worst"] is not None]
