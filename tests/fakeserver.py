@@ -28,6 +28,7 @@ class Faults:
     redirect: str | None = None  # every request answered 308 to this URL
     per_batch: float = 0.0  # every vector shifted by this times the batch's size (a batch-dependent server)
     per_request: float = 0.0  # every vector shifted by this times the requests answered so far (state-dependent)
+    normalize: bool = False  # unit vectors, where the model (FakeEncoder) returns others
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
 
 
@@ -72,6 +73,8 @@ class FakeServer:
         rows = FakeEncoder(noise=f.noise, dim=f.dim).encode(texts).astype(np.float64) * f.scale
         rows += f.per_batch * len(texts)
         rows += f.per_request * self.posts
+        if f.normalize:
+            rows /= np.linalg.norm(rows, axis=1, keepdims=True)
         for i, t in enumerate(texts):
             if t == f.zero_text:
                 rows[i] = 0.0

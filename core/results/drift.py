@@ -25,6 +25,10 @@ DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this ha
 COSINE_TOLERANCE = 1e-6  # ... by more than this: two identical models give cosines of 0.9999999999999991
 # a text's cosine in another batch to itself alone below this: the candidate depends on the batch
 INVARIANCE_MIN = 0.999
+# Where the reference's vectors are not unit vectors (its pipeline has no Normalize), each text's norm on the
+# candidate may differ from the reference's by this share at most (embed-parity's 5%): dot-product and Euclidean
+# users see a norm that cosine users do not.
+NORM_TOLERANCE = 0.05
 
 
 # The PhysScore side's keys (``score.physscore_drift``), written at the top level of drift.json.
@@ -84,6 +88,9 @@ class DriftReport:
     diagnosis: dict[str, Any] | None = None
     # the invariance gate's tier (choices.INVARIANCE_TIERS): "bitwise" drifts at any difference of a number
     invariance_tier: str = "cosine"
+    # the norm gate (gate.norm_check): how many texts' raw norms were compared, whether each side returns unit
+    # vectors, the candidate's worst norm over the reference's and its text; empty where not compared
+    norms: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reasons(self) -> list[str]:
@@ -100,6 +107,8 @@ class DriftReport:
         if self.invariance_tier == "bitwise":
             out += [f"bitwise: {r['condition']} differs by {r['max_abs']:.1e}" for r in self.invariance
                     if r.get("worst") is not None and r["worst"] >= INVARIANCE_MIN and r.get("max_abs")]
+        if self.norms.get("finding"):
+            out.append("norms: " + self.norms["finding"])
         if self.identity_mismatch:
             out.append("identity: " + self.identity_mismatch)
         if self.precision_mismatch:
@@ -159,7 +168,8 @@ class DriftReport:
             "tokenization": self.tokenization, "reasons": self.reasons, "accepted": self.accepted,
             "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings,
             **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {}),
-            **({"invariance_tier": self.invariance_tier} if self.invariance_tier != "cosine" else {})})
+            **({"invariance_tier": self.invariance_tier} if self.invariance_tier != "cosine" else {}),
+            **({"norms": self.norms} if self.norms else {})})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DriftReport:

@@ -624,3 +624,18 @@ def test_state_and_order_invariance_and_the_bitwise_tier(servers, tmp_path):
     assert proc.returncode == 1 and "bitwise: in a batch of 32 differs by" in proc.stdout, proc.stdout
     bad = drift(ref.url, nearly.url, "--no-conformance", "--invariance", "bitwisee", home=tmp_path)
     assert bad.returncode == 2 and "invariance tier" in bad.stderr
+
+
+def test_the_norm_gate_catches_a_server_that_scales_or_normalises(servers, tmp_path):
+    """The model's vectors are not unit vectors (FakeEncoder's): a deployment that scales them by 1.1, or returns
+    them normalised, keeps every cosine and still drifts by its norms (dot-product users see it); the faithful one
+    conforms with its norms compared."""
+    ref = servers()
+    faithful = json.loads(drift(ref.url, servers().url, "--json", "--no-conformance", "--no-invariance",
+                                home=tmp_path).stdout)
+    assert faithful["verdict"] == "conforms" and faithful["norms"]["compared"] == 16
+    assert faithful["norms"]["worst_ratio"] == pytest.approx(1.0) and not faithful["norms"]["reference_unit"]
+    for faults, said in (({"scale": 1.1}, "1.1x the reference's"), ({"normalize": True}, "returns unit vectors")):
+        proc = drift(ref.url, servers(**faults).url, "--no-conformance", "--no-invariance", home=tmp_path)
+        assert proc.returncode == 1 and "norms:" in proc.stdout and said in proc.stdout, proc.stdout
+        assert "mean cosine 1.00000" in proc.stdout, "every cosine kept"

@@ -28,7 +28,7 @@ from ...errors import FastevalError, InputError, InputRefusedError, first_line
 from ...plan import Plan, Scoring, plan, score, scoring, step_timer
 from ...protocol.conformance import TextGroup, conformance_groups, user_groups
 from .identity import identity_of, precision_mismatch, precision_of
-from ...results.drift import DEFAULT_THRESHOLD, DriftReport, drifted_at
+from ...results.drift import DEFAULT_THRESHOLD, NORM_TOLERANCE, DriftReport, drifted_at
 from .score import MAX_TEXTS, check_dimensions, compare_tokenizations, physscore_drift, score_drift
 from ...vectors import comparable
 
@@ -143,6 +143,9 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     report.accepted = accept
     report.timings = timings
     report.invariance_tier = invariance_tier
+    if receipt is None and not failed.get(PROTOCOL_GROUP):
+        with timed("norms", "compare the raw norms"):
+            report.norms = norm_check(plans[0].encoder, plans[1].encoder, groups[0].texts[:NORM_TEXTS])
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
@@ -181,6 +184,31 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
 
 
 MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compared
+
+
+NORM_TEXTS = 16  # texts whose raw norms the norm gate compares
+
+
+def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, Any]:
+    """The norm gate: ``texts`` embedded raw (not normalised) by both sides. Where the reference's vectors are not
+    unit vectors, each text's norm on the candidate over the reference's must be within NORM_TOLERANCE of 1: a
+    candidate that normalises when the model does not, or scales, is a ``finding``. Where the reference returns
+    unit vectors, the norms are reported and nothing is gated (a cosine is all that model promises)."""
+    ref = as_array(reference.encode(list(texts))).astype(np.float64)
+    cand = as_array(candidate.encode(list(texts))).astype(np.float64)
+    rn, cn = np.linalg.norm(ref, axis=1), np.linalg.norm(cand, axis=1)
+    unit = [bool(np.all(np.abs(n - 1) <= 1e-3)) for n in (rn, cn)]
+    ratio = np.divide(cn, rn, out=np.full_like(cn, np.inf), where=rn > 0)
+    k = int(np.argmax(np.abs(ratio - 1)))
+    out: dict[str, Any] = {"compared": len(texts), "reference_unit": unit[0], "candidate_unit": unit[1],
+                           "worst_ratio": float(ratio[k]), "text": texts[k]}
+    if not unit[0] and unit[1]:
+        out["finding"] = (f"the candidate returns unit vectors, the reference does not (norm {rn[k]:.4g} for "
+                          f"{texts[k]!r}): it normalises where the model does not")
+    elif not unit[0] and not abs(ratio[k] - 1) <= NORM_TOLERANCE:
+        out["finding"] = (f"the candidate's norm is {ratio[k]:.4g}x the reference's for {texts[k]!r} (more than "
+                          f"{NORM_TOLERANCE:.0%} apart)")
+    return out
 
 
 def _is_local(encoder: Any) -> bool:
