@@ -47,12 +47,12 @@ def drift_text(report: DriftReport) -> str:
         what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if g.worst is not None \
             and g.worst < report.threshold else g.probes
         lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
-    n = report.norms
-    if n and not n.get("reference_unit"):  # the reference's norms carry meaning: say how the candidate's compare
+    norms = report.norms
+    if norms and not norms.get("reference_unit"):  # the reference's norms carry meaning: how the candidate's compare
         lines.insert(next(k for k, ln in enumerate(lines) if ln.startswith("  mean cosine")) + 1,
-                     f"  norms (raw vectors, {n['compared']} texts): the candidate's over the reference's, worst "
-                     f"{n['worst_ratio']:.4f} for {n['text']!r}" + ("; the candidate returns unit vectors"
-                                                                    if n.get("candidate_unit") else ""))
+                     f"  norms (raw vectors, {norms['compared']} texts): the candidate's over the reference's, worst "
+                     f"{norms['worst_ratio']:.4f} for {norms['text']!r}"
+                     + ("; the candidate returns unit vectors" if norms.get("candidate_unit") else ""))
     drifted = [w for w in report.worst if w["cosine"] < report.threshold]
     if drifted:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]
