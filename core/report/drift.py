@@ -53,6 +53,13 @@ def drift_text(report: DriftReport) -> str:
                      f"  norms (raw vectors, {norms['compared']} texts): the candidate's over the reference's, worst "
                      f"{norms['worst_ratio']:.4f} for {norms['text']!r}"
                      + ("; the candidate returns unit vectors" if norms.get("candidate_unit") else ""))
+    counts = report.token_counts
+    if counts.get("differ"):
+        lines.insert(next(k for k, ln in enumerate(lines) if ln.startswith("  mean cosine")) + 1,
+                     f"  token counts: the server counts {counts['differ']} of {counts['compared']} texts otherwise "
+                     "than the reference's tokenizer (special tokens added or not, another tokenizer): " + "; ".join(
+                         f"{e['text']!r} {e['reference_tokens']} against {e['candidate_tokens']}"
+                         for e in counts["examples"]))
     drifted = [w for w in report.worst if w["cosine"] < report.threshold]
     if drifted:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]

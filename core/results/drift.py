@@ -91,6 +91,9 @@ class DriftReport:
     # the norm gate (gate.norm_check): how many texts' raw norms were compared, whether each side returns unit
     # vectors, the candidate's worst norm over the reference's and its text; empty where not compared
     norms: dict[str, Any] = field(default_factory=dict)
+    # token-count parity (gate.token_counts): a served candidate's usage.prompt_tokens for texts sent one a request
+    # against the reference tokenizer's count; reported, never gated (servers count by their own conventions)
+    token_counts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reasons(self) -> list[str]:
@@ -169,7 +172,8 @@ class DriftReport:
             "accepted_drift": self.accepted_drift, **self.physscore, "timings": self.timings,
             **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {}),
             **({"invariance_tier": self.invariance_tier} if self.invariance_tier != "cosine" else {}),
-            **({"norms": self.norms} if self.norms else {})})
+            **({"norms": self.norms} if self.norms else {}),
+            **({"token_counts": self.token_counts} if self.token_counts else {})})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DriftReport:

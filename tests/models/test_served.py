@@ -264,3 +264,10 @@ def test_drift_of_the_folder_against_the_server_conforms(infinity, minilm_folder
     assert data["verdict"] == "conforms" and data["worst_cosine"] > 0.9999 and data["collisions"] == []
     assert set(data["groups"]) >= {"protocol", "accents", "case", "length", "edge"}
     assert abs(data["delta_tau"]) < 0.05 and data["delta_tau_ci_low"] <= data["delta_tau"] <= data["delta_tau_ci_high"]
+    # the server's token counts, text by text, against MiniLM's tokenizer (special tokens included): infinity's
+    # usage.prompt_tokens is the text's characters, not its tokens, and token-count parity says so (reported, the
+    # verdict unchanged)
+    counts = data["token_counts"]
+    assert counts["compared"] >= 8 and counts["differ"] == counts["compared"], counts
+    assert all(e["candidate_tokens"] == len(e["text"]) for e in counts["examples"]), counts
+    assert data["norms"]["reference_unit"] and data["norms"]["worst_ratio"] == pytest.approx(1.0, abs=1e-3)

@@ -146,6 +146,10 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     if receipt is None and not failed.get(PROTOCOL_GROUP):
         with timed("norms", "compare the raw norms"):
             report.norms = norm_check(plans[0].encoder, plans[1].encoder, groups[0].texts[:NORM_TEXTS])
+    if receipt is None and not failed.get(PROTOCOL_GROUP) and plans[1].view.usage is not None:
+        with timed("token counts", "compare the server's token counts"):
+            report.token_counts = token_counts(plans[0].encoder, plans[1].encoder, plans[1].view.usage,
+                                               _token_probe_texts(groups))
     if invariance and not failed.get(PROTOCOL_GROUP):
         from .invariance import invariance as probe
 
@@ -187,6 +191,43 @@ MAX_TOKENIZED = 50  # drifted texts (the worst first) whose token ids are compar
 
 
 NORM_TEXTS = 16  # texts whose raw norms the norm gate compares
+TOKEN_TEXTS = 12  # texts whose token counts a served candidate is asked, one a request
+
+
+def _token_probe_texts(groups: list[TextGroup]) -> list[str]:
+    """A few texts of every kind drift has (the protocol's first, then one of each other group), short of the long
+    ones (a server may refuse them)."""
+    picked = list(groups[0].texts[:4])
+    for g in groups[1:]:
+        picked += [t for t in g.texts if t and len(t) < 500][:1]
+    return list(dict.fromkeys(picked))[:TOKEN_TEXTS]
+
+
+def token_counts(reference: Any, candidate: Any, usage: Any, texts: list[str]) -> dict[str, Any]:
+    """Token-count parity: each text sent alone, the server's ``usage.prompt_tokens`` for it against the
+    reference tokenizer's count with its special tokens (a local reference; none otherwise). A server that adds
+    no BOS/EOS, or tokenizes otherwise, counts otherwise. ``differ``: how many differ; ``examples``: those that
+    differ most. Empty where the server reports no counts or the reference has no tokenizer."""
+    tokenizer = getattr(reference, "tokenizer", None)
+    if tokenizer is None or not hasattr(tokenizer, "encode"):
+        return {}
+    rows = []
+    for text in texts:
+        before = usage.prompt_tokens
+        try:
+            candidate.encode([text])
+        except FastevalError as err:
+            log.info("token counts: %r not embedded: %s", text, first_line(err, 120))
+            continue
+        said = usage.prompt_tokens - before
+        if said <= 0:  # the server reports no counts
+            return {}
+        rows.append({"text": text, "reference_tokens": len(tokenizer.encode(text).ids), "candidate_tokens": said})
+    if not rows:
+        return {}
+    differ = sorted((r for r in rows if r["reference_tokens"] != r["candidate_tokens"]),
+                    key=lambda r: -abs(r["reference_tokens"] - r["candidate_tokens"]))
+    return {"compared": len(rows), "differ": len(differ), "examples": differ[:3]}
 
 
 def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, Any]:
