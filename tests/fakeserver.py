@@ -29,6 +29,7 @@ class Faults:
     per_batch: float = 0.0  # every vector shifted by this times the batch's size (a batch-dependent server)
     per_request: float = 0.0  # every vector shifted by this times the requests answered so far (state-dependent)
     normalize: bool = False  # unit vectors, where the model (FakeEncoder) returns others
+    big_endian: bool = False  # base64 answers encode big-endian float32 (OpenAI's format is little-endian)
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
 
 
@@ -126,6 +127,7 @@ class FakeServer:
         rows = self.vectors(texts)
         b64 = body.get("encoding_format") == "base64"
         data = [{"object": "embedding", "index": None if f.index_null else i,
-                 "embedding": base64.b64encode(r.astype("<f4").tobytes()).decode() if b64 else r.tolist()}
+                 "embedding": base64.b64encode(r.astype(">f4" if f.big_endian else "<f4").tobytes()).decode()
+                 if b64 else r.tolist()}
                 for i, r in enumerate(rows)]
         self._send(h, 200, {"data": data, "model": self.model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})

@@ -94,6 +94,8 @@ class DriftReport:
     # token-count parity (gate.token_counts): a served candidate's usage.prompt_tokens for texts sent one a request
     # against the reference tokenizer's count; reported, never gated (servers count by their own conventions)
     token_counts: dict[str, Any] = field(default_factory=dict)
+    # base64 against float (gate.base64_parity): the same texts asked both ways of a served candidate
+    base64: dict[str, Any] = field(default_factory=dict)
 
     @property
     def reasons(self) -> list[str]:
@@ -112,6 +114,8 @@ class DriftReport:
                     if r.get("worst") is not None and r["worst"] >= INVARIANCE_MIN and r.get("max_abs")]
         if self.norms.get("finding"):
             out.append("norms: " + self.norms["finding"])
+        if self.base64.get("finding"):
+            out.append("base64: " + self.base64["finding"])
         if self.identity_mismatch:
             out.append("identity: " + self.identity_mismatch)
         if self.precision_mismatch:
@@ -173,7 +177,8 @@ class DriftReport:
             **({"diagnosis": self.diagnosis} if self.diagnosis is not None else {}),
             **({"invariance_tier": self.invariance_tier} if self.invariance_tier != "cosine" else {}),
             **({"norms": self.norms} if self.norms else {}),
-            **({"token_counts": self.token_counts} if self.token_counts else {})})
+            **({"token_counts": self.token_counts} if self.token_counts else {}),
+            **({"base64": self.base64} if self.base64 else {})})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DriftReport:

@@ -138,6 +138,11 @@ class ServedEncoder:
                         "pass --tokenizer PATH (the model's tokenizer.json or folder) to have it.", self.url)
         return ids
 
+    def use_float(self) -> None:
+        """Ask for float vectors from now on (a server whose base64 answers are not its float ones: drift's
+        base64 parity)."""
+        self._base64 = False
+
     def close(self) -> None:
         self.http.close()
 

@@ -82,6 +82,7 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     candidate = data["identity"]["candidate"]
     assert candidate["parameters"] == 22565376 and candidate["max_tokens"] == 512
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
+    assert data["base64"]["endianness"] == "little", data["base64"]  # its base64 answers are its float ones
     # llama.cpp counts the tokens MiniLM's tokenizer counts ([CLS] and [SEP] included), text by text
     assert data["token_counts"]["compared"] >= 8 and data["token_counts"]["differ"] == 0, data["token_counts"]
     # its drift (Hangul, a longer context) is no usual misconfiguration of the reference, and the diagnosis says so

@@ -639,3 +639,16 @@ def test_the_norm_gate_catches_a_server_that_scales_or_normalises(servers, tmp_p
         proc = drift(ref.url, servers(**faults).url, "--no-conformance", "--no-invariance", home=tmp_path)
         assert proc.returncode == 1 and "norms:" in proc.stdout and said in proc.stdout, proc.stdout
         assert "mean cosine 1.00000" in proc.stdout, "every cosine kept"
+
+
+def test_base64_answers_are_held_to_the_float_ones(servers, tmp_path):
+    """The same texts asked as float and as base64: a faithful server's agree (little-endian, as OpenAI's format
+    is); one that encodes big-endian is named (its vectors also drift: fasteval reads OpenAI's format)."""
+    ref = servers()
+    good = json.loads(drift(ref.url, servers().url, "--json", "--no-conformance", "--no-invariance",
+                            home=tmp_path).stdout)
+    assert good["base64"] == {"compared": 16, "max_abs": good["base64"]["max_abs"], "endianness": "little"}
+    assert good["base64"]["max_abs"] <= 1e-6 and good["verdict"] == "conforms"
+    proc = drift(ref.url, servers(big_endian=True).url, "--no-conformance", "--no-invariance", home=tmp_path)
+    assert proc.returncode == 1 and "base64: its base64 vectors are big-endian float32" in proc.stdout, proc.stdout
+    assert "mean cosine 1.00000" in proc.stdout, "its float answers were read instead: the rest measures them"

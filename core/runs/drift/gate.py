@@ -121,6 +121,12 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     receipt = plans[0].encoder if isinstance(plans[0].encoder, ReceiptEncoder) else None
     if receipt is not None:  # a receipt gates only the text set it was made for
         receipt.require(_all_texts(groups))
+    # a served candidate's base64 answers against its float ones, before its vectors are read: one that encodes
+    # otherwise is a finding, and its floats are read instead (so the rest measures what it embeds)
+    with timed("base64", "compare base64 and float answers"):
+        encoded = base64_parity(plans[1].encoder, groups[0].texts[:NORM_TEXTS])
+    if encoded.get("finding"):
+        plans[1].encoder.use_float()
     tables: list[EmbeddingTable] = []
     failed: dict[str, str] = {}
     refused: dict[str, list] = {}
@@ -142,6 +148,7 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
                              fail_on_collisions=fail_on_collisions)
     report.accepted = accept
     report.timings = timings
+    report.base64 = encoded
     report.invariance_tier = invariance_tier
     if receipt is None and not failed.get(PROTOCOL_GROUP):
         with timed("norms", "compare the raw norms"):
@@ -201,6 +208,50 @@ def _token_probe_texts(groups: list[TextGroup]) -> list[str]:
     for g in groups[1:]:
         picked += [t for t in g.texts if t and len(t) < 500][:1]
     return list(dict.fromkeys(picked))[:TOKEN_TEXTS]
+
+
+# base64 rows equal the float rows when within this of each other (a server prints floats to fewer digits, or not)
+BASE64_TOLERANCE = 1e-6
+
+
+def base64_parity(candidate: Any, texts: list[str]) -> dict[str, Any]:
+    """The same ``texts`` asked of a served candidate with ``encoding_format`` "float" and "base64": the base64
+    rows (read as OpenAI's little-endian float32) must be the float ones. ``endianness``: which reading matches
+    ("little", "big"; None: neither); a ``finding`` where little-endian does not. Empty for another encoder, or a
+    server that answers base64 with floats (``base64: "ignored"``)."""
+    import base64
+
+    from ....models.served import ServedEncoder
+    from ....models.served.answers import read_rows
+
+    if not isinstance(candidate, ServedEncoder):
+        return {}
+    payload = {"input": [candidate.prompt + t for t in texts] if candidate.prompt else list(texts),
+               "model": candidate.model}
+    try:
+        floats = read_rows(candidate.http.request("POST", "/embeddings", {**payload, "encoding_format": "float"}),
+                           texts, "float").astype(np.float64)
+        body = candidate.http.request("POST", "/embeddings", {**payload, "encoding_format": "base64"})
+    except FastevalError as err:
+        return {"compared": 0, "skipped": first_line(err, 160)}
+    data = sorted(body.get("data") or [], key=lambda d: d.get("index") or 0) if isinstance(body, dict) else []
+    if len(data) != len(texts) or not all(isinstance(d.get("embedding"), str) for d in data):
+        return {"compared": len(texts), "base64": "ignored (the server answered floats)"}
+    diffs = {}
+    for name, dtype in (("little", "<f4"), ("big", ">f4")):
+        try:
+            rows = np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype=dtype) for d in data])
+            diffs[name] = float(np.max(np.abs(rows.astype(np.float64) - floats))) if rows.shape == floats.shape \
+                else float("inf")
+        except ValueError:
+            diffs[name] = float("inf")
+    endianness = next((n for n, d in diffs.items() if d <= BASE64_TOLERANCE), None)
+    out: dict[str, Any] = {"compared": len(texts), "max_abs": diffs["little"], "endianness": endianness}
+    if endianness != "little":
+        out["finding"] = ("its base64 vectors are big-endian float32, not OpenAI's little-endian"
+                          if endianness == "big" else
+                          f"its base64 vectors are not its float ones (max |diff| {diffs['little']:.3g})")
+    return out
 
 
 def token_counts(reference: Any, candidate: Any, usage: Any, texts: list[str]) -> dict[str, Any]:
