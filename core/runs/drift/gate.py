@@ -121,17 +121,20 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     receipt = plans[0].encoder if isinstance(plans[0].encoder, ReceiptEncoder) else None
     if receipt is not None:  # a receipt gates only the text set it was made for
         receipt.require(_all_texts(groups))
-    # a served candidate's base64 answers against its float ones, before its vectors are read: one that encodes
-    # otherwise is a finding, and its floats are read instead (so the rest measures what it embeds)
-    with timed("base64", "compare base64 and float answers"):
-        encoded = base64_parity(plans[1].encoder, groups[0].texts[:NORM_TEXTS])
-    if encoded.get("finding"):
-        plans[1].encoder.use_float()
+    encoded: dict[str, Any] = {}
     tables: list[EmbeddingTable] = []
     failed: dict[str, str] = {}
     refused: dict[str, list] = {}
     warming = warm_up_in_background()  # numba loads the kernels while the encoders work
     for side, planned in zip(SIDES, plans):
+        if side == "candidate" and tables[0].dim is not None:
+            # a served candidate's base64 answers against its float ones, before its vectors are read (one text,
+            # its dimension checked first): one that encodes otherwise is a finding, and its floats are read
+            # instead, so the rest measures what it embeds
+            with timed("base64", "compare base64 and float answers"):
+                encoded = base64_parity(planned.encoder, calls[0][:1], (names[0], names[1], tables[0].dim))
+            if encoded.get("finding"):
+                planned.encoder.use_float()
         shown = "read the reference's receipt" if side == "reference" and receipt is not None else f"embed the {side}"
         with timed(f"embed {side}", shown):
             tables.append(_embed_side(side, planned, calls, groups[1:], tables, names, cache_root, failed, refused))
@@ -214,11 +217,14 @@ def _token_probe_texts(groups: list[TextGroup]) -> list[str]:
 BASE64_TOLERANCE = 1e-6
 
 
-def base64_parity(candidate: Any, texts: list[str]) -> dict[str, Any]:
+def base64_parity(candidate: Any, texts: list[str],
+                  reference: tuple[str, str, int] | None = None) -> dict[str, Any]:
     """The same ``texts`` asked of a served candidate with ``encoding_format`` "float" and "base64": the base64
     rows (read as OpenAI's little-endian float32) must be the float ones. ``endianness``: which reading matches
     ("little", "big"; None: neither); a ``finding`` where little-endian does not. Empty for another encoder, or a
-    server that answers base64 with floats (``base64: "ignored"``)."""
+    server that answers base64 with floats (``base64: "ignored"``). ``reference``: (its name, the candidate's, its
+    dimension): a float answer of another dimension is refused at once (``check_dimensions``), before the base64
+    request."""
     import base64
 
     from ....models.served import ServedEncoder
@@ -231,6 +237,11 @@ def base64_parity(candidate: Any, texts: list[str]) -> dict[str, Any]:
     try:
         floats = read_rows(candidate.http.request("POST", "/embeddings", {**payload, "encoding_format": "float"}),
                            texts, "float").astype(np.float64)
+    except FastevalError as err:
+        return {"compared": 0, "skipped": first_line(err, 160)}
+    if reference is not None:  # another model: refused now, after one text (never a parity to report)
+        check_dimensions(reference[0], reference[1], reference[2], floats.shape[1])
+    try:
         body = candidate.http.request("POST", "/embeddings", {**payload, "encoding_format": "base64"})
     except FastevalError as err:
         return {"compared": 0, "skipped": first_line(err, 160)}
