@@ -40,11 +40,13 @@ def _kept(protocol_key: str, similarity: str) -> tuple[tuple[str, float, float, 
 
     from ... import __version__
     from ...models.baselines import VERSION
-    from ..io import atomic_write, fasteval_home
+    from ..io import atomic_write, fasteval_home, read_json
 
     path = fasteval_home() / "baselines" / f"{protocol_key}-{similarity}-{__version__}-{VERSION}.json"
     try:
-        kept = json.loads(path.read_text())
+        kept = read_json(path)  # bounded, strict
+        if not isinstance(kept, list):
+            raise ValueError("not a list of rows")
         return tuple((str(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in kept)
     except (OSError, ValueError, TypeError, IndexError):
         pass

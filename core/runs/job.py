@@ -65,6 +65,7 @@ class Outcome:
     message: str = ""
     seconds: float = 0.0
     result: Any = None  # the ModelResult, for a model computed in this process
+    _read: Any = field(default=None, init=False, repr=False, compare=False)  # the folder's, once read back
 
     def baselines(self) -> list[dict[str, Any]]:
         """The surface-form baselines' Table 1 rows (``baselines.surface_baselines``) on this result's protocol and
@@ -87,14 +88,16 @@ class Outcome:
     def read(self) -> Any:
         """The outcome's ModelResult: the one computed in this process, or its folder's, read back (a skipped
         model's); None for a failed model or a folder without a readable result."""
-        if self.result is not None or self.path is None or not (self.path / RESULT_FILE).is_file():
-            return self.result
+        if self.result is not None or self._read is not None or self.path is None \
+                or not (self.path / RESULT_FILE).is_file():
+            return self.result if self.result is not None else self._read
         from ..results.read import load_result
 
         try:
-            return load_result(self.path / RESULT_FILE)
+            self._read = load_result(self.path / RESULT_FILE)
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        return self._read
 
 
 def clean_stale_staging(out: Path) -> None:

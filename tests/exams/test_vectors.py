@@ -196,3 +196,17 @@ def test_the_surface_baselines_are_their_references():
     np.testing.assert_array_equal(counts.sum(axis=1), [len(t.encode()) for t in texts])
     rows = {b["model"]: b for b in surface_baselines()}
     assert (rows["surface: byte counts"]["tau"], rows["surface: byte counts"]["pacc"]) == (36.0, 55.42)
+
+
+def test_a_damaged_kept_baseline_is_computed_again(fasteval_home):
+    """The surface baselines kept in FASTEVAL_HOME/baselines heal: a file that does not read back (cut, not a list)
+    is computed again and written whole."""
+    from fasteval.core.runs.baselines import surface_baselines
+
+    first = surface_baselines()
+    kept = sorted((fasteval_home / "baselines").glob("paper-*-cos-*.json"))
+    assert kept and json.loads(kept[0].read_text())[0][0] == "surface: byte counts"
+    for damage in ('[["surface: byte counts", 36.0', '{"not": "a list"}'):
+        kept[0].write_text(damage)
+        assert surface_baselines() == first
+        assert json.loads(kept[0].read_text())[0][1] == first[0]["tau"]

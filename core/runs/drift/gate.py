@@ -245,9 +245,11 @@ def base64_parity(candidate: Any, texts: list[str],
         body = candidate.http.request("POST", "/embeddings", {**payload, "encoding_format": "base64"})
     except FastevalError as err:
         return {"compared": 0, "skipped": first_line(err, 160)}
-    data = sorted(body.get("data") or [], key=lambda d: d.get("index") or 0) if isinstance(body, dict) else []
-    if len(data) != len(texts) or not all(isinstance(d.get("embedding"), str) for d in data):
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or len(data) != len(texts) or \
+            not all(isinstance(d, dict) and isinstance(d.get("embedding"), str) for d in data):
         return {"compared": len(texts), "base64": "ignored (the server answered floats)"}
+    data = sorted(data, key=lambda d: d["index"] if isinstance(d.get("index"), int) else 0)  # input order
     diffs = {}
     for name, dtype in (("little", "<f4"), ("big", ">f4")):
         try:

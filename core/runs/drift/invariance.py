@@ -65,7 +65,8 @@ def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
             pairs += [(start + k, out[k]) for k in range(len(group))]
         rows.append(worst(f"in a batch of {size}", pairs))
     batch = probes + fillers[:16]
-    rows.append(worst("first in a batch", [(0, _raw(encoder, batch)[0])]))
+    ordered = _raw(encoder, batch)  # also the baseline of the shuffled order below
+    rows.append(worst("first in a batch", [(0, ordered[0])]))
     last = fillers[:15] + [probes[-1]]
     rows.append(worst("last in a batch", [(len(probes) - 1, _raw(encoder, last)[-1])]))
     if long_texts:
@@ -80,8 +81,7 @@ def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
         rows.append(worst(f"{IN_FLIGHT} requests in flight", [(i, o[i]) for o in outs for i in range(len(probes))]))
     except FastevalError as err:
         rows.append({"condition": f"{IN_FLIGHT} requests in flight", "skipped": first_line(err, 120)})
-    batch = probes + fillers[:16]  # the same batch in another order: each probe against itself in the first order
-    ordered = _raw(encoder, batch)
+    # the same batch in another order: each probe against itself in the first order
     order = np.random.default_rng(SHUFFLE_SEED).permutation(len(batch))
     at = {int(k): row for k, row in zip(order, _raw(encoder, [batch[k] for k in order]))}
     rows.append(worst("in a shuffled order", [(i, at[i]) for i in range(len(probes))], ordered[:len(probes)]))
