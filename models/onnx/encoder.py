@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +30,12 @@ class OnnxEncoder:
     def __init__(self, folder: ModelFolder, *, provider: str = "auto", batch_size: int = 32,
                  threads: int | None = None, order: str = "text-length", prompt: str | None = None,
                  prompt_name: str = "", batching: str = "paper",
-                 batch_tokens: int = PACKED_BATCH_TOKENS, name: str | None = None, identity: dict | None = None):
+                 batch_tokens: int = PACKED_BATCH_TOKENS, name: str | None = None, identity: dict | None = None,
+                 tokenizer: Any = None):
         """``name``: the model's name in results (default: the folder's); ``identity``: what the loader knows of
-        where the model came from (``model``, ``source``, ``source_sha256``, ``onnx_sha256``, ``dtype``)."""
+        where the model came from (``model``, ``source``, ``source_sha256``, ``onnx_sha256``, ``dtype``);
+        ``tokenizer``: a ``tokenizers.Tokenizer`` to run instead of the folder's tokenizer.json (drift's diagnosis
+        runs variants of it), configured as this model runs it."""
         if folder.onnx_file is None:
             raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
         if provider not in PROVIDERS:
@@ -53,7 +57,7 @@ class OnnxEncoder:
         self.prompt_name = prompt_name or ""
         self.name = name or folder.path.name
         self.identity = dict(identity or {})
-        self.tokenizer = self.configured(Tokenizer.from_file(str(folder.tokenizer_file)))
+        self.tokenizer = self.configured(tokenizer or Tokenizer.from_file(str(folder.tokenizer_file)))
         self.do_lower_case = folder.do_lower_case
         self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0

@@ -21,6 +21,7 @@ those tried).
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -41,6 +42,11 @@ LONG_TEXTS, LONG_CHARS = 4, 500
 TRUNCATIONS = (128, 256, 512)
 POOLINGS = {"mean": "mean", "cls": "cls", "max": "max", "lasttoken": "last"}
 CLOSEST_PAIRED = 4  # the closest single variants whose pairs are tried when none conforms alone
+# A variant embeds the worst drifted texts first, and the rest only where it conforms on these: a variant that
+# does not explain the worst texts is ruled out at a twelfth of the cost.
+SCREEN_TEXTS = 8
+SAME_AS_REFERENCE = 1e-6  # a variant whose every cosine is within this of the reference's changed nothing here
+CLOSER = 1e-4  # how much higher than the reference's own worst cosine a variant's must be to be named the closest
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,20 @@ def variants_of(reference: Any) -> list[Variant]:
     return out
 
 
+def _tokenizer_spec(reference: Any) -> dict[str, Any]:
+    """The reference's tokenizer.json: its text and the parsed object (read once a diagnosis)."""
+    text = reference.folder.tokenizer_file.read_text(encoding="utf-8")
+    return {"text": text, "json": json.loads(text)}
+
+
 def _tokenizer_json(reference: Any) -> dict:
-    return json.loads(reference.folder.tokenizer_file.read_text(encoding="utf-8"))
+    return _tokenizer_spec(reference)["json"]
+
+
+# A tokenizer of one token and nothing else: what carries a changed normalizer into the reference's tokenizer
+_ONE_TOKEN = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+              "pre_tokenizer": None, "post_processor": None, "decoder": None,
+              "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}
 
 
 def _lowercases(reference: Any) -> bool | None:
@@ -119,14 +137,17 @@ def _with_lowercase(data: dict, on: bool) -> dict:
     return data
 
 
-def _encoder(reference: Any, variant: Variant, load: Callable[..., Any]) -> Any:
-    """The reference's encoder with the variant's changes, on the CPU (numpy's pooling)."""
+def _encoder(reference: Any, variant: Variant, load: Callable[..., Any], spec: dict | None = None) -> Any:
+    """The reference's encoder with the variant's changes, on the CPU (numpy's pooling). ``spec``: the reference's
+    tokenizer.json, parsed (read from its folder when not given)."""
     from tokenizers import Tokenizer
 
     from ....models.onnx.encoder import OnnxEncoder
     from ....models.sources.folder import PoolingConfig
 
-    folder, prompt, tokenizer, precision = reference.folder, reference.prompt, None, None
+    spec = spec or _tokenizer_spec(reference)
+    folder, prompt, precision, base = reference.folder, reference.prompt, None, None
+    normalizer, post_processor = None, True
     for what, value in variant.changes:
         if what == "pooling":
             folder = replace(folder, pooling=PoolingConfig((value,), folder.pooling.include_prompt))
@@ -134,78 +155,132 @@ def _encoder(reference: Any, variant: Variant, load: Callable[..., Any]) -> Any:
             folder = replace(folder, dense=())
         elif what == "max_tokens":
             folder = replace(folder, max_seq_length=value)
+        elif what == "normalize":
+            folder = replace(folder, normalize=value)
         elif what == "prompt":
             prompt = value
         elif what == "lowercase":
-            tokenizer = _with_lowercase(tokenizer or _tokenizer_json(reference), value)
+            normalizer = _with_lowercase({"normalizer": copy.deepcopy(spec["json"].get("normalizer"))}, value)
         elif what == "special_tokens":
-            tokenizer = {**(tokenizer or _tokenizer_json(reference)), "post_processor": None}
+            post_processor = False
         elif what == "precision":
             precision = value
     if precision is not None:
         base = load(reference.identity["source"], provider="cpu", dtype=precision)  # the fp32 export's source
-        folder = replace(base.folder, pooling=folder.pooling, dense=folder.dense, max_seq_length=folder.max_seq_length)
+        folder = replace(base.folder, pooling=folder.pooling, dense=folder.dense, max_seq_length=folder.max_seq_length,
+                         normalize=folder.normalize)
+    if normalizer is None and post_processor and folder.max_seq_length == reference.folder.max_seq_length:
+        runs = reference.tokenizer  # the same tokenizer, configured the same way: not parsed again
+    else:
+        runs = Tokenizer.from_str(spec["text"])
+        if normalizer is not None:  # the changed normalizer alone, carried by a tokenizer of one token
+            runs.normalizer = Tokenizer.from_str(json.dumps({**_ONE_TOKEN, **normalizer})).normalizer
+        if not post_processor:
+            runs.post_processor = None
     # packed batches (sorted by tokens, cut by a token budget): the long texts are not padded into the short ones'
-    encoder = OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed")
-    if precision is None and reference.provider == "cpu" and not reference.graph_head:
+    encoder = OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed",
+                          tokenizer=runs)
+    if base is not None:
+        encoder._session = base.session  # that export's graph: its session, opened once a diagnosis
+    elif reference.provider == "cpu" and not reference.graph_head:
         encoder._session = reference.session  # the same graph: its session, not another one
-    if tokenizer is not None:
-        encoder.configured(Tokenizer.from_str(json.dumps(tokenizer)))
+    if any(what == "lowercase" for what, _ in variant.changes):
+        encoder.do_lower_case = False  # the tokenizer's normalizer alone says whether it lowercases
     return encoder
 
 
-def _compare(vectors: np.ndarray, candidate: np.ndarray) -> tuple[float, float]:
-    """(worst, mean) of each text's cosine between a variant's vectors and the candidate's, as the gate computes it."""
+def _cosines(vectors: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """Each text's cosine between a variant's vectors and the candidate's, as the gate computes it."""
     a, b = normalize_rows(vectors.astype(np.float64)), normalize_rows(candidate.astype(np.float64))
-    cos = np.einsum("ij,ij->i", a, b)
-    return float(np.min(cos)), float(np.mean(cos))
+    return np.einsum("ij,ij->i", a, b)
 
 
 def diagnose(reference: Any, candidate_rows: dict[str, np.ndarray], cosines: dict[str, float], threshold: float,
              load: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Which usual misconfiguration of ``reference`` (an OnnxEncoder) the candidate embeds like: ``{"variant": the
     best conforming one or None, "worst": its worst cosine, "reference": the reference's own worst on the same texts,
-    "texts": how many, "tried": [{"variant", "worst", "mean"}, ...] best first}``. ``candidate_rows``: the candidate's
-    vector of each text; ``cosines``: the gate's cosine of each text (which drifted)."""
-    if load is None:
-        load = _load_model()
-    texts = diagnosis_texts(cosines, threshold)
-    candidate = np.stack([candidate_rows[t] for t in texts])
-    own = min(cosines[t] for t in texts)
+    "texts": how many, "tried": [{"variant", "worst", "mean", "texts"}, ...] best first}``. ``candidate_rows``: the
+    candidate's vector of each text; ``cosines``: the gate's cosine of each text (which drifted)."""
+    loaded: dict[tuple, Any] = {}  # each export the precision variants run, loaded (and its session opened) once
+    load_once = load or _load_model()
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in loaded:
+            loaded[key] = load_once(*args, **kwargs)
+        return loaded[key]
+
+    singles = variants_of(reference)
+    spec = _tokenizer_spec(reference)
+
+    def embedder(variant: Variant) -> Callable[[list[str]], np.ndarray]:
+        return _encoder(reference, variant, load, spec).encode
+
+    return _diagnosis(singles, embedder, diagnosis_texts(cosines, threshold), candidate_rows, cosines, threshold,
+                      pairs=lambda closest: pairs_of([v for v in singles if v.name in closest]))
+
+
+def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[list[str]], np.ndarray] | None],
+               texts: list[str], candidate_rows: dict[str, np.ndarray], cosines: dict[str, float], threshold: float,
+               pairs: Callable[[list[str]], list[Variant]]) -> dict[str, Any]:
+    """The diagnosis over ``texts`` (the drifted ones first, the worst first): each single variant in order, the
+    cheapest first, until one conforms; where none does, ``pairs`` of the closest. A variant embeds the worst
+    SCREEN_TEXTS texts first and the rest only where it conforms on those (one that does not conform on the worst
+    texts cannot conform on all): ``texts`` in ``tried`` says on how many each was compared. ``embedder``: how a
+    variant embeds (None: it cannot here, and it is left out)."""
+    candidate = {t: np.asarray(candidate_rows[t]) for t in texts}
+    screen = texts[:SCREEN_TEXTS]
     tried: list[dict[str, Any]] = []
 
     def attempt(variant: Variant) -> None:
         try:
-            vectors = as_array(_encoder(reference, variant, load).encode(texts))
-            if vectors.shape != candidate.shape:
-                tried.append({"variant": variant.name, "worst": None, "mean": None,
-                              "skipped": f"{vectors.shape[1]} dimensions, the candidate's {candidate.shape[1]}"})
+            embed = embedder(variant)
+            if embed is None:
                 return
-            worst, mean = _compare(vectors, candidate)
-            tried.append({"variant": variant.name, "worst": worst, "mean": mean})
+            vectors = as_array(embed(screen))
+            if vectors.shape[1:] != candidate[screen[0]].shape:
+                tried.append({"variant": variant.name, "worst": None, "mean": None,
+                              "skipped": f"{vectors.shape[1]} dimensions, the candidate's "
+                                         f"{candidate[screen[0]].shape[0]}"})
+                return
+            compared = screen
+            cos = _cosines(vectors, np.stack([candidate[t] for t in screen]))
+            # a change that leaves these texts' vectors as they were (max_tokens on short texts, say) explains
+            # nothing here, alone or in a pair
+            same = bool(np.all(np.abs(cos - np.array([cosines[t] for t in screen])) <= SAME_AS_REFERENCE))
+            if cos.min() >= threshold and len(texts) > len(screen):  # it may be the cause: every text decides
+                vectors = np.vstack([vectors, as_array(embed(texts[len(screen):]))])
+                compared = texts
+                cos = _cosines(vectors, np.stack([candidate[t] for t in texts]))
+            tried.append({"variant": variant.name, "worst": float(cos.min()), "mean": float(cos.mean()),
+                          "texts": len(compared), **({"same_as_reference": True} if same else {})})
         except Exception as err:  # noqa: BLE001 - a variant this model cannot run is reported, never a crash
             log.info("diagnosis: %s could not be tried: %s", variant.name, first_line(err, 160))
             tried.append({"variant": variant.name, "worst": None, "mean": None, "skipped": first_line(err, 160)})
 
-    singles = variants_of(reference)
     for v in singles:  # in order, the cheapest first (the reference's own graph, then its other exports)
         attempt(v)
-        if tried[-1]["worst"] is not None and tried[-1]["worst"] >= threshold:
+        if tried and tried[-1]["worst"] is not None and tried[-1]["worst"] >= threshold:
             break  # it embeds like this one: the cause is named, the rest need not run
-    conforming = [t for t in tried if t["worst"] is not None and t["worst"] >= threshold]
-    if not conforming:  # two changes together, among the closest singles
-        closest = [t["variant"] for t in _ranked(tried)[:CLOSEST_PAIRED] if t["worst"] is not None]
-        by_name = {v.name: v for v in singles}
-        for i, a in enumerate(closest):
-            for b in closest[i + 1:]:
-                if by_name[a].changes[0][0] != by_name[b].changes[0][0]:  # two pooling modes are not a pair
-                    attempt(Variant(f"{a}+{b}", by_name[a].changes + by_name[b].changes))
+    if not any(t["worst"] is not None and t["worst"] >= threshold for t in tried):  # two changes, the closest
+        moved = [t for t in _ranked(tried) if t["worst"] is not None and not t.get("same_as_reference")]
+        for pair in pairs([t["variant"] for t in moved[:CLOSEST_PAIRED]]):
+            attempt(pair)
     ranked = _ranked(tried)
+    own = min(cosines[t] for t in texts)
     best = next((t for t in ranked if t["worst"] is not None and t["worst"] >= threshold), None)
+    # the closest is named only where it comes closer than the reference's own settings
+    closer = next((t for t in ranked if t["worst"] is not None and t["worst"] > own + CLOSER), None)
     return {"variant": best["variant"] if best else None,
-            "worst": best["worst"] if best else (ranked[0]["worst"] if ranked else None),
-            "closest": None if best or not ranked else ranked[0]["variant"],
+            "worst": best["worst"] if best else (closer["worst"] if closer else None),
+            "closest": None if best or not closer else closer["variant"],
             "reference": own, "texts": len(texts), "tried": ranked}
+
+
+def pairs_of(singles: Sequence[Variant]) -> list[Variant]:
+    """Every pair of ``singles`` that changes two different things (two poolings are not a pair), in order."""
+    return [Variant(f"{a.name}+{b.name}", a.changes + b.changes)
+            for i, a in enumerate(singles) for b in singles[i + 1:] if a.changes[0][0] != b.changes[0][0]]
 
 
 def _load_model() -> Callable[..., Any]:
@@ -226,4 +301,7 @@ def diagnosis_line(diagnosis: dict[str, Any]) -> str:
     if diagnosis.get("closest"):
         return (f"diagnosis: no usual misconfiguration explains it; closest {diagnosis['closest']} "
                 f"({diagnosis['worst']:.4f}; the reference's own {diagnosis['reference']:.4f})")
+    if any(t.get("worst") is not None for t in diagnosis.get("tried", ())):
+        return (f"diagnosis: no usual misconfiguration explains it, and none comes closer than the reference's own "
+                f"settings ({diagnosis['reference']:.4f})")
     return "diagnosis: no usual misconfiguration could be tried"
