@@ -111,7 +111,7 @@ def drift_command(
     no_diagnose: Annotated[bool, typer.Option(
         "--no-diagnose", help="When a candidate drifts from a local reference, do not embed the reference as its "
                               "usual misconfigurations to name the one it embeds like (the verdict is the "
-                              "same either way).")] = False,
+                              "same either way); with --save-receipt, a receipt without them.")] = False,
     expect_model: Annotated[Optional[str], typer.Option(
         help="Drift (exit 1) when the candidate says it is another model (a served model's /models id, else its "
              "name).")] = None,
@@ -172,9 +172,11 @@ def drift_command(
                                  "run fasteval drift --save-receipt FILE REFERENCE, then "
                                  "fasteval drift FILE CANDIDATE.")
             made = gate.save_receipt(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
-                                     conformance=not no_conformance)
+                                     conformance=not no_conformance, diagnose=not no_diagnose)
+            held = (f"; {made['variants']} misconfigurations of it on {made['variant_texts']} of them, for the "
+                    "diagnosis" if made["variants"] else "")
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
-                       f"{made['dim']} dimensions.")
+                       f"{made['dim']} dimensions{held}.")
             raise typer.Exit(0)
         if not candidates:
             raise InputError("fasteval drift needs a reference and a candidate.",

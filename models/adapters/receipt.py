@@ -33,6 +33,10 @@ ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: 
 MAX_RECEIPT_BYTES = 4 * 2**30
 # What each array of a receipt is: its dtype kind(s) and number of dimensions (vectors: texts x dimension).
 ARRAYS = {"magic": ("U", 0), "meta": ("U", 0), "text_bytes": ("u", 1), "text_ends": ("iu", 1), "vectors": ("f", 2)}
+# What a receipt may also hold: drift's diagnosis recorded (its variants' vectors of a fixed subset of the texts:
+# which texts, by their index; each variant's L2-normalised rows as float16, variants x texts x dimension). A
+# receipt saved before receipts carried them has neither, and still gates.
+VARIANT_ARRAYS = {"variant_texts": ("iu", 1), "variant_vectors": ("f", 3)}
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -58,18 +62,31 @@ def is_receipt(value: Any) -> bool:
         return False
 
 
-def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str) -> None:
-    """The receipt file, written atomically."""
+def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: dict, name: str,
+                  variants: dict[str, Any] | None = None) -> None:
+    """The receipt file, written atomically. ``variants``: drift's diagnosis recorded (``names``, ``texts`` (a
+    subset of ``texts``), ``vectors`` (variants x those texts x dimension), ``skipped``), or ``{"unavailable": why}``
+    where none was recorded."""
     from ... import __version__
     from ...core.io import atomic_write, pack_texts
 
     text_bytes, text_ends = pack_texts(texts)
-    meta = {"name": name, "identity": identity, "texts": len(texts), "texts_sha256": texts_digest(texts),
-            "fasteval_version": __version__}
+    meta: dict[str, Any] = {"name": name, "identity": identity, "texts": len(texts),
+                            "texts_sha256": texts_digest(texts), "fasteval_version": __version__}
+    arrays: dict[str, Any] = {}
+    if variants is not None and variants.get("names"):
+        index = {t: i for i, t in enumerate(texts)}
+        meta["variants"] = {"names": list(variants["names"]), "texts": len(variants["texts"]),
+                            "skipped": dict(variants.get("skipped") or {})}
+        arrays = {"variant_texts": np.array([index[t] for t in variants["texts"]], dtype=np.int64),
+                  "variant_vectors": np.asarray(variants["vectors"], dtype=np.float16)}
+    elif variants is not None:
+        meta["variants"] = {"unavailable": variants.get("unavailable") or "none could be recorded",
+                            **({"skipped": variants["skipped"]} if variants.get("skipped") else {})}
+    arrays.update(magic=np.array(MAGIC), meta=np.array(json.dumps(meta, sort_keys=True, default=str)),
+                  text_bytes=text_bytes, text_ends=text_ends, vectors=np.asarray(vectors, dtype=np.float32))
     buf = io.BytesIO()
-    np.savez(buf, magic=np.array(MAGIC), meta=np.array(json.dumps(meta, sort_keys=True, default=str)),
-             text_bytes=text_bytes, text_ends=text_ends,
-             vectors=np.asarray(vectors, dtype=np.float32))
+    np.savez(buf, **arrays)
     atomic_write(Path(path).expanduser(), buf.getvalue())
 
 
@@ -90,6 +107,9 @@ class ReceiptEncoder:
                 meta = json.loads(str(data["meta"]))
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
+                recorded = ((np.asarray(data["variant_texts"], dtype=np.int64),
+                             np.ascontiguousarray(data["variant_vectors"], dtype=np.float32))
+                            if "variant_vectors" in declared else None)
         except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as err:
             raise InputError(f"The receipt {path} is damaged or cut short ({type(err).__name__}: "
                              f"{first_line(err, 80)}).", fix) from None
@@ -109,6 +129,31 @@ class ReceiptEncoder:
         self._rows = {t: vectors[i] for i, t in enumerate(texts)}
         self.name = f"{self.meta.get('name')} (receipt)"
         self.dim = vectors.shape[1] if vectors.ndim == 2 else None
+        self.variants = self._variants(recorded, fix)
+
+    def _variants(self, recorded: tuple[np.ndarray, np.ndarray] | None, fix: str) -> dict[str, Any] | None:
+        """drift's diagnosis as this receipt recorded it: ``names``, ``texts``, ``rows(name, texts)`` (each
+        variant's vectors of those texts); ``{"unavailable": why}`` where it recorded none; None for a receipt
+        saved before receipts carried them."""
+        said = self.meta.get("variants")
+        if recorded is None:
+            return {"unavailable": str(said["unavailable"])} if isinstance(said, dict) and \
+                said.get("unavailable") else None
+        index, vectors = recorded
+        names = said.get("names") if isinstance(said, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or \
+                vectors.shape[:2] != (len(names), len(index)) or vectors.shape[2] != self.dim or \
+                (len(index) and (index.min() < 0 or index.max() >= len(self.texts))):
+            raise InputError(f"The receipt {self.path} holds variants' vectors that do not match what it says of "
+                             "them.", fix)
+        texts = [self.texts[i] for i in index]
+        where = {t: i for i, t in enumerate(texts)}
+        by_name = {n: i for i, n in enumerate(names)}
+
+        def rows(name: str, some: list[str]) -> np.ndarray:
+            return vectors[by_name[name]][[where[t] for t in some]]
+
+        return {"names": names, "texts": texts, "rows": rows}
 
     @property
     def identity(self) -> dict:
@@ -159,8 +204,12 @@ def _declared_arrays(path: Path, fix: str) -> dict[str, tuple[tuple[int, ...], n
 
 
 def _check_arrays(path: Path, declared: dict[str, tuple[tuple[int, ...], np.dtype]], fix: str) -> None:
-    """InputError unless the receipt holds each of ``ARRAYS`` with its kind of dtype and number of dimensions."""
-    for name, (kinds, ndim) in ARRAYS.items():
+    """InputError unless the receipt holds each of ``ARRAYS`` (and ``VARIANT_ARRAYS`` both or neither) with its kind
+    of dtype and number of dimensions."""
+    optional = [name for name in VARIANT_ARRAYS if name in declared]
+    if optional and len(optional) != len(VARIANT_ARRAYS):
+        raise InputError(f"The receipt {path} holds {optional[0]} alone.", fix)
+    for name, (kinds, ndim) in {**ARRAYS, **{n: VARIANT_ARRAYS[n] for n in optional}}.items():
         if name not in declared:
             raise InputError(f"The receipt {path} has no {name} array.", fix)
         shape, dtype = declared[name]

@@ -99,3 +99,81 @@ def test_where_no_variant_explains_it_the_closest_is_named(tiny_encoder):
     from fasteval.core.runs.drift.diagnosis import diagnosis_line
 
     assert diagnosis_line(d).startswith(f"diagnosis: no usual misconfiguration explains it; closest {d['closest']}")
+
+
+def _without_variants(source, dest) -> None:
+    """``source`` as a receipt saved before receipts carried variants: no variant arrays, no word of them."""
+    with np.load(source, allow_pickle=False) as data:
+        held = {k: data[k] for k in data.files if not k.startswith("variant_")}
+    meta = json.loads(str(held["meta"]))
+    meta.pop("variants")
+    held["meta"] = np.array(json.dumps(meta))
+    with open(dest, "wb") as f:
+        np.savez(f, **held)
+
+
+def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder, tiny_encoder, fasteval_home,
+                                                      tmp_path):
+    """A receipt holds the reference's variants on a fixed sample of drift's texts: drift against the receipt names
+    the CLS-pooled deployment as drift against the folder does (terminal, drift.json, the library). A receipt saved
+    with --no-diagnose, and one saved before receipts carried variants, still gate to the same verdict and say once
+    that no diagnosis is available."""
+    import fasteval
+    from fasteval.core.report.drift import drift_text
+
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--provider", "cpu", "--bootstrap", "0", "--no-invariance"]
+    receipt, bare, old = tmp_path / "ref.receipt", tmp_path / "bare.receipt", tmp_path / "old.receipt"
+    made = run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, *common], env=env)
+    assert made.returncode == 0, made.stderr
+    assert "misconfigurations of it on" in made.stdout, made.stdout
+    held = run_cli(["drift", receipt, cls_folder, *common, "--out", tmp_path / "out"], env=env)
+    assert held.returncode == 1, held.stderr
+    assert [ln.strip() for ln in held.stdout.splitlines() if "diagnosis:" in ln][0].startswith(
+        "diagnosis: the candidate embeds like the reference with pooling=cls (worst cosine")
+    saved = json.loads((tmp_path / "out" / "drift.json").read_text())["diagnosis"]
+    assert saved["variant"] == "pooling=cls" and saved["worst"] >= 0.999 and saved["reference"] < 0.99
+    assert saved["texts"] <= 128
+
+    candidate = fasteval.load_model(str(cls_folder), provider="cpu")
+    folder = fasteval.drift(tiny_encoder, candidate, invariance=False, resamples=0)
+    assert folder.diagnosis["variant"] == "pooling=cls"
+    assert abs(folder.diagnosis["worst"] - saved["worst"]) <= 1e-3  # the receipt keeps float16 rows
+    assert run_cli(["drift", "--save-receipt", bare, tiny_st_folder, *common, "--no-diagnose"],
+                   env=env).returncode == 0
+    assert bare.stat().st_size < receipt.stat().st_size
+    _without_variants(receipt, old)
+    for path, why in ((bare, "it was saved with --no-diagnose"),
+                      (old, "the receipt holds no variants' vectors (saved before receipts carried them)")):
+        report = fasteval.drift(str(path), candidate, invariance=False, resamples=0)
+        assert report.verdict == "drifts" and report.worst_cosine == folder.worst_cosine
+        assert report.diagnosis["variant"] is None and report.diagnosis["unavailable"] == why
+        said = [ln.strip() for ln in drift_text(report).splitlines() if "diagnosis" in ln]
+        assert said == [f"diagnosis: not available: {why}"], said
+
+
+def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder, fasteval_home, tmp_path):
+    """Variants' vectors that do not match what the receipt says of them (another shape, an index past its texts,
+    one array without the other) are refused in one line, as any damaged receipt is."""
+    from fasteval.core.errors import InputError
+    from fasteval.models.adapters.receipt import ReceiptEncoder
+
+    receipt = tmp_path / "ref.receipt"
+    assert run_cli(["drift", "--save-receipt", receipt, tiny_st_folder, "--provider", "cpu"],
+                   env={"FASTEVAL_HOME": str(fasteval_home)}).returncode == 0
+    with np.load(receipt, allow_pickle=False) as data:
+        held = {k: data[k] for k in data.files}
+    whole = ReceiptEncoder(receipt)
+    names = json.loads(str(held["meta"]))["variants"]["names"]
+    assert whole.variants["names"] == names and len(whole.variants["texts"]) == held["variant_texts"].size
+    rows = whole.variants["rows"](names[0], whole.variants["texts"][:2])
+    assert rows.shape == (2, whole.dim) and np.allclose(np.linalg.norm(rows, axis=1), 1, atol=1e-3)
+    for change, message in (({"variant_vectors": held["variant_vectors"][1:]}, "do not match"),
+                            ({"variant_texts": held["variant_texts"] + len(whole.texts)}, "do not match"),
+                            ({"variant_vectors": None}, "holds variant_texts alone")):
+        bad = {k: v for k, v in {**held, **change}.items() if v is not None}
+        path = tmp_path / "bad.receipt"
+        with open(path, "wb") as f:
+            np.savez(f, **bad)
+        with pytest.raises(InputError, match=message):
+            ReceiptEncoder(path)

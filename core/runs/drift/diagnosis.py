@@ -45,7 +45,7 @@ CLOSEST_PAIRED = 4  # the closest single variants whose pairs are tried when non
 # A variant embeds the worst drifted texts first, and the rest only where it conforms on these: a variant that
 # does not explain the worst texts is ruled out at a twelfth of the cost.
 SCREEN_TEXTS = 8
-SAME_AS_REFERENCE = 1e-6  # a variant whose every cosine is within this of the reference's changed nothing here
+SAME_AS_REFERENCE = 1e-5  # a variant whose every cosine is within this of the reference's changed nothing here
 CLOSER = 1e-4  # how much higher than the reference's own worst cosine a variant's must be to be named the closest
 
 
@@ -106,9 +106,10 @@ def _tokenizer_json(reference: Any) -> dict:
 
 
 # A tokenizer of one token and nothing else: what carries a changed normalizer into the reference's tokenizer
-_ONE_TOKEN = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-              "pre_tokenizer": None, "post_processor": None, "decoder": None,
-              "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}
+_ONE_TOKEN: dict[str, Any] = {
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+    "pre_tokenizer": None, "post_processor": None, "decoder": None,
+    "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}
 
 
 def _lowercases(reference: Any) -> bool | None:
@@ -201,23 +202,26 @@ def diagnose(reference: Any, candidate_rows: dict[str, np.ndarray], cosines: dic
     best conforming one or None, "worst": its worst cosine, "reference": the reference's own worst on the same texts,
     "texts": how many, "tried": [{"variant", "worst", "mean", "texts"}, ...] best first}``. ``candidate_rows``: the
     candidate's vector of each text; ``cosines``: the gate's cosine of each text (which drifted)."""
-    loaded: dict[tuple, Any] = {}  # each export the precision variants run, loaded (and its session opened) once
-    load_once = load or _load_model()
-
-    def load(*args: Any, **kwargs: Any) -> Any:
-        key = (args, tuple(sorted(kwargs.items())))
-        if key not in loaded:
-            loaded[key] = load_once(*args, **kwargs)
-        return loaded[key]
-
-    singles = variants_of(reference)
-    spec = _tokenizer_spec(reference)
-
-    def embedder(variant: Variant) -> Callable[[list[str]], np.ndarray]:
-        return _encoder(reference, variant, load, spec).encode
-
+    singles, embedder = _live(reference, load)
     return _diagnosis(singles, embedder, diagnosis_texts(cosines, threshold), candidate_rows, cosines, threshold,
                       pairs=lambda closest: pairs_of([v for v in singles if v.name in closest]))
+
+
+def _live(reference: Any, load: Callable[..., Any] | None) -> tuple[list[Variant],
+                                                                      Callable[[Variant], Callable[..., Any]]]:
+    """The reference's single variants, and how each embeds (its misconfigured encoder's ``encode``), each export
+    the precision variants run loaded (and its session opened) once."""
+    loaded: dict[tuple, Any] = {}
+    load_model = load or _load_model()
+
+    def load_once(*args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in loaded:
+            loaded[key] = load_model(*args, **kwargs)
+        return loaded[key]
+
+    spec = _tokenizer_spec(reference)
+    return variants_of(reference), lambda variant: _encoder(reference, variant, load_once, spec).encode
 
 
 def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[list[str]], np.ndarray] | None],
@@ -283,6 +287,82 @@ def pairs_of(singles: Sequence[Variant]) -> list[Variant]:
             for i, a in enumerate(singles) for b in singles[i + 1:] if a.changes[0][0] != b.changes[0][0]]
 
 
+# --- receipts: the variants recorded once, for a CI job with no weights -------------------------------------------
+RECEIPT_TEXTS = 128  # the texts whose variants' vectors a receipt holds: an even sample of every group of drift's
+
+
+def receipt_texts(groups: Sequence[Any], limit: int = RECEIPT_TEXTS) -> list[str]:
+    """The fixed subset a receipt records its variants on (the drifted texts are not known when it is made): an
+    even share of every group's texts (drift shows in one group: casing, scripts, length), each group sampled
+    evenly, at most LONG_TEXTS of more than LONG_CHARS characters in all."""
+    picked: list[str] = []
+    share = max(1, -(-limit // max(len(groups), 1)))
+    long = 0
+    for g in groups:
+        texts = list(dict.fromkeys(g.texts))
+        step = max(1, len(texts) // share)
+        for t in texts[::step][:share]:
+            if len(t) > LONG_CHARS:
+                if long >= LONG_TEXTS:
+                    continue
+                long += 1
+            picked.append(t)
+    return list(dict.fromkeys(picked))[:limit]
+
+
+def record_variants(reference: Any, texts: list[str], load: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Every single variant of ``reference`` and every pair of two different changes, each embedding ``texts``:
+    ``{"names": [...], "vectors": float32 (variants, texts, dim), L2-normalised rows, "skipped": {name: why}}``
+    (what a receipt holds, so a receipt's drift is diagnosed as the folder's is)."""
+    singles, embedder = _live(reference, load)
+    names: list[str] = []
+    rows: list[np.ndarray] = []
+    skipped: dict[str, str] = {}
+    for variant in singles + pairs_of(singles):
+        try:
+            vectors = as_array(embedder(variant)(texts))
+        except Exception as err:  # noqa: BLE001 - a variant this model cannot run is left out, and said
+            log.info("receipt: %s could not be recorded: %s", variant.name, first_line(err, 160))
+            skipped[variant.name] = first_line(err, 160)
+            continue
+        if rows and vectors.shape != rows[0].shape:
+            skipped[variant.name] = f"{vectors.shape[1]} dimensions, the reference's {rows[0].shape[1]}"
+            continue
+        names.append(variant.name)
+        rows.append(normalize_rows(vectors.astype(np.float64)).astype(np.float32))
+    return {"names": names, "vectors": np.stack(rows) if rows else np.zeros((0, len(texts), 0), np.float32),
+            "skipped": skipped}
+
+
+def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str, np.ndarray],
+                      cosines: dict[str, float], threshold: float) -> dict[str, Any]:
+    """The diagnosis from a receipt's recorded variants (``ReceiptEncoder.variants``: ``names``, ``texts``, and
+    ``rows(name, texts)``), as ``diagnose`` makes it from a folder: the receipt's texts the candidate embedded, the
+    drifted first; the singles in the order they were recorded, then the recorded pairs of the closest. Where the
+    receipt holds none, or none of its texts drifted, ``variant`` is None and ``unavailable`` says why."""
+    if not recorded or not recorded.get("names"):
+        why = (recorded or {}).get("unavailable") or ("the receipt holds no variants' vectors (saved before "
+                                                      "receipts carried them)")
+        return {"variant": None, "worst": None, "closest": None, "unavailable": why, "tried": []}
+    held = {t: cosines[t] for t in recorded["texts"] if t in cosines and t in candidate_rows}
+    drifted = [t for t, c in held.items() if not c >= threshold]
+    if not drifted:
+        return {"variant": None, "worst": None, "closest": None, "tried": [],
+                "unavailable": f"none of the receipt's {len(held)} diagnosis texts drifted (the drift is in texts "
+                               "it does not sample)"}
+    texts = diagnosis_texts(held, threshold, limit=len(held))
+    names = recorded["names"]
+    singles = [Variant(n, ()) for n in names if "+" not in n]
+
+    def embedder(variant: Variant) -> Callable[[list[str]], np.ndarray] | None:
+        return (lambda some: recorded["rows"](variant.name, some)) if variant.name in names else None
+
+    def pairs(closest: list[str]) -> list[Variant]:
+        return [Variant(n, ()) for n in names if "+" in n and set(n.split("+")) <= set(closest)]
+
+    return _diagnosis(singles, embedder, texts, candidate_rows, held, threshold, pairs)
+
+
 def _load_model() -> Callable[..., Any]:
     from ....models.loader import load_model
 
@@ -295,6 +375,8 @@ def _ranked(tried: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def diagnosis_line(diagnosis: dict[str, Any]) -> str:
     """The terminal's line under the verdict."""
+    if diagnosis.get("unavailable"):
+        return f"diagnosis: not available: {diagnosis['unavailable']}"
     if diagnosis.get("variant"):
         return (f"diagnosis: the candidate embeds like the reference with {diagnosis['variant']} (worst cosine "
                 f"{diagnosis['worst']:.5f}); with the reference's own settings {diagnosis['reference']:.4f}")

@@ -185,11 +185,13 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
         with timed("tokenization", "compare the drifted texts' tokens"):
             report.tokenization = _tokenization(plans, [t for _c, t in drifted])
     if diagnose and report.verdict == "drifts" and forms == [None, None] and not failed and \
-            _is_local(plans[0].encoder):
+            (receipt is not None or _is_local(plans[0].encoder)):
         from .diagnosis import diagnose as diagnosis_of
+        from .diagnosis import diagnose_recorded
 
         with timed("diagnosis", "diagnose: the reference as its usual misconfigurations"):
-            report.diagnosis = diagnosis_of(plans[0].encoder, maps[1], report.cosines, threshold)
+            report.diagnosis = diagnosis_of(plans[0].encoder, maps[1], report.cosines, threshold) \
+                if receipt is None else diagnose_recorded(receipt.variants, maps[1], report.cosines, threshold)
     if PROTOCOL_GROUP not in failed:
         with timed("physscore", "Table 1 of both sides"):
             results = [score(p, table)["exam1"] for p, table in zip(plans, tables)]
@@ -378,9 +380,12 @@ def export_drift(model: str, dest: str | Path) -> DriftReport:
 
 
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
-                 cache_root: Path | bool | None = None) -> dict:
+                 cache_root: Path | bool | None = None, diagnose: bool = True) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
-    ``path`` (``fasteval.models.adapters.receipt``); its metadata. Every text must embed: a receipt is complete."""
+    ``path`` (``fasteval.models.adapters.receipt``); its metadata. Every text must embed: a receipt is complete.
+    ``diagnose``: where the reference is a local model, the receipt also holds its usual misconfigurations'
+    vectors of a fixed subset of the texts (``diagnosis.record_variants``), so drift against the receipt names
+    what a drifting candidate embeds like, as against the folder."""
     from dataclasses import replace
 
     from ....models.adapters.receipt import write_receipt
@@ -400,9 +405,21 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
         raise InputError(f"{planned.name} could not embed every text of the receipt ({what}).",
                          "make the receipt with a reference that embeds them all (a local model, say).")
     every = _all_texts(groups)
+    variants: dict[str, Any] = {"unavailable": "it was saved with --no-diagnose"}
+    if not diagnose:
+        pass
+    elif _is_local(planned.encoder):
+        from .diagnosis import receipt_texts, record_variants
+
+        subset = receipt_texts(groups)
+        variants = {"texts": subset, **record_variants(planned.encoder, subset)}
+    else:
+        variants = {"unavailable": f"its reference ({planned.name}) is not a local model: no variant of it can be "
+                                   "embedded"}
     write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(planned.view),
-                  planned.name)
-    return {"texts": len(every), "dim": table.dim, "name": planned.name}
+                  planned.name, variants)
+    return {"texts": len(every), "dim": table.dim, "name": planned.name,
+            "variants": len(variants.get("names") or ()), "variant_texts": len(variants.get("texts") or ())}
 
 
 class _Recording:
