@@ -253,16 +253,47 @@ def gguf_of(folder: Path, kind: str = "f32") -> Path:
         source = Path(folder)
         with tempfile.TemporaryDirectory() as scratch:
             if kind == "cased-tokenizer":
-                source = Path(scratch) / Path(folder).name
-                shutil.copytree(folder, source, symlinks=True)
-                spec = json.loads((source / "tokenizer.json").read_text())
-                spec["normalizer"]["lowercase"] = False
-                (source / "tokenizer.json").write_text(json.dumps(spec))
+                source = cased_copy(folder, Path(scratch) / Path(folder).name, config=False)
             outtype = "q8_0" if kind == "q8_0" else "f32"
             _run([sys.executable, str(converter / "convert_hf_to_gguf.py"), str(source), "--outtype", outtype,
                   "--outfile", str(tmp)])
     os.replace(tmp, out)
     return out
+
+
+def cased_copy(folder: Path, dest: Path, config: bool = True) -> Path:
+    """A copy of ``folder`` whose tokenizer no longer lowercases: a model deployed with a tokenizer that lost its
+    lowercasing. Its normalizer's ``lowercase`` off, and (``config``) the tokenizer config's ``do_lower_case``:
+    transformers' fast BERT tokenizer sets the normalizer from the config, so a server that loads it through
+    transformers (infinity) needs both; llama.cpp's converter reads tokenizer.json (and refuses a config whose
+    tokenizer it does not know)."""
+    shutil.copytree(folder, dest, symlinks=True)
+    spec = json.loads((dest / "tokenizer.json").read_text())
+    spec["normalizer"]["lowercase"] = False
+    (dest / "tokenizer.json").write_text(json.dumps(spec))
+    config_path = dest / "tokenizer_config.json"
+    if config and config_path.exists():
+        config = json.loads(config_path.read_text())
+        config["do_lower_case"] = False
+        config_path.write_text(json.dumps(config))
+    return dest
+
+
+def dense_twin(folder: Path, dest: Path, seed: int = 0) -> Path:
+    """``folder`` (a sentence-transformers model with no Dense layer) with a Dense layer of its own dimension added
+    after its pooling (seeded random weights, tanh, sentence-transformers' default): the twin of a model that has
+    Dense layers (EmbeddingGemma's 768 -> 3072 -> 768, say). llama.cpp's converter writes its Transformer alone:
+    the GGUF a converter that drops Dense layers makes."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    model = SentenceTransformer(str(folder), device="cpu")
+    dim = model.get_embedding_dimension()
+    torch.manual_seed(seed)
+    modules = list(model)
+    SentenceTransformer(modules=[*modules[:2], Dense(dim, dim), *modules[2:]], device="cpu").save(str(dest))
+    return dest
 
 
 def _run(args: list[str], env: dict | None = None, timeout: float = 900) -> None:
@@ -306,13 +337,15 @@ def _requantize(src: str, dst: str, qtype: str) -> None:
 
 
 @contextlib.contextmanager
-def start_llama_server(gguf: Path, workdir: Path, alias: str = SERVED_NAME, parallel: int = 4) -> Iterator[str]:
-    """llama.cpp's server embedding with ``gguf`` (mean pooling, the sentence-transformers model's) under the id
-    ``alias``; yields its OpenAI base URL (``http://127.0.0.1:PORT/v1``). The context is the model's own (512
-    tokens a sequence); the physical batch holds ``parallel`` such sequences."""
+def start_llama_server(gguf: Path, workdir: Path, alias: str = SERVED_NAME, parallel: int = 4,
+                       pooling: str = "mean") -> Iterator[str]:
+    """llama.cpp's server embedding with ``gguf`` under the id ``alias`` with ``pooling`` (mean: the
+    sentence-transformers model's; cls or last: a deployment configured unlike its model card); yields its OpenAI
+    base URL (``http://127.0.0.1:PORT/v1``). The context is the model's own (512 tokens a sequence); the physical
+    batch holds ``parallel`` such sequences."""
     exe = llama_server_executable()
     port = free_port()
-    args = [str(exe), "-m", str(gguf), "--embedding", "--pooling", "mean", "--host", "127.0.0.1", "--port", str(port),
+    args = [str(exe), "-m", str(gguf), "--embedding", "--pooling", pooling, "--host", "127.0.0.1", "--port", str(port),
             "-a", alias, "--parallel", str(parallel), "-c", str(512 * parallel), "-b", str(512 * parallel),
             "-ub", str(512 * parallel), "--threads", str(os.cpu_count() or 2), "--no-webui"]
     env = _server_env(LD_LIBRARY_PATH=str(exe.parent))

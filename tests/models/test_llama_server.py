@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from fakes import assert_same_summaries, run_cli
-from servers import GGUF_KINDS, SERVED_NAME, gguf_of, start_llama_server, started_or_failed
+from servers import GGUF_KINDS, SERVED_NAME, dense_twin, gguf_of, start_llama_server, started_or_failed
 
 pytestmark = pytest.mark.slow  # a real server and the real default model (both built once, then cached)
 
@@ -23,17 +23,22 @@ HANGUL = re.compile("[\uac00-\ud7a3]")
 
 class Servers(dict):
     """llama-server serving each GGUF kind at its own http://127.0.0.1:PORT/v1, started when a test first asks for
-    that kind (a kind this CPU cannot run skips only the tests that need it); stopped by process id at the end."""
+    that kind ("KIND" with the model's mean pooling, "KIND@POOLING" with another; ``of(folder)`` another model's
+    f32 GGUF), so a kind this CPU cannot run skips only the tests that need it; stopped by process id at the end."""
 
     def __init__(self, stack: contextlib.ExitStack, folder, work):
         super().__init__()
         self.stack, self.folder, self.work = stack, folder, work
 
-    def __missing__(self, kind: str) -> str:
+    def __missing__(self, key: str) -> str:
+        kind, _, pooling = key.partition("@")
         assert kind in GGUF_KINDS, kind
-        self[kind] = self.stack.enter_context(started_or_failed(start_llama_server(gguf_of(self.folder, kind),
-                                                                                   self.work, parallel=2)))
-        return self[kind]
+        self[key] = self.of(self.folder, kind, pooling or "mean")
+        return self[key]
+
+    def of(self, folder, kind: str = "f32", pooling: str = "mean") -> str:
+        return self.stack.enter_context(started_or_failed(start_llama_server(
+            gguf_of(folder, kind), self.work, parallel=2, pooling=pooling)))
 
 
 @pytest.fixture(scope="session")
@@ -151,6 +156,44 @@ def test_a_changed_tokenizer_is_caught_and_named(llama, minilm_folder, home):
     example = t["examples"][0]
     assert example["reference_ids"] != example["candidate_ids"]
     assert data["collisions"], "accented words become one [UNK] vector: texts the reference keeps apart collide"
+    # the diagnosis: the reference with its lowercasing off comes closest (llama.cpp's own differences, Hangul and
+    # a longer context, keep it from conforming on every text: they are not accepted here)
+    d = data["diagnosis"]
+    assert d["variant"] is None and d["closest"] == "lowercase=off" and d["reference"] < 0.1, d
+    assert d["tried"][0]["variant"] == "lowercase=off" and d["tried"][0]["mean"] > 0.999, d["tried"][0]
+
+
+KNOWN = ("--accept", "scripts", "--accept", "length")  # llama.cpp's known differences (Hangul, a longer context)
+
+
+@pytest.mark.parametrize("pooling", ["cls", "last"])
+def test_a_server_pooling_unlike_the_model_card_is_named(llama, minilm_folder, home, pooling):
+    """llama-server told --pooling cls or last for a mean-pooled model's faithful GGUF (the deployments of crow #355
+    and zoteus #51): every group drifts, and the diagnosis names the pooling the server uses (the reference pooled
+    that way embeds as the server does), on the terminal and in --json."""
+    proc = drift(home, minilm_folder, llama[f"f32@{pooling}"], "--json", "--no-invariance", *KNOWN)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    d = data["diagnosis"]
+    assert d["variant"] == f"pooling={pooling}" and d["worst"] >= 0.999 and d["reference"] < 0.9, d
+    assert d["texts"] >= 90 and d["tried"][0]["variant"] == f"pooling={pooling}"
+    text = drift(home, minilm_folder, llama[f"f32@{pooling}"], "--no-invariance", *KNOWN).stdout
+    assert f"diagnosis: the candidate embeds like the reference with pooling={pooling} (worst cosine " in text
+
+
+@pytest.fixture(scope="session")
+def twin(minilm_folder, tmp_path_factory):
+    """The default model with a Dense layer of its own dimension: a model that has Dense layers."""
+    return dense_twin(minilm_folder, tmp_path_factory.mktemp("twin") / "all-MiniLM-L6-v2-dense-twin")
+
+
+def test_a_gguf_converted_without_its_dense_layers_is_named(llama, twin, home):
+    """A model with Dense layers converted by llama.cpp's converter (which writes the Transformer alone: the
+    cosines-near-zero deployments of mlx-embeddings #63 and plur #270) and served: the diagnosis names dense=off."""
+    proc = drift(home, twin, llama.of(twin), "--json", "--no-invariance", *KNOWN)
+    assert proc.returncode == 1, proc.stderr
+    d = json.loads(proc.stdout)["diagnosis"]
+    assert d["variant"] == "dense=off" and d["worst"] >= 0.999 and d["reference"] < 0.9, d
 
 
 def test_exam_2_uses_llama_cpps_own_tokenizer(llama, minilm_folder, home, tmp_path):

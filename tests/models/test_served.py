@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from fakes import assert_same_summaries, one_line_error, run_cli
-from servers import PAPER_ROW, SERVED_NAME, free_port, start_infinity, started_or_failed
+from servers import PAPER_ROW, SERVED_NAME, cased_copy, free_port, start_infinity, started_or_failed
 
 pytestmark = pytest.mark.slow  # a real server (infinity, its own virtual environment) and the real default model
 
@@ -272,3 +272,18 @@ def test_drift_of_the_folder_against_the_server_conforms(infinity, minilm_folder
     assert all(e["candidate_tokens"] == len(e["text"]) for e in counts["examples"]), counts
     assert data["norms"]["reference_unit"] and data["norms"]["worst_ratio"] == pytest.approx(1.0, abs=1e-3)
     assert data["base64"]["endianness"] == "little" and data["base64"]["compared"] == 1, data["base64"]
+
+
+def test_a_tokenizer_that_lost_its_lowercasing_is_named(minilm_folder, tmp_path):
+    """infinity serving the default model with a tokenizer that no longer lowercases (its normalizer and its config
+    told so): the accents and case groups drift, and the diagnosis names lowercase=off."""
+    folder = cased_copy(minilm_folder, tmp_path / "all-MiniLM-L6-v2")
+    (tmp_path / "work").mkdir()
+    with started_or_failed(start_infinity(folder, tmp_path / "work")) as url:
+        proc = run_cli(["drift", minilm_folder, url, "--json", "--provider", "cpu", "--bootstrap", "0",
+                        "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(tmp_path / "home")}, timeout=900)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {"accents", "case"} <= {r.split()[0] for r in data["reasons"]}, data["reasons"]
+    d = data["diagnosis"]
+    assert d["variant"] == "lowercase=off" and d["worst"] >= 0.999 and d["reference"] < 0.9, d

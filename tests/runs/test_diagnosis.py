@@ -177,3 +177,27 @@ def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder,
             np.savez(f, **bad)
         with pytest.raises(InputError, match=message):
             ReceiptEncoder(path)
+
+
+def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_encoder):
+    """A deployment whose every text conforms but whose vectors move with the batch (bitwise tier) drifts with no
+    text to explain: the diagnosis does not run (before, the first variant that changed nothing on the conforming
+    texts was named), and called on such texts it says there is nothing to name."""
+    import fasteval
+    from fasteval.core.runs.drift.diagnosis import diagnose
+
+    class Moving:
+        name = "moving"
+
+        def encode(self, texts):
+            out = tiny_encoder.encode(texts)
+            return out + np.float32(1e-6) * len(texts)
+
+    report = fasteval.drift(tiny_encoder, Moving(), resamples=0, conformance=False, invariance_tier="bitwise")
+    assert report.verdict == "drifts" and report.worst_cosine > 0.999
+    assert report.reasons and all(r.startswith("bitwise:") for r in report.reasons), report.reasons
+    assert report.diagnosis is None
+    texts = ["5 meters", "two kilograms"]
+    rows = dict(zip(texts, tiny_encoder.encode(texts)))
+    said = diagnose(tiny_encoder, rows, {t: 1.0 for t in texts}, 0.99)
+    assert said["variant"] is None and said["tried"] == [] and said["unavailable"].startswith("no text drifted")

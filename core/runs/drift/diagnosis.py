@@ -232,6 +232,9 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
     SCREEN_TEXTS texts first and the rest only where it conforms on those (one that does not conform on the worst
     texts cannot conform on all): ``texts`` in ``tried`` says on how many each was compared. ``embedder``: how a
     variant embeds (None: it cannot here, and it is left out)."""
+    if not texts or not min(cosines[t] for t in texts) < threshold:
+        return {"variant": None, "worst": None, "closest": None, "tried": [],
+                "unavailable": "no text drifted: there is no misconfiguration of the reference to name"}
     candidate = {t: np.asarray(candidate_rows[t]) for t in texts}
     screen = texts[:SCREEN_TEXTS]
     tried: list[dict[str, Any]] = []

@@ -184,14 +184,19 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     if drifted:
         with timed("tokenization", "compare the drifted texts' tokens"):
             report.tokenization = _tokenization(plans, [t for _c, t in drifted])
+    # the diagnosis explains the texts that drifted outside the accepted groups (their drift is known), where any
+    # did (a candidate that drifts for its batches or its precision alone has no misconfiguration to name)
+    known = {t for g in groups if g.name in accept for t in g.texts}
+    unexplained = {t: c for t, c in report.cosines.items() if t not in known}
     if diagnose and report.verdict == "drifts" and forms == [None, None] and not failed and \
+            any(drifted_at(threshold)(c) for c in unexplained.values()) and \
             (receipt is not None or _is_local(plans[0].encoder)):
         from .diagnosis import diagnose as diagnosis_of
         from .diagnosis import diagnose_recorded
 
         with timed("diagnosis", "diagnose: the reference as its usual misconfigurations"):
-            report.diagnosis = diagnosis_of(plans[0].encoder, maps[1], report.cosines, threshold) \
-                if receipt is None else diagnose_recorded(receipt.variants, maps[1], report.cosines, threshold)
+            report.diagnosis = diagnosis_of(plans[0].encoder, maps[1], unexplained, threshold) \
+                if receipt is None else diagnose_recorded(receipt.variants, maps[1], unexplained, threshold)
     if PROTOCOL_GROUP not in failed:
         with timed("physscore", "Table 1 of both sides"):
             results = [score(p, table)["exam1"] for p, table in zip(plans, tables)]
