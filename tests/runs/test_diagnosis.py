@@ -131,7 +131,11 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
     assert held.returncode == 1, held.stderr
     assert [ln.strip() for ln in held.stdout.splitlines() if "diagnosis:" in ln][0].startswith(
         "diagnosis: the candidate embeds like the reference with pooling=cls (worst cosine")
-    saved = json.loads((tmp_path / "out" / "drift.json").read_text())["diagnosis"]
+    whole = json.loads((tmp_path / "out" / "drift.json").read_text())
+    saved = whole["diagnosis"]
+    # a CLS-pooled random model collapses its texts: every collision is counted, the first 1,000 listed
+    assert len(whole["collisions"]) == 1000 < whole["collision_count"], whole["collision_count"]
+    assert f"... and {whole['collision_count'] - 10:,} more (the first 1,000 in --json)" in held.stdout
     assert saved["variant"] == "pooling=cls" and saved["worst"] >= 0.999 and saved["reference"] < 0.99
     assert saved["texts"] <= 128
 
@@ -201,3 +205,29 @@ def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_enc
     rows = dict(zip(texts, tiny_encoder.encode(texts)))
     said = diagnose(tiny_encoder, rows, {t: 1.0 for t in texts}, 0.99)
     assert said["variant"] is None and said["tried"] == [] and said["unavailable"].startswith("no text drifted")
+
+
+def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder, tmp_path):
+    """The tiny model with its Normalize left out, against the tiny model: every cosine conforms (a cosine cannot
+    see it), the norm gate finds it, and names normalize=off (its norms are the reference's with Normalize
+    dropped); a candidate that scales as well is found and not named."""
+    import fasteval
+    from conftest import make_st_folder
+
+    bare = fasteval.load_model(str(make_st_folder(tmp_path / "tiny-bert-bare", normalize=False)), provider="cpu")
+
+    class Scaled:
+        name = "scaled"
+
+        def encode(self, texts):
+            return 3 * bare.encode(texts)
+
+    report = fasteval.drift(tiny_encoder, bare, resamples=0, conformance=False, invariance=False)
+    assert report.worst_cosine > 0.9999 and report.verdict == "drifts" and report.diagnosis is None
+    norms = report.norms
+    assert norms["reference_unit"] and not norms["candidate_unit"] and norms["variant"] == "normalize=off", norms
+    assert abs(norms["normalize_off_ratio"] - 1) < 1e-4
+    assert report.reasons == ["norms: " + norms["finding"]] and "does not normalise where the model does" in \
+        norms["finding"]
+    scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).norms
+    assert "finding" in scaled and "variant" not in scaled and abs(scaled["normalize_off_ratio"] - 3) < 1e-3

@@ -17,7 +17,9 @@ The variants, by the names reports use (the names are the interface):
 They are tried in this order, the cheapest first, and the diagnosis stops at the first that conforms (``tried`` lists
 those tried).
 
-``normalize=off`` is not tried: drift compares cosines, which normalisation does not change.
+``normalize=off`` is not tried here: drift compares cosines, which normalisation does not change; the norm gate
+(``gate.norm_check``) compares the candidate's norms with the reference's with its Normalize dropped
+(``normalize_off``) and names it there.
 """
 from __future__ import annotations
 
@@ -188,6 +190,12 @@ def _encoder(reference: Any, variant: Variant, load: Callable[..., Any], spec: d
     if any(what == "lowercase" for what, _ in variant.changes):
         encoder.do_lower_case = False  # the tokenizer's normalizer alone says whether it lowercases
     return encoder
+
+
+def normalize_off(reference: Any) -> Any:
+    """The reference with its L2 normalisation dropped (``normalize=off``): a cosine cannot see it, the norm gate
+    does (``gate.norm_check``)."""
+    return _encoder(reference, Variant("normalize=off", (("normalize", False),)), _load_model())
 
 
 def _cosines(vectors: np.ndarray, candidate: np.ndarray) -> np.ndarray:

@@ -305,7 +305,9 @@ def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, An
     """The norm gate: ``texts`` embedded raw (not normalised) by both sides. Where the reference's vectors are not
     unit vectors, each text's norm on the candidate over the reference's must be within NORM_TOLERANCE of 1: a
     candidate that normalises when the model does not, or scales, is a ``finding``. Where the reference returns
-    unit vectors, the norms are reported and nothing is gated (a cosine is all that model promises)."""
+    unit vectors, a candidate that does not is a ``finding`` too (dot-product users get other scores); where the
+    reference is a local model, its norms are compared with the reference's with its Normalize dropped, and
+    ``variant`` is "normalize=off" where they are within NORM_TOLERANCE (``normalize_off_ratio``: the worst)."""
     ref = as_array(reference.encode(list(texts))).astype(np.float64)
     cand = as_array(candidate.encode(list(texts))).astype(np.float64)
     rn, cn = np.linalg.norm(ref, axis=1), np.linalg.norm(cand, axis=1)
@@ -314,13 +316,33 @@ def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, An
     k = int(np.argmax(np.abs(ratio - 1)))
     out: dict[str, Any] = {"compared": len(texts), "reference_unit": unit[0], "candidate_unit": unit[1],
                            "worst_ratio": float(ratio[k]), "text": texts[k]}
-    if not unit[0] and unit[1]:
+    if unit[0] and not unit[1]:
+        out["finding"] = (f"the candidate's vectors are not unit vectors (norm {cn[k]:.4g} for {texts[k]!r}), the "
+                          "reference's are: it does not normalise where the model does")
+        raw = _unnormalized_norms(reference, texts)
+        if raw is not None:  # the reference with its Normalize dropped: does the candidate embed like it?
+            off = np.divide(cn, raw, out=np.full_like(cn, np.inf), where=raw > 0)
+            out["normalize_off_ratio"] = float(off[int(np.argmax(np.abs(off - 1)))])
+            if abs(out["normalize_off_ratio"] - 1) <= NORM_TOLERANCE:
+                out["variant"] = "normalize=off"
+                out["finding"] += f" (its norms are the reference's with normalize=off, within {NORM_TOLERANCE:.0%})"
+    elif not unit[0] and unit[1]:
         out["finding"] = (f"the candidate returns unit vectors, the reference does not (norm {rn[k]:.4g} for "
                           f"{texts[k]!r}): it normalises where the model does not")
     elif not unit[0] and not abs(ratio[k] - 1) <= NORM_TOLERANCE:
         out["finding"] = (f"the candidate's norm is {ratio[k]:.4g}x the reference's for {texts[k]!r} (more than "
                           f"{NORM_TOLERANCE:.0%} apart)")
     return out
+
+
+def _unnormalized_norms(reference: Any, texts: list[str]) -> np.ndarray | None:
+    """The norms of ``texts`` embedded by a local reference with its Normalize dropped (the diagnosis's
+    ``normalize=off``); None for another reference."""
+    if not _is_local(reference) or not reference.folder.normalize:
+        return None
+    from .diagnosis import normalize_off
+
+    return np.linalg.norm(as_array(normalize_off(reference).encode(list(texts))).astype(np.float64), axis=1)
 
 
 def _is_local(encoder: Any) -> bool:
