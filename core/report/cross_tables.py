@@ -128,7 +128,7 @@ def drift_table(root: Path) -> Table | None:
             continue
         rows.append({"pair": f"{report.candidate} vs {report.reference}", "group": "all", "verdict": report.verdict,
                      "mean": report.mean_cosine, "worst": report.worst_cosine, "share_below": None,
-                     "collisions": len(report.collisions), "delta_tau": report.physscore.get("delta_tau")})
+                     "collisions": report.collided, "delta_tau": report.physscore.get("delta_tau")})
         rows += [{"pair": "", "group": name, "verdict": "failed" if g.failed else "", "mean": g.mean,
                   "worst": g.worst, "share_below": g.share_below, "collisions": None, "delta_tau": None}
                  for name, g in report.groups.items()]

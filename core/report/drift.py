@@ -40,7 +40,7 @@ def drift_text(report: DriftReport) -> str:
                 if report.identity_match and report.identity_match != "exactly" else "")
              + (f" -- {report.precision_mismatch}" if report.precision_mismatch else ""),
              f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
-             f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {len(report.collisions)}", "",
+             f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {report.collided}", "",
              f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
     for g in report.groups.values():
         below = "n/a" if g.share_below is None else f"{g.share_below:.0%}"
@@ -64,11 +64,13 @@ def drift_text(report: DriftReport) -> str:
     if drifted:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]
     if report.collisions:
-        lines += ["", f"  collisions (apart under the reference, one under the candidate): {len(report.collisions)}"]
+        lines += ["", f"  collisions (apart under the reference, one under the candidate): {report.collided}"]
         lines += [f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
                   f"{c['candidate_cosine']:.4f}" for c in report.collisions[:10]]
-        if len(report.collisions) > 10:
-            lines.append(f"    ... and {len(report.collisions) - 10} more (all of them in --json)")
+        if report.collided > 10:
+            listed = ("all of them" if report.collided == len(report.collisions) else
+                      f"the first {len(report.collisions):,}")
+            lines.append(f"    ... and {report.collided - 10:,} more ({listed} in --json)")
     t = report.tokenization
     if t.get("differ") or t.get("truncated"):
         lines += ["", f"  tokenizer: of the {t['compared']} worst drifted texts the candidate tokenizes {t['differ']} "
@@ -212,7 +214,7 @@ def _junit_suite(report: DriftReport):
                  out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
         else:
             case(f"group {g.name}", out=f"n {g.n}; mean {fmt_or_na(g.mean)}; worst {fmt_or_na(g.worst)}")
-    collided = f"{len(report.collisions)} collision(s)" if report.collisions else None
+    collided = f"{report.collided} collision(s)" if report.collisions else None
     case("collisions", failure=collided if report.fail_on_collisions else None,
          out=collided or "none")
     case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))

@@ -58,10 +58,12 @@ class DriftReport:
     worst_cosine: float
     groups: dict[str, GroupDrift]
     worst: list[dict[str, Any]]  # the worst texts: group, text, cosine
-    collisions: list[dict[str, Any]]  # text_a, text_b, reference_cosine, candidate_cosine, groups
+    collisions: list[dict[str, Any]]  # text_a, text_b, reference_cosine, candidate_cosine, groups (the first listed)
     neighbourhood_agreement: float
     physscore: dict[str, Any] = field(default_factory=dict)
     fail_on_collisions: bool = False
+    # how many collisions there are (``collisions`` lists the first COLLISIONS_LISTED); None: as many as listed
+    collision_count: int | None = None
     # what a side does that is not drift: inputs it refuses as too long where the other embeds them (one finding
     # per side and group: side, model, group, behaviour, texts, shortest_chars, message)
     behaviours: list[dict[str, Any]] = field(default_factory=list)
@@ -121,7 +123,7 @@ class DriftReport:
         if self.precision_mismatch:
             out.append("precision: " + self.precision_mismatch)
         if self.fail_on_collisions and self.collisions:
-            out.append(f"{len(self.collisions)} collision(s)")
+            out.append(f"{self.collided} collision(s)")
         t = self.tokenization
         if out and t.get("differ"):
             out.append(f"tokenizer: {t['differ']} of {t['compared']} drifted texts tokenized differently")
@@ -149,13 +151,18 @@ class DriftReport:
         """"conforms" only when nothing is wrong (``reasons`` is empty)."""
         return "drifts" if self.reasons else "conforms"
 
+    @property
+    def collided(self) -> int:
+        """How many collisions there are (``collisions`` lists the first of them)."""
+        return len(self.collisions) if self.collision_count is None else self.collision_count
+
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
         p = self.physscore
         side = (f"; Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f}, cells whose tau changed: "
                 f"{len(p['cells_changed'])} of 20" if p else "")
         return (f"{label} on {self.texts} texts: cosine mean {self.mean_cosine:.5f}, worst {self.worst_cosine:.5f}; "
-                f"collisions {len(self.collisions)}{side}")
+                f"collisions {self.collided}{side}")
 
     def to_json(self) -> dict[str, Any]:
         from ..io import to_jsonable
@@ -167,7 +174,7 @@ class DriftReport:
             "groups": {k: {"probes": g.probes, "n": g.n, "mean": g.mean, "worst": g.worst,
                            "share_below": g.share_below, "worst_text": g.worst_text, "failed": g.failed}
                        for k, g in self.groups.items()},
-            "worst": self.worst, "collisions": self.collisions,
+            "worst": self.worst, "collisions": self.collisions, "collision_count": self.collided,
             "neighbourhood_agreement": self.neighbourhood_agreement, "behaviours": self.behaviours,
             "identity": self.identity, "identity_mismatch": self.identity_mismatch,
             "identity_match": self.identity_match, "invariance": self.invariance,

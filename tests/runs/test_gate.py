@@ -242,10 +242,13 @@ def test_collisions_and_neighbours_in_blocks_equal_the_whole_matrices():
     b = a.copy()
     b[::7] = b[0]  # collisions: every 7th text becomes one
     b /= np.linalg.norm(b, axis=1, keepdims=True)
-    pairs, agreement = D.pairwise(a, b, block=64)
+    pairs, agreement, count = D.pairwise(a, b, block=64, listed=10_000)
     sa, sb = a @ a.T, b @ b.T
     want = {(i, j) for i, j in zip(*np.nonzero(np.triu((sa < D.COLLISION_APART) & (sb >= D.COLLISION_SAME), 1)))}
-    assert {(i, j) for i, j, _, _ in pairs} == want and len(want) == 100 * 99 // 2
+    assert {(i, j) for i, j, _, _ in pairs} == want and len(want) == 100 * 99 // 2 == count
+    # a candidate that collapses texts onto one vector: every collision counted, the first few listed, in order
+    few, _, counted = D.pairwise(a, b, block=64, listed=7)
+    assert counted == count and [(i, j) for i, j, _, _ in few] == sorted(want)[:7]
     np.fill_diagonal(sa, -np.inf)
     np.fill_diagonal(sb, -np.inf)
     na, nb = np.argsort(-sa, axis=1)[:, :10], np.argsort(-sb, axis=1)[:, :10]

@@ -17,6 +17,9 @@ NEIGHBOURS = 10
 WORST_LISTED = 10
 MAX_TEXTS = 20_000  # the collision and neighbour search is O(n^2) in time
 PAIR_BLOCK = 1024  # rows of the similarity matrices computed at once (1024 x 20,000 float64: 164 MB a side)
+# Collisions listed (the first, in text order; every one counted): a candidate that collapses every text onto one
+# vector has n(n-1)/2 of them (200 million for 20,000 texts), which no report can hold.
+COLLISIONS_LISTED = 1000
 
 
 def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: dict[str, np.ndarray],
@@ -58,13 +61,13 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
     order = np.argsort(cos, kind="stable")
     worst = [{"group": group_of[texts[i]], "text": _short(texts[i]), "cosine": float(cos[i])}
              for i in order[:WORST_LISTED]]
-    pairs, agreement = pairwise(a, b)
+    pairs, agreement, count = pairwise(a, b)
     collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": ra,
                    "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
                   for i, j, ra, cb in pairs]
     return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
                        out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions,
-                       cosines=cosine)
+                       cosines=cosine, collision_count=count)
 
 
 def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_dim: int | None) -> None:
@@ -76,29 +79,36 @@ def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_d
                          "compare a deployment with the model it serves (the same dimension).")
 
 
-def pairwise(a: np.ndarray, b: np.ndarray, k: int = NEIGHBOURS, block: int = PAIR_BLOCK
-             ) -> tuple[list[tuple[int, int, float, float]], float]:
-    """The collisions (i < j, apart under ``a``, one under ``b``: (i, j, cosine in a, cosine in b)) and the
-    neighbourhood agreement (the mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i) the k nearest other texts) of
-    two sets of unit rows. The similarities are computed ``block`` rows at a time as general matrix products:
-    never an n x n matrix (20,000 texts would be 3.2 GB a side), and never the symmetric product a @ a.T, which
-    OpenBLAS's threaded syrk crashes on at 16,000 rows."""
+def pairwise(a: np.ndarray, b: np.ndarray, k: int = NEIGHBOURS, block: int = PAIR_BLOCK,
+             listed: int = COLLISIONS_LISTED) -> tuple[list[tuple[int, int, float, float]], float, int]:
+    """The collisions (i < j, apart under ``a``, one under ``b``: (i, j, cosine in a, cosine in b); the first
+    ``listed`` in text order), the neighbourhood agreement (the mean over texts of |N_a(i) ∩ N_b(i)| / k, N(i)
+    the k nearest other texts) and how many collisions there are, of two sets of unit rows. The similarities are
+    computed ``block`` rows at a time as general matrix products: never an n x n matrix (20,000 texts would be
+    3.2 GB a side), and never the symmetric product a @ a.T, which OpenBLAS's threaded syrk crashes on at 16,000
+    rows."""
     n = len(a)
     k = min(k, n - 1)
     at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
-    pairs, agree = [], 0.0
+    pairs: list[tuple[int, int, float, float]] = []
+    agree, count = 0.0, 0
     for start in range(0, n, block):
         rows = np.arange(start, min(start + block, n))
         sa, sb = np.dot(a[rows], at), np.dot(b[rows], bt)
         hit = (sa < COLLISION_APART) & (sb >= COLLISION_SAME) & (np.arange(n)[None, :] > rows[:, None])
-        pairs += [(int(rows[r]), int(j), float(sa[r, j]), float(sb[r, j])) for r, j in zip(*np.nonzero(hit))]
+        count += int(np.count_nonzero(hit))
+        if len(pairs) < listed:
+            r_idx, j_idx = np.nonzero(hit)
+            room = listed - len(pairs)
+            pairs += [(int(rows[r]), int(j), float(sa[r, j]), float(sb[r, j]))
+                      for r, j in zip(r_idx[:room].tolist(), j_idx[:room].tolist())]
         if k >= 1:
             sa[np.arange(len(rows)), rows] = -np.inf
             sb[np.arange(len(rows)), rows] = -np.inf
             na = np.argpartition(-sa, k - 1, axis=1)[:, :k]
             nb = np.argpartition(-sb, k - 1, axis=1)[:, :k]
             agree += sum(len(set(x) & set(y)) / k for x, y in zip(na.tolist(), nb.tolist()))
-    return pairs, (agree / n if k >= 1 else float("nan"))
+    return pairs, (agree / n if k >= 1 else float("nan")), count
 
 
 def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
