@@ -55,7 +55,13 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     if is_cached(find_spec(MPNET)):
         lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu"),
                            load_model(MPNET, provider="cpu", dtype="int8"), drift))
-    lines.append(_diagnosis_line(ctx, fp32, drift, load_model))
+    cls_pooled = _cls_pooled_copy(ctx)
+    lines.append(_diagnosis_line(ctx, fp32, load_model(str(cls_pooled), provider="cpu"), drift,
+                                 "a deployment that pools the CLS token", "pooling=cls"))
+    lines.append(_diagnosis_line(ctx, fp32, load_model(ctx.model, provider="cpu", dtype="int8"), drift,
+                                 "a deployment no variant explains (its int8 export: activations quantized per "
+                                 "batch)", None))
+    lines.append(_receipt_line(ctx, fp32, load_model(str(cls_pooled), provider="cpu"), drift))
     return lines
 
 
@@ -63,14 +69,11 @@ def bench_drift(ctx: Ctx) -> list[Line]:
 DIAGNOSIS_OVER_DRIFT = 1.5
 
 
-def _diagnosis_line(ctx: Ctx, fp32, drift, load_model) -> Line:
-    """The default model against a copy of its folder that pools the CLS token (the misconfiguration of crow #355
-    and zoteus #51): drift with the diagnosis against drift without it, alternately; the diagnosis must name
-    pooling=cls."""
+def _cls_pooled_copy(ctx: Ctx):
+    """A copy of the default model's folder that pools the CLS token (the misconfiguration of crow #355 and zoteus
+    #51)."""
     import json
     import shutil
-
-    from ..harness import med
 
     folder = ctx.tmp / "cls-pooled"
     shutil.copytree(ctx.folder, folder, dirs_exist_ok=True)
@@ -78,7 +81,14 @@ def _diagnosis_line(ctx: Ctx, fp32, drift, load_model) -> Line:
     config = json.loads(pooling.read_text())
     config.update({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
     pooling.write_text(json.dumps(config))
-    candidate = load_model(str(folder), provider="cpu")
+    return folder
+
+
+def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str | None) -> Line:
+    """The default model against ``candidate``: drift with the diagnosis against drift without it, alternately;
+    the diagnosis must name ``expected`` (None: no variant, and every one tried)."""
+    from ..harness import med
+
     runs: dict[bool, list[float]] = {False: [], True: []}
     report = None
     for _ in range(2 if ctx.quick else 3):
@@ -89,14 +99,45 @@ def _diagnosis_line(ctx: Ctx, fp32, drift, load_model) -> Line:
             report = got if diagnose else report
     assert report is not None and report.diagnosis is not None
     d = report.diagnosis
-    return Line("drift", f"{ctx.model}: the diagnosis of a deployment that pools the CLS token", med(runs[True]),
+    named = (f"named {d['variant']} (worst cosine {d['worst']:.5f}; the reference's own {d['reference']:.4f})"
+             if d["variant"] else f"no variant named (closest: {d['closest']}; the reference's own "
+                                  f"{d['reference']:.4f})")
+    return Line("drift", f"{ctx.model}: the diagnosis of {what}", med(runs[True]),
                 med(runs[False]), "the same drift with --no-diagnose",
-                f"named {d['variant']} (worst cosine {d['worst']:.5f}; the reference's own {d['reference']:.4f}) "
-                f"on {d['texts']} texts, {len(d['tried'])} variant(s) tried",
-                d["variant"] == "pooling=cls", None,
+                f"{named} on {d['texts']} texts, {len(d['tried'])} variant(s) tried "
+                f"({sum(t.get('texts', 0) for t in d['tried'])} texts embedded in all)",
+                d["variant"] == expected, None,
                 f"drift with its diagnosis <= {DIAGNOSIS_OVER_DRIFT}x drift without",
                 {"with_runs": runs[True], "without_runs": runs[False], "diagnosis": d},
                 limit_s=DIAGNOSIS_OVER_DRIFT * med(runs[False]))
+
+
+def _receipt_line(ctx: Ctx, fp32, candidate, drift) -> Line:
+    """--save-receipt with the diagnosis's variants against without them (time and size), and drift against the
+    receipt naming the CLS-pooled copy as drift against the folder does."""
+    from fasteval.core.runs.drift.gate import save_receipt
+
+    from ..harness import med
+
+    runs: dict[bool, list[float]] = {False: [], True: []}
+    paths = {d: ctx.tmp / f"minilm-{d}.receipt" for d in (False, True)}
+    made: dict = {}
+    for _ in range(1 if ctx.quick else 2):
+        for diagnose in (False, True):
+            start = time.perf_counter()
+            got = save_receipt(fp32, paths[diagnose], diagnose=diagnose)
+            runs[diagnose].append(time.perf_counter() - start)
+            made = got if diagnose else made
+    report = drift(str(paths[True]), candidate, resamples=0, cache_root=None)
+    d = report.diagnosis or {}
+    sizes = {k: p.stat().st_size for k, p in paths.items()}
+    return Line("drift", f"{ctx.model}: --save-receipt with the diagnosis's variants", med(runs[True]),
+                med(runs[False]), "--save-receipt --no-diagnose",
+                f"{made['variants']} variants on {made['variant_texts']} texts; {sizes[True] / 2**20:.1f} MiB "
+                f"against {sizes[False] / 2**20:.1f} MiB; drift against it names the CLS-pooled copy "
+                f"{d.get('variant')} (worst {d.get('worst') or 0:.5f})",
+                d.get("variant") == "pooling=cls", None, "",
+                {"with_runs": runs[True], "without_runs": runs[False], "sizes": sizes, "diagnosis": d})
 
 
 # A faithful served copy's drift is held to this: at most 1.2x the two sides' embedding, scoring, the batch probe,
