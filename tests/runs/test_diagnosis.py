@@ -231,3 +231,24 @@ def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder
         norms["finding"]
     scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).norms
     assert "finding" in scaled and "variant" not in scaled and abs(scaled["normalize_off_ratio"] - 3) < 1e-3
+
+
+def test_a_prompt_left_out_or_another_prompt_is_named(tiny_st_folder, tmp_path):
+    """A model that configures prompts ("query: ", "passage: "): a deployment that prepends the query prompt where
+    the reference runs none is named prompt=query; one that leaves out the reference's prompt, prompt=none."""
+    import shutil
+
+    import fasteval
+
+    folder = tmp_path / "tiny-bert-prompts"
+    shutil.copytree(tiny_st_folder, folder)
+    config = folder / "config_sentence_transformers.json"
+    data = json.loads(config.read_text())
+    data["prompts"] = {"query": "query: ", "document": "passage: "}
+    config.write_text(json.dumps(data))
+    plain = fasteval.load_model(str(folder), provider="cpu")
+    query = fasteval.load_model(str(folder), provider="cpu", prompt_name="query")
+    for reference, candidate, named in ((plain, query, "prompt=query"), (query, plain, "prompt=none")):
+        report = fasteval.drift(reference, candidate, resamples=0, conformance=False, invariance=False)
+        assert report.verdict == "drifts" and report.diagnosis["variant"] == named, report.diagnosis
+        assert report.diagnosis["worst"] > 0.9999

@@ -261,8 +261,9 @@ def base64_parity(candidate: Any, texts: list[str],
     for name, dtype in (("little", "<f4"), ("big", ">f4")):
         try:
             rows = np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype=dtype) for d in data])
-            diffs[name] = float(np.max(np.abs(rows.astype(np.float64) - floats))) if rows.shape == floats.shape \
-                else float("inf")
+            with np.errstate(invalid="ignore", over="ignore"):  # the wrong byte order reads NaN and huge numbers
+                diff = np.max(np.abs(rows.astype(np.float64) - floats)) if rows.shape == floats.shape else np.inf
+            diffs[name] = float(diff) if np.isfinite(diff) else float("inf")
         except ValueError:
             diffs[name] = float("inf")
     endianness = next((n for n, d in diffs.items() if d <= BASE64_TOLERANCE), None)
