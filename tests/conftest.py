@@ -87,6 +87,13 @@ def tiny_cls_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_bare_folder(tmp_path_factory) -> Path:
+    """The tiny model's weights (seed 0) without its Normalize: tiny_st_folder deployed unnormalised."""
+    pytest.importorskip("sentence_transformers")
+    return make_st_folder(tmp_path_factory.mktemp("bare") / "tiny-bert-bare", normalize=False)
+
+
+@pytest.fixture(scope="session")
 def tiny_st_folder(tmp_path_factory) -> Path:
     pytest.importorskip("sentence_transformers")
     return make_st_folder(tmp_path_factory.mktemp("tiny") / "tiny-bert")

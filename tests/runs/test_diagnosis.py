@@ -207,14 +207,13 @@ def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_enc
     assert said["variant"] is None and said["tried"] == [] and said["unavailable"].startswith("no text drifted")
 
 
-def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder, tmp_path):
+def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder, tiny_bare_folder):
     """The tiny model with its Normalize left out, against the tiny model: every cosine conforms (a cosine cannot
     see it), the norm gate finds it, and names normalize=off (its norms are the reference's with Normalize
     dropped); a candidate that scales as well is found and not named."""
     import fasteval
-    from conftest import make_st_folder
 
-    bare = fasteval.load_model(str(make_st_folder(tmp_path / "tiny-bert-bare", normalize=False)), provider="cpu")
+    bare = fasteval.load_model(str(tiny_bare_folder), provider="cpu")
 
     class Scaled:
         name = "scaled"

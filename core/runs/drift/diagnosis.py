@@ -1,7 +1,8 @@
 """drift names the cause: when a deployment drifts and the reference is a local model, the reference embeds a small
 subset of the texts again under each usual misconfiguration (a *variant*), and each variant is compared with the
 candidate exactly as the gate compares the reference. The variants that conform where the reference did not name
-what the deployment embeds like, best first.
+what the deployment embeds like, best first. A receipt records the variants on a fixed subset when it is saved
+(``record_variants``), so drift against a receipt diagnoses too (``diagnose_recorded``).
 
 The variants, by the names reports use (the names are the interface):
 
@@ -15,7 +16,7 @@ The variants, by the names reports use (the names are the interface):
 - two of the above together, where no single one conforms (the closest singles' pairs).
 
 They are tried in this order, the cheapest first, and the diagnosis stops at the first that conforms (``tried`` lists
-those tried).
+those tried); each embeds the worst SCREEN_TEXTS drifted texts first, and the rest only where it conforms on those.
 
 ``normalize=off`` is not tried here: drift compares cosines, which normalisation does not change; the norm gate
 (``gate.norm_check``) compares the candidate's norms with the reference's with its Normalize dropped
@@ -53,8 +54,8 @@ CLOSER = 1e-4  # how much higher than the reference's own worst cosine a variant
 
 @dataclass(frozen=True)
 class Variant:
-    """A misconfiguration of the reference: its name, and how to make the misconfigured encoder (or None where
-    the reference cannot be run that way here)."""
+    """A misconfiguration of the reference: its name, and what it changes (none for a variant a receipt recorded:
+    its vectors are all there is of it)."""
     name: str
     changes: tuple[tuple[str, Any], ...]  # what it changes, applied in order by ``_encoder``
 
