@@ -146,6 +146,8 @@ class ReceiptEncoder:
                 (len(index) and (index.min() < 0 or index.max() >= len(self.texts))):
             raise InputError(f"The receipt {self.path} holds variants' vectors that do not match what it says of "
                              "them.", fix)
+        if not np.isfinite(vectors).all():
+            raise InputError(f"The receipt {self.path} holds variants' vectors with NaN or inf.", fix)
         texts = [self.texts[i] for i in index]
         where = {t: i for i, t in enumerate(texts)}
         by_name = {n: i for i, n in enumerate(names)}

@@ -158,7 +158,7 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
 
 def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder, fasteval_home, tmp_path):
     """Variants' vectors that do not match what the receipt says of them (another shape, an index past its texts,
-    one array without the other) are refused in one line, as any damaged receipt is."""
+    one array without the other, NaN or inf) are refused in one line, as any damaged receipt is."""
     from fasteval.core.errors import InputError
     from fasteval.models.adapters.receipt import ReceiptEncoder
 
@@ -172,9 +172,12 @@ def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder,
     assert whole.variants["names"] == names and len(whole.variants["texts"]) == held["variant_texts"].size
     rows = whole.variants["rows"](names[0], whole.variants["texts"][:2])
     assert rows.shape == (2, whole.dim) and np.allclose(np.linalg.norm(rows, axis=1), 1, atol=1e-3)
+    nan = held["variant_vectors"].copy()
+    nan[1, 2, 3] = np.nan
     for change, message in (({"variant_vectors": held["variant_vectors"][1:]}, "do not match"),
                             ({"variant_texts": held["variant_texts"] + len(whole.texts)}, "do not match"),
-                            ({"variant_vectors": None}, "holds variant_texts alone")):
+                            ({"variant_vectors": None}, "holds variant_texts alone"),
+                            ({"variant_vectors": nan}, "NaN or inf")):
         bad = {k: v for k, v in {**held, **change}.items() if v is not None}
         path = tmp_path / "bad.receipt"
         with open(path, "wb") as f:

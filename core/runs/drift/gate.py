@@ -433,9 +433,9 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
         raise InputError(f"{planned.name} could not embed every text of the receipt ({what}).",
                          "make the receipt with a reference that embeds them all (a local model, say).")
     every = _all_texts(groups)
-    variants: dict[str, Any] = {"unavailable": "it was saved with --no-diagnose"}
+    variants: dict[str, Any]
     if not diagnose:
-        pass
+        variants = {"unavailable": "it was saved with --no-diagnose"}
     elif _is_local(planned.encoder):
         from .diagnosis import receipt_texts, record_variants
 
