@@ -279,6 +279,23 @@ def cased_copy(folder: Path, dest: Path, config: bool = True) -> Path:
     return dest
 
 
+# sentence-transformers' Pooling config key of each mode
+POOLING_KEYS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "max": "pooling_mode_max_tokens",
+                "lasttoken": "pooling_mode_lasttoken"}
+
+
+def pooled_copy(folder: Path, dest: Path, mode: str) -> Path:
+    """A copy of ``folder`` (a sentence-transformers model) whose Pooling module pools with ``mode`` (cls,
+    lasttoken, max, mean) and nothing else: the model deployed with another pooling than its card's."""
+    shutil.copytree(folder, dest, symlinks=True)
+    config_path = next(dest.glob("*_Pooling/config.json"))
+    config = json.loads(config_path.read_text())
+    config.update({key: False for key in config if key.startswith("pooling_mode_")})
+    config[POOLING_KEYS[mode]] = True
+    config_path.write_text(json.dumps(config))
+    return dest
+
+
 def dense_twin(folder: Path, dest: Path, seed: int = 0) -> Path:
     """``folder`` (a sentence-transformers model with no Dense layer) with a Dense layer of its own dimension added
     after its pooling (seeded random weights, tanh, sentence-transformers' default): the twin of a model that has

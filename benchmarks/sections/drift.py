@@ -55,7 +55,7 @@ def bench_drift(ctx: Ctx) -> list[Line]:
     if is_cached(find_spec(MPNET)):
         lines.append(_line(MPNET, "int8 export", load_model(MPNET, provider="cpu"),
                            load_model(MPNET, provider="cpu", dtype="int8"), drift))
-    cls_pooled = _cls_pooled_copy(ctx)
+    cls_pooled = servers.pooled_copy(ctx.folder, ctx.tmp / "cls-pooled", "cls")  # crow #355, zoteus #51
     lines.append(_diagnosis_line(ctx, fp32, load_model(str(cls_pooled), provider="cpu"), drift,
                                  "a deployment that pools the CLS token", "pooling=cls"))
     lines.append(_diagnosis_line(ctx, fp32, load_model(ctx.model, provider="cpu", dtype="int8"), drift,
@@ -67,21 +67,6 @@ def bench_drift(ctx: Ctx) -> list[Line]:
 
 # The diagnosis of a drifting MiniLM deployment costs at most this much of the drift run without it (issue 47).
 DIAGNOSIS_OVER_DRIFT = 1.5
-
-
-def _cls_pooled_copy(ctx: Ctx):
-    """A copy of the default model's folder that pools the CLS token (the misconfiguration of crow #355 and zoteus
-    #51)."""
-    import json
-    import shutil
-
-    folder = ctx.tmp / "cls-pooled"
-    shutil.copytree(ctx.folder, folder, dirs_exist_ok=True)
-    pooling = folder / "1_Pooling" / "config.json"
-    config = json.loads(pooling.read_text())
-    config.update({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
-    pooling.write_text(json.dumps(config))
-    return folder
 
 
 def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str | None) -> Line:
