@@ -273,25 +273,22 @@ def cased_copy(folder: Path, dest: Path, config: bool = True) -> Path:
     (dest / "tokenizer.json").write_text(json.dumps(spec))
     config_path = dest / "tokenizer_config.json"
     if config and config_path.exists():
-        config = json.loads(config_path.read_text())
-        config["do_lower_case"] = False
-        config_path.write_text(json.dumps(config))
+        settings = json.loads(config_path.read_text())
+        settings["do_lower_case"] = False
+        config_path.write_text(json.dumps(settings))
     return dest
-
-
-# sentence-transformers' Pooling config key of each mode
-POOLING_KEYS = {"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens", "max": "pooling_mode_max_tokens",
-                "lasttoken": "pooling_mode_lasttoken"}
 
 
 def pooled_copy(folder: Path, dest: Path, mode: str) -> Path:
     """A copy of ``folder`` (a sentence-transformers model) whose Pooling module pools with ``mode`` (cls,
     lasttoken, max, mean) and nothing else: the model deployed with another pooling than its card's."""
+    from fasteval.models.sources.folder import ST_POOLING_FLAGS
+
     shutil.copytree(folder, dest, symlinks=True)
     config_path = next(dest.glob("*_Pooling/config.json"))
     config = json.loads(config_path.read_text())
     config.update({key: False for key in config if key.startswith("pooling_mode_")})
-    config[POOLING_KEYS[mode]] = True
+    config[next(flag for flag, named in ST_POOLING_FLAGS if named == mode)] = True
     config_path.write_text(json.dumps(config))
     return dest
 

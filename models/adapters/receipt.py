@@ -108,7 +108,7 @@ class ReceiptEncoder:
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
                 recorded = ((np.asarray(data["variant_texts"], dtype=np.int64),
-                             np.ascontiguousarray(data["variant_vectors"], dtype=np.float32))
+                             np.ascontiguousarray(data["variant_vectors"]))  # kept float16, as stored
                             if "variant_vectors" in declared else None)
         except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as err:
             raise InputError(f"The receipt {path} is damaged or cut short ({type(err).__name__}: "

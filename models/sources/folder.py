@@ -25,7 +25,7 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.ind
                 "pytorch_model.bin.index.json")
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 # sentence-transformers' flag names, in the order it concatenates the pooled vectors.
-_ST_POOLING_FLAGS = (
+ST_POOLING_FLAGS = (
     ("pooling_mode_cls_token", "cls"),
     ("pooling_mode_max_tokens", "max"),
     ("pooling_mode_mean_tokens", "mean"),
@@ -129,7 +129,7 @@ def parse_pooling(cfg: dict) -> PoolingConfig:
         modes = tuple({"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max", "last_token": "lasttoken",
                        "mean_sqrt_len": "mean_sqrt_len_tokens"}.get(m, m) for m in modes)
     else:
-        modes = tuple(mode for flag, mode in _ST_POOLING_FLAGS if cfg.get(flag))
+        modes = tuple(mode for flag, mode in ST_POOLING_FLAGS if cfg.get(flag))
     unknown = [m for m in modes if m not in POOLING_MODES]
     if unknown or not modes:
         raise ModelError(f"Unsupported pooling config {cfg!r}.",

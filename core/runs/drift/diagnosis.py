@@ -75,8 +75,9 @@ def diagnosis_texts(cosines: dict[str, float], threshold: float, limit: int = DI
     return keep
 
 
-def variants_of(reference: Any) -> list[Variant]:
-    """The usual misconfigurations of a local (ONNX) reference, each one change away from it."""
+def variants_of(reference: Any, spec: dict[str, Any] | None = None) -> list[Variant]:
+    """The usual misconfigurations of a local (ONNX) reference, each one change away from it. ``spec``: the
+    reference's tokenizer.json, parsed (read from its folder when not given)."""
     folder = reference.folder
     out = [Variant(f"pooling={label}", (("pooling", mode),)) for mode, label in POOLINGS.items()
            if (mode,) != tuple(folder.pooling.modes)]
@@ -89,7 +90,7 @@ def variants_of(reference: Any) -> list[Variant]:
         out.append(Variant("prompt=none", (("prompt", ""),)))
     out += [Variant(f"prompt={name}", (("prompt", text),)) for name, text in folder.prompts.items()
             if text and text != reference.prompt]
-    lowercase = _lowercases(reference)
+    lowercase = _lowercases((spec or _tokenizer_spec(reference))["json"])
     if lowercase is not None:
         out.append(Variant(f"lowercase={'off' if lowercase else 'on'}", (("lowercase", not lowercase),)))
     out.append(Variant("special_tokens=off", (("special_tokens", False),)))
@@ -104,10 +105,6 @@ def _tokenizer_spec(reference: Any) -> dict[str, Any]:
     return {"text": text, "json": json.loads(text)}
 
 
-def _tokenizer_json(reference: Any) -> dict:
-    return _tokenizer_spec(reference)["json"]
-
-
 # A tokenizer of one token and nothing else: what carries a changed normalizer into the reference's tokenizer
 _ONE_TOKEN: dict[str, Any] = {
     "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
@@ -115,9 +112,9 @@ _ONE_TOKEN: dict[str, Any] = {
     "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}
 
 
-def _lowercases(reference: Any) -> bool | None:
-    """Whether the reference's tokenizer lowercases (its normalizer's ``lowercase``), None where it does not say."""
-    normalizer = _tokenizer_json(reference).get("normalizer") or {}
+def _lowercases(tokenizer: dict[str, Any]) -> bool | None:
+    """Whether a tokenizer.json (parsed) lowercases (its normalizer's ``lowercase``), None where it does not say."""
+    normalizer = tokenizer.get("normalizer") or {}
     for n in [normalizer, *(normalizer.get("normalizers") or [])]:
         if isinstance(n, dict) and n.get("type") == "BertNormalizer":
             return bool(n.get("lowercase"))
@@ -230,7 +227,7 @@ def _live(reference: Any, load: Callable[..., Any] | None) -> tuple[list[Variant
         return loaded[key]
 
     spec = _tokenizer_spec(reference)
-    return variants_of(reference), lambda variant: _encoder(reference, variant, load_once, spec).encode
+    return variants_of(reference, spec), lambda variant: _encoder(reference, variant, load_once, spec).encode
 
 
 def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[list[str]], np.ndarray] | None],
