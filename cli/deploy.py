@@ -19,7 +19,7 @@ def export_command(
     out: Annotated[Optional[Path], typer.Option(help="Folder to write the export to (default: the cache).")]
         = None,
     dtype: Annotated[DType, typer.Option(
-        help="fp32 (default), fp16 (onnxruntime's transformer optimizer, for the GPU) or int8 (onnxruntime's "
+        help="fp32 (default), fp16 (onnxscript's onnxruntime fusions and float16, for the GPU) or int8 (onnxruntime's "
              "dynamic quantization); fp16 and int8 are made from the fp32 export and report their drift against "
              "it.")] = DType.fp32,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the result.")] = False,

@@ -34,7 +34,7 @@ def sweep(
         = None,
     prompt_name: Annotated[Optional[str], typer.Option(
         help="A prompt of the model's config_sentence_transformers.json, by name (the paper: none).")] = None,
-    dtype: Annotated[DType, typer.Option(help="Export precision: fp16 (onnxruntime's transformer optimizer, "
+    dtype: Annotated[DType, typer.Option(help="Export precision: fp16 (onnxscript's onnxruntime fusions, "
                                               "for the GPU) and int8 (onnxruntime's dynamic quantization) are made "
                                               "from the fp32 export, each with its own result key.")] = DType.fp32,
     exams: Annotated[Optional[str], typer.Option(

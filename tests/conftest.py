@@ -47,26 +47,33 @@ def build_tokenizer(max_length: int = 64):
     return tok, vocab
 
 
-def make_st_folder(dest: Path, pooling: str = "mean", normalize: bool = True, seed: int = 0,
-                   max_seq_length: int = 48) -> Path:
-    """A tiny random BERT saved as a sentence-transformers folder (Transformer, Pooling, [Normalize])."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers import models as st_models
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+# The BERT-like architectures of the tiny encoders (a WordPiece tokenizer, [CLS] ... [SEP]): transformers' config
+# and model class of each. nomic_bert is nomic-embed-text-v1.5's, native in transformers since 5.x.
+BERT_LIKE = {"bert": ("BertConfig", "BertModel"), "nomic_bert": ("NomicBertConfig", "NomicBertModel")}
 
+
+def make_st_folder(dest: Path, pooling: str = "mean", normalize: bool = True, seed: int = 0,
+                   max_seq_length: int = 48, architecture: str = "bert") -> Path:
+    """A tiny random BERT (or another ``BERT_LIKE`` architecture) saved as a sentence-transformers folder
+    (Transformer, Pooling, [Normalize])."""
+    import torch
+    import transformers
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+    from transformers import PreTrainedTokenizerFast
+
+    config_class, model_class = (getattr(transformers, name) for name in BERT_LIKE[architecture])
     tok, vocab = build_tokenizer()
     raw = dest.parent / (dest.name + "-raw")
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=48, max_position_embeddings=64, pad_token_id=0)
-    BertModel(config).eval().save_pretrained(raw)
+    config = config_class(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=48, max_position_embeddings=64, pad_token_id=0)
+    model_class(config).eval().save_pretrained(raw)
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                             sep_token="[SEP]", mask_token="[MASK]", model_max_length=64).save_pretrained(raw)
-    transformer = st_models.Transformer(str(raw), max_seq_length=max_seq_length)
-    modules = [transformer, st_models.Pooling(32, pooling_mode=pooling)]
-    if normalize:
-        modules.append(st_models.Normalize())
+    modules = [Transformer(str(raw), max_seq_length=max_seq_length), Pooling(32, pooling_mode=pooling),
+               *([Normalize()] if normalize else [])]
     SentenceTransformer(modules=modules, device="cpu").save(str(dest))
     return dest
 
@@ -94,6 +101,13 @@ def tiny_bare_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_nomic_folder(tmp_path_factory) -> Path:
+    """A tiny random NomicBert (nomic-embed-text-v1.5's architecture, transformers' own class) with mean pooling."""
+    pytest.importorskip("sentence_transformers")
+    return make_st_folder(tmp_path_factory.mktemp("nomic") / "tiny-nomic", architecture="nomic_bert")
+
+
+@pytest.fixture(scope="session")
 def tiny_st_folder(tmp_path_factory) -> Path:
     pytest.importorskip("sentence_transformers")
     return make_st_folder(tmp_path_factory.mktemp("tiny") / "tiny-bert")
@@ -101,8 +115,8 @@ def tiny_st_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_encoder(tiny_st_folder, fasteval_home):
-    """The tiny folder exported through Optimum and loaded with onnxruntime (quiet)."""
-    pytest.importorskip("optimum.exporters.onnx")
+    """The tiny folder exported through torch.onnx and loaded with onnxruntime (quiet)."""
+    pytest.importorskip("onnxscript")  # the export extra
     from fasteval.models.loader import load_model
 
     return load_model(str(tiny_st_folder), provider="cpu")

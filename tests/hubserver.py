@@ -57,6 +57,9 @@ class HubServer:
     def _answer(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
         path = unquote(urlparse(handler.path).path)
         self.requests.append((handler.command, path))
+        if path.startswith("/api/models/") and "/tree/" in path:  # huggingface_hub 1.x and later list the files
+            repo, rest = path[len("/api/models/"):].split("/tree/", 1)
+            return self._tree(handler, repo, rest.partition("/")[2])
         if path.startswith("/api/models/"):
             repo = path[len("/api/models/"):].split("/revision/")[0]
             return self._info(handler, repo)
@@ -80,6 +83,19 @@ class HubServer:
         body = json.dumps({"id": repo, "modelId": repo, "sha": COMMIT, "private": False, "gated": False,
                            "siblings": [{"rfilename": f} for f in self.files(repo)]}).encode()
         self._send(handler, 200, body, {"Content-Type": "application/json", "X-Repo-Commit": COMMIT})
+
+    def _tree(self, handler, repo: str, under: str) -> None:
+        """The repository's files under a folder (all of them: the client asks recursively), as the Hub lists them."""
+        if not self._known(handler, repo):
+            return
+        entries = []
+        for name in self.files(repo):
+            if under and not name.startswith(under.rstrip("/") + "/"):
+                continue
+            data = (self.repos[repo] / name).read_bytes()
+            entries.append({"type": "file", "path": name, "size": len(data),
+                            "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()})
+        self._send(handler, 200, json.dumps(entries).encode(), {"Content-Type": "application/json"})
 
     def _file(self, handler, repo: str, name: str, head: bool) -> None:
         if not self._known(handler, repo):

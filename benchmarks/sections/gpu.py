@@ -1,7 +1,7 @@
 """gpu: the GPU path measured (benchmarks/gpu/run.sh writes it to RESULTS-gpu.md beside the encode and e2e sections).
 
 - encode throughput (texts/s and real tokens/s) over batch sizes 32 to 1024, fasteval on onnxruntime's CUDA provider
-  (I/O binding, the sentence head in the graph) in fp32 and in fp16 (onnxruntime's transformer optimizer), against
+  (I/O binding, the sentence head in the graph) in fp32 and in fp16 (onnxscript's onnxruntime fusions), against
   sentence-transformers on torch on the same device in fp32 and fp16 (``.half()``), on the same texts and batches
   (sorted by length, as sentence-transformers does);
 - the share of the device's attainable GEMM rate the encode reaches, fp32 and fp16, with that rate measured in the
@@ -145,6 +145,6 @@ def bench_gpu(ctx: Ctx) -> list[Line]:
     for encoder in encoders.values():
         encoder.batch_size = 32  # the paper's batches, as the sweep embeds
     lines.append(against_fp32(ctx, encoders["fp32"], encoders["fp16"], sets["paper strings"], "fp16",
-                              f"{ctx.model}: fp16 (transformer optimizer) against fp32 on {device} (paper strings, "
+                              f"{ctx.model}: fp16 (fused) against fp32 on {device} (paper strings, "
                               "paper batching)", section="gpu"))
     return lines

@@ -245,12 +245,12 @@ class OnnxEncoder:
             # count; absolute-position models then match sentence-transformers, which is the reference).
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
         feed = {k: v for k, v in feed.items() if k in input_names}
-        mask = self._pooling_mask(mask)
+        pooling_mask = self._pooling_mask(mask)
         if self._head_in_graph:  # pooled, Dense and normalised in the graph
-            feed[POOLING_MASK] = mask
+            feed[POOLING_MASK] = pooling_mask
             return self._infer(feed)
         tokens = self._infer(feed).astype(np.float32, copy=False)
-        out = pool(tokens, mask, self.folder.pooling)
+        out = pool(tokens, pooling_mask, self.folder.pooling, attention=mask)
         for layer, (weight, bias) in zip(self.folder.dense, self.dense_weights):
             out = dense(out, layer, weight, bias)
         if self.folder.normalize:

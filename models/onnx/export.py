@@ -1,4 +1,4 @@
-"""Export a model folder to ONNX with Hugging Face Optimum, once, cached by the source's content hash.
+"""Export a model folder to ONNX with torch.onnx (the dynamo exporter), once, cached by the source's content hash.
 
 The exported folder is self-contained for evaluation without torch: ``model.onnx`` (the transformer, output
 ``last_hidden_state``), the source's own ``tokenizer.json`` and sentence-transformers configs (pooling,
@@ -16,16 +16,19 @@ from typing import Any
 from pathlib import Path
 
 from ...core.choices import DTYPES, check_choice
-from ...core.errors import ModelError, OutputError, first_line, warn_rebuilt
+from ...core.errors import FastevalError, ModelError, OutputError, first_line, warn_rebuilt
 from ...core.failpoints import failpoint
 from ...core.io import staged_folder
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
 
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2  # 1: Optimum's export (still read: the same graph of the same source)
 _COPY_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "LICENSE",
                "NOTICE", "README.md")
+# the transformer's own files the encoder reads beside tokenizer.json: padding and truncation sides, the maximum
+# length (sentence-transformers 6 keeps max_seq_length there), the position embeddings' count
+_TRANSFORMER_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def export_dir(cache_root: Path, source_hash: str, dtype: str) -> Path:
@@ -34,6 +37,9 @@ def export_dir(cache_root: Path, source_hash: str, dtype: str) -> Path:
 
 def _copy_st_files(folder: ModelFolder, dest: Path) -> None:
     shutil.copy2(folder.tokenizer_file, dest / "tokenizer.json")
+    for name in _TRANSFORMER_FILES:
+        if (folder.transformer_path / name).exists():
+            shutil.copy2(folder.transformer_path / name, dest / name)
     for name in _COPY_FILES:
         if (folder.path / name).exists():
             shutil.copy2(folder.path / name, dest / name)
@@ -107,72 +113,244 @@ def export_info(path: Path) -> dict:
         return {}
 
 
-def _refuse_custom_code(folder: ModelFolder) -> None:
-    """One line, before any export starts, for a folder whose architecture is custom code (its config.json maps
-    its classes to the folder's own modules, ``auto_map``, for a model type transformers does not have:
-    nomic-embed-text's ``nomic_bert``): Optimum exports only the architectures it knows, and fasteval runs no
-    remote code. The route that works is a server: llama.cpp serves nomic-embed-text from its GGUF."""
+# config.json fields that choose an attention or experts implementation. transformers reads a Hub repository's name
+# there as a kernel to download and run (through the `kernels` package, which sentence-transformers and mteb
+# environments hold; CVE-2026-4372 ran such a kernel with trust_remote_code=False); only its built-in
+# implementations are code that ships with transformers itself.
+IMPLEMENTATION_FIELDS = ("attn_implementation", "_attn_implementation", "_attn_implementation_internal",
+                         "experts_implementation", "_experts_implementation", "_experts_implementation_internal")
+BUILT_IN_IMPLEMENTATIONS = ("eager", "sdpa")
+# fields that ask transformers to swap layers for Hub kernels
+KERNEL_FIELDS = ("use_kernels", "kernel_config")
+# What the export asks of transformers, whatever config.json says: its own attention, in float32.
+ATTENTION = "sdpa"
+
+
+def _fields_that_load_code(config: Any, where: str = "") -> list[str]:
+    """The fields of a config.json (sub-configs included: text_config, ...) that would make transformers load code
+    from elsewhere, as 'field = value'."""
+    found: list[str] = []
+    if not isinstance(config, dict):
+        return found
+    for key, value in config.items():
+        name = f"{where}{key}"
+        if key in IMPLEMENTATION_FIELDS:
+            values = value.values() if isinstance(value, dict) else [value]
+            if any(v is not None and v not in BUILT_IN_IMPLEMENTATIONS for v in values):
+                found.append(f"{name} = {json.dumps(value)[:80]}")
+        elif key in KERNEL_FIELDS and value:
+            found.append(f"{name} = {json.dumps(value)[:80]}")
+        elif isinstance(value, dict):
+            found.extend(_fields_that_load_code(value, f"{name}."))
+    return found
+
+
+def refuse_code_from_elsewhere(folder: ModelFolder) -> None:
+    """One line, before transformers reads the folder, for a config.json field that would make it load code from
+    elsewhere: an attention or experts implementation that is not one of transformers' own (a Hub kernel
+    repository such as ``kernels-community/flash-attn``), or a request for Hub kernels. Defence beyond the version
+    pin: the export also names its own attention to transformers, so such a field would not be obeyed, but a model
+    folder that asks for foreign code is refused rather than trusted to be ignored."""
+    path = folder.transformer_path / "config.json"
     try:
-        config = json.loads((folder.transformer_path / "config.json").read_text())
+        config = json.loads(path.read_text())
     except (OSError, ValueError):
-        return
-    model_type = config.get("model_type") if isinstance(config, dict) else None
+        return  # transformers says what is wrong with a missing or broken config.json
+    found = _fields_that_load_code(config)
+    if found:
+        raise ModelError(f"{path} asks transformers to load code from elsewhere ({'; '.join(found)}): fasteval runs "
+                         "no code from a model's files.",
+                         f"delete {'that field' if len(found) == 1 else 'those fields'} from config.json (the "
+                         f"export runs transformers' own {ATTENTION} attention), or pass an already exported folder "
+                         "(model.onnx + tokenizer.json).")
+
+
+def _refuse_custom_code(folder: ModelFolder, config: dict) -> None:
+    """One line, before any export starts, for a folder whose architecture exists only as custom code (its
+    config.json maps its classes to modules of its own, ``auto_map``, for a model type transformers does not have):
+    fasteval runs no remote code. An ``auto_map`` beside a type transformers has (nomic-embed-text's nomic_bert
+    since transformers 5) is ignored: transformers' own class runs. The route that works for the rest is a
+    server."""
+    model_type = config.get("model_type")
     if not model_type or "auto_map" not in config:
         return
     from transformers import CONFIG_MAPPING
 
     if model_type not in CONFIG_MAPPING:
         raise ModelError(f"{folder.path.name} is a {model_type} model, whose architecture is custom code "
-                         "(trust_remote_code): Optimum cannot export it to ONNX, and fasteval runs no remote code.",
+                         f"(trust_remote_code) that transformers {_version('transformers')} does not have: fasteval "
+                         "runs no remote code.",
                          "serve it and pass --model URL: llama.cpp serves its GGUF (llama-server -m MODEL.gguf "
                          "--embeddings --port 8080, then --model http://127.0.0.1:8080/v1).")
 
 
-def _exporter(folder: ModelFolder):
-    """Optimum's main_export, or one line saying why it cannot be had: the export extra is not installed, or it
-    is but cannot be imported beside what else is installed (a version conflict: sentence-transformers 6, which
-    the train extra allows, needs transformers 5; optimum-onnx needs transformers below 4.58)."""
-    try:
-        from optimum.exporters.onnx import main_export
-    except ImportError as err:
-        from importlib import metadata
+def _version(name: str) -> str | None:
+    from .. import installed_version
 
-        from .. import installed_version as version
+    return installed_version(name)
 
-        missing = [name for name in ("optimum-onnx", "torch") if version(name) is None]
-        if missing:
-            raise ModelError(f"{folder.path} has no ONNX file and exporting one needs Optimum and torch "
-                             f"({' and '.join(missing)} not installed).",
-                             "install the export extra: pip install 'fasteval[export]'.") from None
-        wants = "; ".join(r.split(";")[0] for r in metadata.requires("optimum-onnx") or []
-                          if r.replace(" ", "").startswith(("transformers>", "transformers<", "transformers=")))
-        raise ModelError(f"Optimum is installed but cannot be imported beside the packages here, a version "
-                         f"conflict ({first_line(err, 160)}): transformers {version('transformers')} is installed, "
-                         f"optimum-onnx {version('optimum-onnx')} needs {wants or 'another transformers'}.",
-                         "install the extras in one resolver run (pip install 'fasteval[export,train]' keeps "
-                         "transformers below 4.58), or give the export its own environment.") from None
-    return main_export
+
+# The export's packages (the export extra); transformers below 5.3 is refused (CVE-2026-4372, and no NomicBert).
+EXPORT_PACKAGES = ("torch", "transformers", "onnxscript", "onnx")
+MIN_TRANSFORMERS = (5, 3)
+
+
+def _exporter_ready(folder: ModelFolder) -> None:
+    """One line saying why the export cannot run here: a package of the export extra is missing, or transformers
+    is older than the export supports."""
+    missing = [name for name in EXPORT_PACKAGES if _version(name) is None]
+    if missing:
+        raise ModelError(f"{folder.path} has no ONNX file and exporting one needs torch, transformers and "
+                         f"onnxscript ({' and '.join(missing)} not installed).",
+                         "install the export extra: pip install 'fasteval[export]'.")
+    have = _version("transformers") or "0"
+    numbers = tuple(int(part) if part.isdigit() else 0 for part in have.split(".")[:2])
+    if numbers < MIN_TRANSFORMERS:
+        raise ModelError(f"transformers {have} is installed; the export needs transformers >= "
+                         f"{'.'.join(map(str, MIN_TRANSFORMERS))} (older ones carry CVE-2026-4372 and lack "
+                         "architectures of the paper).",
+                         "install the export extra again: pip install -U 'fasteval[export]'.")
+
+
+# loggers of the exporters that speak at INFO/WARNING while they work (torch's, onnxscript's, onnx-ir's)
+_EXPORTER_LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript", "onnx_ir")
 
 
 @contextlib.contextmanager
 def _quiet_exporters():
-    """Silence the tracer's and transformers' chatter during an export (errors still raise)."""
+    """Silence torch's exporter, transformers' and onnxruntime's tools' chatter during an export (errors still
+    raise). torch and transformers are quietened where they are installed (an fp16/int8 export of an existing
+    model.onnx needs neither)."""
+    import importlib.util
     import warnings
 
-    from transformers.utils import logging as hf_logging
-
-    previous = hf_logging.get_verbosity()
-    optimum_logger = logging.getLogger("optimum")
-    optimum_level = optimum_logger.level
-    hf_logging.set_verbosity_error()
-    optimum_logger.setLevel(logging.ERROR)
+    hf_logging = None
+    if importlib.util.find_spec("torch") is not None:
+        import torch.onnx  # noqa: F401 - torch sets its loggers' levels as it is imported: before they are changed
+    if importlib.util.find_spec("transformers") is not None:
+        from transformers.utils import logging as hf_logging
+    loggers = [logging.getLogger(name) for name in _EXPORTER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    previous = hf_logging.get_verbosity() if hf_logging else None
+    if hf_logging:
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
-        hf_logging.set_verbosity(previous)
-        optimum_logger.setLevel(optimum_level)
+        if hf_logging and previous is not None:
+            hf_logging.set_verbosity(previous)
+            hf_logging.enable_progress_bar()
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+# The export is checked against the torch model it came from before it is kept: the same sample texts through both,
+# every real token's hidden state within VALIDATION_ATOL + VALIDATION_RTOL * |torch's value| (np.allclose's rule;
+# Optimum's default atol for this task is 1e-4 too). Measured: <= 2e-6 on all-MiniLM-L6-v2 and the tiny twins.
+VALIDATION_ATOL = 1e-4
+VALIDATION_RTOL = 1e-4
+VALIDATION_TEXTS = ("2 kilometers", "2000 meters is the same distance, written in another unit", "")
+
+
+def _load_torch_model(folder: ModelFolder):
+    """transformers' own class for the folder's architecture (never code from the folder: trust_remote_code is
+    off, and an auto_map beside a native type is ignored), float32, its own attention, in eval mode."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(folder.transformer_path, local_files_only=True, trust_remote_code=False)
+    model = AutoModel.from_pretrained(folder.transformer_path, config=config, local_files_only=True,
+                                      trust_remote_code=False, dtype=torch.float32, attn_implementation=ATTENTION)
+    return model.eval()
+
+
+def _last_hidden_state(model):
+    """(module, input names): ``model`` as forward(input_ids, attention_mask[, token_type_ids]) ->
+    last_hidden_state, without a key-value cache for the decoders; token_type_ids where the model has token types."""
+    import inspect
+
+    import torch
+
+    parameters = inspect.signature(model.forward).parameters
+    extra = {"use_cache": False} if "use_cache" in parameters else {}
+    names = ["input_ids", "attention_mask"]
+    if "token_type_ids" in parameters and getattr(model.config, "type_vocab_size", 0):
+        names.append("token_type_ids")
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **types, **extra,
+                              return_dict=True).last_hidden_state
+
+    return LastHiddenState().eval(), names
+
+
+def _sample_feed(folder: ModelFolder, graph: Path, names: list[str]) -> dict:
+    """The validation texts as the encoder will feed them to ``graph``: the folder's tokenizer with its padding side
+    and truncation (the encoder's own set-up; no session is opened)."""
+    import dataclasses
+
+    import numpy as np
+
+    from .encoder import OnnxEncoder
+
+    encoder = OnnxEncoder(dataclasses.replace(folder, onnx_file=graph, dense=()), provider="cpu")
+    encodings = encoder.tokenizer.encode_batch(list(VALIDATION_TEXTS))
+    columns = {"input_ids": [e.ids for e in encodings], "attention_mask": [e.attention_mask for e in encodings],
+               "token_type_ids": [e.type_ids for e in encodings]}
+    return {name: np.asarray(columns[name], dtype=np.int64) for name in names}
+
+
+def _torch_export(folder: ModelFolder, staging: Path) -> dict:
+    """The transformer of ``folder`` as ``staging/model.onnx`` through torch.onnx.export (dynamo): dynamic batch and
+    sequence axes, inputs as the model takes them, output ``last_hidden_state``; weights of a model over 2 GB in
+    ``model.onnx.data`` beside it. Validated against the torch model on the sample texts; returns the record."""
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    model = _load_torch_model(folder)
+    wrapped, names = _last_hidden_state(model)
+    feed = _sample_feed(folder, staging / "model.onnx", names)
+    inputs = tuple(torch.from_numpy(feed[name]) for name in names)
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    program = torch.onnx.export(wrapped, inputs, dynamo=True, verbose=False, input_names=names,
+                                output_names=["last_hidden_state"],
+                                dynamic_shapes={name: {0: batch, 1: sequence} for name in names})
+    assert program is not None  # dynamo=True always returns the program
+    large = sum(p.numel() * p.element_size() for p in model.parameters()) >= 2 ** 31
+    program.save(str(staging / "model.onnx"), external_data=large)
+    with torch.no_grad():
+        expected = wrapped(*inputs).numpy()
+    session = onnxruntime.InferenceSession(str(staging / "model.onnx"), providers=["CPUExecutionProvider"])
+    got = session.run(["last_hidden_state"], feed)[0]
+    real = feed["attention_mask"].astype(bool)  # padding positions are pooled away; decoders leave them free
+    refused = (f"The ONNX export of {folder.path.name} does not compute what the torch model computes",
+               "report the model's architecture, or pass an already exported folder (model.onnx + tokenizer.json).")
+    if got.shape != expected.shape:
+        raise ModelError(f"{refused[0]} (it returns {got.shape} for {expected.shape}).", refused[1])
+    # NaN where torch has NaN too is the model's own (the encoder names it), not the export's
+    agree = np.isclose(got[real], expected[real], rtol=VALIDATION_RTOL, atol=VALIDATION_ATOL, equal_nan=True)
+    finite = np.isfinite(got[real]) & np.isfinite(expected[real])
+    worst = float(np.abs(got[real] - expected[real])[finite].max(initial=0.0))
+    if not agree.all():
+        raise ModelError(f"{refused[0]} (largest difference {worst:.3g} on real tokens, allowed {VALIDATION_ATOL:g} "
+                         f"+ {VALIDATION_RTOL:g} x |value|).", refused[1])
+    opset = next((e.version for e in program.model_proto.opset_import if e.domain in ("", "ai.onnx")), None)
+    return {"exporter": "torch.onnx (dynamo)", "opset": opset, "inputs": names,
+            "validation": {"texts": len(VALIDATION_TEXTS), "max_abs_diff": worst, "atol": VALIDATION_ATOL,
+                           "rtol": VALIDATION_RTOL},
+            **{name: _version(name) for name in EXPORT_PACKAGES}}
 
 
 def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path | None = None) -> Path:
@@ -181,7 +359,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     The export goes to ``out`` when given, else to the cache (``cache_root/onnx/<source hash>-<dtype>``). It is
     staged in a temporary folder beside the destination and renamed into place: a failed or interrupted export
     leaves nothing behind. int8 and fp16 are made from the fp32 export by onnxruntime (``derive``). A folder that
-    already holds ``model.onnx`` is returned as it is.
+    already holds ``model.onnx`` is returned as it is; so is a cached export of the same source made by an earlier
+    exporter (Optimum, before fasteval's export moved to torch.onnx): its graph computes the same model.
     """
     if folder.onnx_file is not None:
         return folder.path
@@ -206,9 +385,10 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
     failpoint("export-checked")
-    _refuse_custom_code(folder)
-    main_export = _exporter(folder)
-    log.info("exporting %s to ONNX (%s) with Optimum, once; written to %s", folder.path.name, dtype, dest)
+    refuse_code_from_elsewhere(folder)
+    _refuse_custom_code(folder, _read_config(folder))
+    _exporter_ready(folder)
+    log.info("exporting %s to ONNX (%s) with torch.onnx, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()
     if dest.exists():
         if out is None:  # another process finished this very export meanwhile (a shared cache): take it
@@ -216,29 +396,36 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         dest.rmdir()  # an empty --out folder: the staged export takes its place
     weights = folder.transformer_path
     if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
-        _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle is one line, not TensorFlow's
+        _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle is one line, not transformers' trace
     with staged_folder(dest, replace=False, what="the ONNX export") as staging:
         try:
             with _quiet_exporters():
-                main_export(str(folder.transformer_path), staging, task="feature-extraction",
-                            library_name="transformers", local_files_only=True, do_validation=False, device="cpu")
-        except Exception as err:  # Optimum raises many types; the user needs one line.
+                record = _torch_export(folder, staging)
+            _copy_st_files(folder, staging)
+        except FastevalError:
+            raise
+        except Exception as err:  # torch and transformers raise many types; the user needs one line.
             if isinstance(err, OSError) and err.errno == errno.ENOSPC:
                 raise OutputError(f"No space left on the device of {dest.parent} while exporting "
                                   f"{folder.path.name}.", "free disk space, or set FASTEVAL_HOME (or --out) to a "
                                   "folder on a larger disk.") from None
-            raise ModelError(f"Optimum could not export {folder.path.name} to ONNX: {first_line(err)}",
-                             "check that the architecture is supported by optimum-onnx, or pass an "
-                             "already exported folder (model.onnx + tokenizer.json).") from None
-        _copy_st_files(folder, staging)
-        import optimum.version
+            raise ModelError(f"torch.onnx could not export {folder.path.name} to ONNX: {first_line(err)}",
+                             "check that transformers supports the architecture, or pass an already exported "
+                             "folder (model.onnx + tokenizer.json).") from None
         info = {"format": EXPORT_FORMAT, "source": str(folder.path), "source_sha256": source_hash,
-                "dtype": dtype, "optimum": optimum.version.__version__,
-                "onnx_sha256": sha256_of_file(staging / "model.onnx")}
+                "dtype": dtype, **record, "onnx_sha256": sha256_of_file(staging / "model.onnx")}
         (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
     log.info("exported %s in %.1f s (once: later runs read the cached export)", folder.path.name,
              time.perf_counter() - started)
     return dest
+
+
+def _read_config(folder: ModelFolder) -> dict:
+    try:
+        config = json.loads((folder.transformer_path / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 # The recipes of the exports made from the fp32 export, recorded in fasteval_export.json: an entry made with other
@@ -250,12 +437,13 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
 # instruction set; per-channel scales lift the mean cosine to fp32 from 0.947 to 0.989 on all-MiniLM-L6-v2 and from
 # 0.738 to 0.870 on all-mpnet-base-v2 at the same speed (benchmarks/RESULTS.md, int8).
 INT8_QUANTIZATION: dict[str, Any] = {"weight_type": "QInt8", "per_channel": True, "reduce_range": True}
-# fp16: onnxruntime's transformer optimizer (its documented path to fp16: a plain fp16 export loses the fusions)
-# fuses attention, layer norms and GELU for the GPU (opt_level 0: its own fusions only, no onnxruntime session, so
-# the graph is the same whichever machine makes it), then converts the weights and activations to float16 with
-# float32 inputs and outputs. model_type "bert" is its encoder fusion set (BERT, MPNet, XLM-R and kin); in the
-# graphs of other families its patterns find nothing to fuse and the conversion alone applies.
-FP16_OPTIMIZATION: dict[str, Any] = {"model_type": "bert", "opt_level": 0, "use_gpu": True, "keep_io_types": True}
+# fp16: onnxscript's onnxruntime fusions (the rewriter made for torch.onnx's dynamo graphs: attention into
+# Attention/MultiHeadAttention, layer and RMS norms with their residual adds into SkipLayerNormalization /
+# SkipSimplifiedLayerNormalization, GELU with its bias, rotary embeddings; onnxruntime's own transformer optimizer
+# matched the graphs of the old TorchScript exporter and fails on these), then onnxruntime's float16 conversion of
+# the weights and activations with float32 inputs and outputs. Measured on the tiny twins of BERT, NomicBert,
+# ModernBERT, Qwen3 and Gemma 3: every one fused and runs on the CPU.
+FP16_OPTIMIZATION: dict[str, Any] = {"fusions": "onnxscript.rewriter.ort_fusions", "keep_io_types": True}
 
 
 def int8_quantize_kwargs() -> dict:
@@ -272,14 +460,19 @@ def _quantize_int8(source: Path, dest: Path) -> None:
 
 
 def _optimize_fp16(source: Path, dest: Path) -> None:
-    from onnxruntime.transformers.optimizer import optimize_model
+    try:
+        import onnx_ir as ir
+        from onnxscript.rewriter.ort_fusions import optimize_for_ort
+    except ImportError:
+        raise ModelError("The fp16 export needs onnxscript (the export extra), which is not installed.",
+                         "install the export extra: pip install 'fasteval[export]', or use --dtype fp32.") from None
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    recipe = FP16_OPTIMIZATION
-    model = optimize_model(str(source), model_type=recipe["model_type"], num_heads=0, hidden_size=0,
-                           opt_level=recipe["opt_level"], use_gpu=recipe["use_gpu"])
-    model.convert_float_to_float16(keep_io_types=recipe["keep_io_types"])
+    model, _ = optimize_for_ort(ir.load(str(source)))
+    half = convert_float_to_float16(ir.to_proto(model), keep_io_types=FP16_OPTIMIZATION["keep_io_types"])
     external = any(p.name != "model.onnx" for p in source.parent.glob("model.onnx*"))
-    model.save_model_to_file(str(dest), use_external_data_format=external)
+    onnx.save(half, str(dest), save_as_external_data=external, location=f"{dest.name}.data")
 
 
 # dtype -> (its recipe, what the log says is done, the maker)
@@ -289,7 +482,7 @@ _DERIVED = {"int8": (INT8_QUANTIZATION, "quantizing", _quantize_int8),
 
 def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: Path | None = None) -> Path:
     """The int8 or fp16 export, made by onnxruntime from the fp32 export (int8: ``quantize_dynamic``; fp16: the
-    transformer optimizer and its float16 conversion; the recipes above), cached beside it (``<source
+    fusions of onnxscript and onnxruntime's float16 conversion; the recipes above), cached beside it (``<source
     hash>-<dtype>``), its configs copied. An entry made with another recipe (an older one) is made again."""
     recipe, doing, make = _DERIVED[dtype]
     source_hash = content_hash(folder.path)

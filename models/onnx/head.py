@@ -73,16 +73,20 @@ def _rows_at(b: _Builder, tokens: str, index: str, shape: str) -> str:
     return b.op("Gather", flat, flat_index, axis=0)
 
 
-def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str) -> str:
-    """One pooling mode, as models/onnx/pooling.py computes it. ``mask`` is the float32 (batch, seq) pooling mask."""
+def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str, attention: str) -> str:
+    """One pooling mode, as models/onnx/pooling.py computes it. ``mask`` is the float32 (batch, seq) pooling mask,
+    ``attention`` the graph's attention mask input (weightedmean's positions start at its first token)."""
     from onnx import TensorProto
 
     if mode in ("mean", "mean_sqrt_len_tokens", "weightedmean"):
         weights = mask
-        if mode == "weightedmean":  # weight of token t = t + 1, padding 0
+        if mode == "weightedmean":  # weight of token t = t + 1 - (the row's first attended token), masked 0
             seq = b.op("Cast", b.op("Gather", shape, b.const(1, np.int64), axis=0), to=TensorProto.FLOAT)
             positions = b.op("Range", b.const(1.0), b.op("Add", seq, b.const(1.0)), b.const(1.0))
-            weights = b.op("Mul", b.op("Unsqueeze", positions, b.const([0], np.int64)), mask)
+            attended = b.op("Cast", b.op("Greater", b.op("Cast", attention, to=TensorProto.FLOAT), b.const(0.0)),
+                            to=TensorProto.FLOAT)
+            first = b.op("Cast", b.op("ArgMax", attended, axis=1, keepdims=1), to=TensorProto.FLOAT)
+            weights = b.op("Mul", b.op("Sub", b.op("Unsqueeze", positions, b.const([0], np.int64)), first), mask)
         w = b.op("Unsqueeze", weights, b.const([-1], np.int64))
         total = b.reduce("ReduceSum", b.op("Mul", tokens, w), 1, keepdims=0)
         count = b.op("Max", b.reduce("ReduceSum", w, 1, keepdims=0), b.const(COUNT_EPS))
@@ -122,7 +126,9 @@ def pooled_graph(folder: ModelFolder) -> bytes:
     graph.input.append(helper.make_tensor_value_info(POOLING_MASK, TensorProto.INT64, ["batch", "sequence"]))
     mask = b.op("Cast", POOLING_MASK, to=TensorProto.FLOAT)
     shape = b.op("Shape", tokens)
-    parts = [_pool(b, mode, tokens, mask, shape) for mode in folder.pooling.modes]
+    inputs = [i.name for i in graph.input]
+    attention = "attention_mask" if "attention_mask" in inputs else POOLING_MASK
+    parts = [_pool(b, mode, tokens, mask, shape, attention) for mode in folder.pooling.modes]
     out = parts[0] if len(parts) == 1 else b.op("Concat", *parts, axis=1)
     for layer in folder.dense:
         activation = ACTIVATIONS[activation_of(layer)][1]

@@ -26,9 +26,14 @@ def pool_mean_sqrt_len(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (tokens * m).sum(axis=1) / np.sqrt(np.maximum(m.sum(axis=1), COUNT_EPS))
 
 
-def pool_weighted_mean(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Position-weighted mean, weight of token t = t + 1 (masked tokens weigh 0)."""
-    w = (np.arange(1, tokens.shape[1] + 1, dtype=tokens.dtype)[None, :] * mask)[..., None]
+def pool_weighted_mean(tokens: np.ndarray, mask: np.ndarray, attention: np.ndarray | None = None) -> np.ndarray:
+    """Position-weighted mean, as sentence-transformers 6: token t weighs t + 1 - f, f being the row's first
+    non-padding token in the attention mask (``attention``; ``mask`` when not given), so that left padding does not
+    shift the weights and a prompt left out of ``mask`` leaves the other tokens' weights as they were; masked tokens
+    weigh 0. (sentence-transformers before 6 weighed t + 1 whatever the padding; right padding gives the same.)"""
+    first = np.argmax((mask if attention is None else attention) > 0, axis=1)
+    positions = np.arange(1, tokens.shape[1] + 1, dtype=tokens.dtype)[None, :] - first[:, None].astype(tokens.dtype)
+    w = (positions * mask)[..., None].astype(tokens.dtype)
     return (tokens * w).sum(axis=1) / np.maximum(w.sum(axis=1), COUNT_EPS)
 
 
@@ -63,9 +68,12 @@ POOLERS = {
 }
 
 
-def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig) -> np.ndarray:
-    """Concatenate the configured poolings in sentence-transformers' order."""
-    parts = [POOLERS[mode](tokens, mask) for mode in config.modes]
+def pool(tokens: np.ndarray, mask: np.ndarray, config: PoolingConfig, attention: np.ndarray | None = None
+         ) -> np.ndarray:
+    """Concatenate the configured poolings in sentence-transformers' order. ``mask`` is the pooling mask (the
+    attention mask with a left-out prompt cleared), ``attention`` the attention mask (weightedmean's positions)."""
+    parts = [pool_weighted_mean(tokens, mask, attention) if mode == "weightedmean" else POOLERS[mode](tokens, mask)
+             for mode in config.modes]
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 

@@ -198,12 +198,17 @@ _ROOT_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 
 def _broken_transfer(err: Exception) -> bool:
     """Whether ``err`` says a file transfer broke (the connection dropped mid-file, or the bytes that came are not
-    the size the Hub announced), as opposed to the Hub not being reached at all."""
+    the size the Hub announced), as opposed to the Hub not being reached at all: httpx's words (huggingface_hub 1.x
+    and later) or requests' (before)."""
+    if type(err).__name__ == "RemoteProtocolError" and "message body" in str(err):  # httpx's, or httpcore's under it
+        return True
+    if "Consistency check failed" in str(err):
+        return True
     try:
         from requests.exceptions import ChunkedEncodingError, ContentDecodingError
     except ImportError:
         return False
-    return isinstance(err, (ChunkedEncodingError, ContentDecodingError)) or "Consistency check failed" in str(err)
+    return isinstance(err, (ChunkedEncodingError, ContentDecodingError))
 
 
 def fetch_hub(repo_id: str, dest: Path) -> Path:

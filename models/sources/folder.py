@@ -209,7 +209,8 @@ def load_folder(path: str | Path) -> ModelFolder:
     prompts, default_prompt_name = {}, None
     if (path / "config_sentence_transformers.json").exists():
         st_cfg = _read_json(path / "config_sentence_transformers.json")
-        prompts = dict(st_cfg.get("prompts") or {})
+        # sentence-transformers 6 saves {"query": "", "document": ""} for every model: an empty prompt is none
+        prompts = {name: text for name, text in dict(st_cfg.get("prompts") or {}).items() if text}
         default_prompt_name = st_cfg.get("default_prompt_name")
     folder = ModelFolder(
         path=path, transformer_path=transformer_path, tokenizer_file=tokenizer_file, onnx_file=_find_onnx(path),

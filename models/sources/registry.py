@@ -34,7 +34,7 @@ class ModelSpec:
     dense: int | None = 0  # Dense modules after pooling (LaBSE 1, embeddinggemma 2)
     padding: str | None = "right"  # tokenizer padding side; last-token decoders pad left
     prompts: str | None = None  # the prompts its card recommends; the paper passed none
-    remote_code: bool = False  # needs trust_remote_code (custom modelling code)
+    remote_code: bool = False  # needs trust_remote_code (modelling code transformers lacks): fasteval refuses it
     gated: bool = False  # the Hub asks for a licence acceptance and a token
     source: PypiSource | None = None  # an offline source on PyPI
     params_m: float | None = None  # parameters, in millions, as its model card states them (rounded)
@@ -86,8 +86,9 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
     ModelSpec("e5-large-v2", "intfloat/e5-large-v2", "baseline", "mean", 1024, prompts=_E5_PROMPTS, params_m=335),
     ModelSpec("bge-large-en-v1.5", "BAAI/bge-large-en-v1.5", "baseline", "cls", 1024, True, prompts=_BGE_PROMPT,
               params_m=335),
+    # transformers' own NomicBert since 5.x: its repository's auto_map (code in nomic-bert-2048) is never run
     ModelSpec("nomic-embed-text-v1.5", "nomic-ai/nomic-embed-text-v1.5", "baseline", "mean", 768, dense=None,
-              prompts="'search_query: ' / 'search_document: '", remote_code=True, params_m=137),
+              prompts="'search_query: ' / 'search_document: '", params_m=137),
     ModelSpec("Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-0.6B", "baseline", "lasttoken", 1024, True,
               padding="left", prompts=_QWEN_PROMPTS, params_m=596),
     ModelSpec("Qwen3-Embedding-4B", "Qwen/Qwen3-Embedding-4B", "baseline", "lasttoken", 2560, True,

@@ -26,24 +26,48 @@ def _extras() -> list[str]:
     return sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
 
 
-def test_every_extra_resolves_in_one_run_within_the_limit():
-    names = _extras()
-    assert {"export", "report", "train", "ray", "mteb", "gpu", "test"} <= set(names)
+def _resolve(extras: list[str], *held: str) -> tuple[dict[str, str], float]:
+    """What ``pip install -e .[extras] *held`` would install from scratch: {distribution: version}, and the seconds
+    it took; fails where pip fails, takes too long or backtracks."""
     start = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-                               "--disable-pip-version-check", "-e", f"{ROOT}[{','.join(names)}]"],
+                               "--disable-pip-version-check", "-e", f"{ROOT}[{','.join(extras)}]", *held],
                               capture_output=True, text=True, timeout=RESOLVE_LIMIT_S)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"pip took over {RESOLVE_LIMIT_S} s to resolve fasteval[{','.join(names)}]: a pin sends its "
+        pytest.fail(f"pip took over {RESOLVE_LIMIT_S} s to resolve fasteval[{','.join(extras)}]: a pin sends its "
                     "resolver backtracking (run the same with -v to see which package)")
     seconds = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr[-3000:]
     backtracked = [line for line in proc.stderr.splitlines() if BACKTRACKING in line]
     assert not backtracked, f"pip backtracked (a pin too loose or too tight): {backtracked[:3]}"
-    would = dict(re.findall(r"(?:^|\s)([A-Za-z0-9_.-]+)-(\d[^\s]*)", proc.stdout.split("Would install", 1)[1]))
-    transformers = tuple(int(x) for x in would["transformers"].split(".")[:2])
-    assert transformers < (4, 58), "the export extra's optimum-onnx needs transformers below 4.58"
-    assert "sentence-transformers" in would and "optimum-onnx" in would and "ray" in would and "mteb" in would
+    found = re.findall(r"(?:^|\s)([A-Za-z0-9_.-]+)-(\d[^\s]*)", proc.stdout.split("Would install", 1)[1])
+    return {name.lower().replace("_", "-"): version for name, version in found}, seconds
+
+
+def _at_least(version: str, floor: tuple[int, ...]) -> bool:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:len(floor)]) >= floor
+
+
+def test_every_extra_resolves_in_one_run_within_the_limit_on_the_current_stack():
+    """All seven extras at once: transformers >= 5.3 (outside CVE-2026-4372's range), huggingface-hub >= 1.3,
+    sentence-transformers 6 and mteb 2.26 (issue 55: the export extra used to hold transformers below 4.58)."""
+    names = _extras()
+    assert {"export", "report", "train", "ray", "mteb", "gpu", "test"} <= set(names)
+    would, seconds = _resolve(names)
+    assert _at_least(would["transformers"], (5, 3)), would["transformers"]
+    assert _at_least(would["huggingface-hub"], (1, 3)), would["huggingface-hub"]
+    assert _at_least(would["sentence-transformers"], (6,)) and _at_least(would["mteb"], (2, 26))
+    assert "optimum-onnx" not in would and "onnxscript" in would and "ray" in would
     assert any(name.startswith("nvidia-cudnn") for name in would), "the gpu extra: cuDNN's wheel, for preload_dlls"
     assert seconds < RESOLVE_LIMIT_S
+
+
+def test_the_extras_join_an_environment_that_holds_sentence_transformers_6_and_mteb():
+    """A model builder's venv with sentence-transformers 6.2 and mteb 2.26 (and the kernels package beside them):
+    the extras resolve with those versions held, nothing of theirs moves, and no extra pins transformers below 5.3."""
+    held = ("sentence-transformers==6.2.0", "mteb==2.26.24", "kernels")
+    would, _ = _resolve(["export", "mteb", "train", "report"], *held)
+    assert would["sentence-transformers"] == "6.2.0" and would["mteb"] == "2.26.24"
+    assert _at_least(would["transformers"], (5, 3)) and _at_least(would["huggingface-hub"], (1, 3))
+    assert "kernels" in would

@@ -57,18 +57,20 @@ def write_dense(tmp_path, k: int, width: int, out: int, activation: str, bias: b
     return layer
 
 
-def numpy_head(folder: ModelFolder, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    out = pool(tokens, mask, folder.pooling)
+def numpy_head(folder: ModelFolder, tokens: np.ndarray, mask: np.ndarray, attention=None) -> np.ndarray:
+    out = pool(tokens, mask, folder.pooling, attention=mask if attention is None else attention)
     for layer in folder.dense:
         weight, bias = folder.dense_weights(layer)
         out = dense(out, layer, weight, bias)
     return normalize_rows(out) if folder.normalize else out
 
 
-def graph_head(folder: ModelFolder, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def graph_head(folder: ModelFolder, tokens: np.ndarray, mask: np.ndarray, attention=None) -> np.ndarray:
+    """The head's output; ``attention``: the attention mask (the pooling ``mask`` with a left-out prompt's tokens
+    set; default the pooling mask itself)."""
     session = ort.InferenceSession(pooled_graph(folder), providers=["CPUExecutionProvider"])
     assert [o.name for o in session.get_outputs()] == [POOLED_OUTPUT]
-    return session.run([POOLED_OUTPUT], {"hidden": tokens, "attention_mask": np.ones_like(mask),
+    return session.run([POOLED_OUTPUT], {"hidden": tokens, "attention_mask": mask if attention is None else attention,
                                          POOLING_MASK: mask})[0]
 
 
@@ -80,9 +82,9 @@ masks = st.integers(1, 4).flatmap(lambda rows: st.integers(1, 7).flatmap(lambda 
 @given(mask=masks, modes=st.lists(st.sampled_from(POOLING_MODES), min_size=1, max_size=3, unique=True),
        seed=st.integers(0, 2**16), opset=st.sampled_from([13, 18]), normalize=st.booleans(),
        n_dense=st.integers(0, 2), activation=st.sampled_from(ACTIVATIONS), bias=st.booleans(),
-       nan_in_padding=st.booleans())
+       nan_in_padding=st.booleans(), prompt_left_out=st.booleans())
 def test_the_graph_head_computes_the_numpy_head(tmp_path_factory, mask, modes, seed, opset, normalize, n_dense,
-                                                 activation, bias, nan_in_padding):
+                                                 activation, bias, nan_in_padding, prompt_left_out):
     tmp_path = tmp_path_factory.mktemp("head")
     rng = np.random.default_rng(seed)
     mask = np.asarray(mask, dtype=np.int64)
@@ -96,7 +98,10 @@ def test_the_graph_head_computes_the_numpy_head(tmp_path_factory, mask, modes, s
         layers.append(write_dense(tmp_path, k, width, 5 - k, activation, bias, rng))
         width = 5 - k
     folder = folder_of(tmp_path, modes, layers, normalize, opset)
-    expected, got = numpy_head(folder, tokens, mask), graph_head(folder, tokens, mask)
+    # the attention mask: the pooling mask, or with tokens the pooling left out set (a prompt: weightedmean's
+    # positions still start at the first attended token)
+    attention = np.maximum(mask, rng.integers(0, 2, size=mask.shape)) if prompt_left_out else mask
+    expected, got = numpy_head(folder, tokens, mask, attention), graph_head(folder, tokens, mask, attention)
     assert got.dtype == np.float32 and got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6, equal_nan=True)
     if not layers and not normalize and set(modes) <= {"cls", "max", "lasttoken"}:
@@ -159,7 +164,9 @@ def test_external_weights_are_found_beside_the_graph(tiny_encoder, tmp_path):
     model = onnx.load(str(copy / "model.onnx"))
     onnx.save(model, str(copy / "model.onnx"), save_as_external_data=True, location="model.onnx_data",
               size_threshold=0)
-    assert (copy / "model.onnx_data").stat().st_size > (copy / "model.onnx").stat().st_size
+    graph = onnx.load(str(copy / "model.onnx"), load_external_data=False).graph
+    assert graph.initializer and all(t.data_location == onnx.TensorProto.EXTERNAL for t in graph.initializer)
+    assert (copy / "model.onnx_data").stat().st_size > 0
     encoder = load_model(str(load_folder(copy).path), provider="cpu")
     encoder.graph_head = True
     texts = ["2 kilometers", "2000 meters", "2 meters"]

@@ -1,4 +1,4 @@
-"""Model folders, pooling, the Optimum export and the onnxruntime encoder, held to sentence-transformers."""
+"""Model folders, pooling, the torch.onnx export and the onnxruntime encoder, held to sentence-transformers."""
 from __future__ import annotations
 
 import json
@@ -22,7 +22,7 @@ TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_pooling_matches_sentence_transformers(mode, side):
     torch = pytest.importorskip("torch")
-    from sentence_transformers.models import Pooling
+    from sentence_transformers.sentence_transformer.modules import Pooling
 
     rng = np.random.default_rng(0)
     tokens = rng.normal(size=(5, 7, 8)).astype(np.float32)
@@ -152,7 +152,7 @@ def test_export_is_cached(tiny_st_folder, tiny_encoder, fasteval_home):
 
 
 def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
-    pytest.importorskip("optimum.exporters.onnx")
+    pytest.importorskip("onnxscript")  # the export extra
     from fasteval.models.onnx.export import export
 
     bad = tmp_path / "bad-arch"
@@ -166,27 +166,23 @@ def test_export_failure_leaves_nothing(tmp_path, tiny_st_folder):
     assert not any((home / "onnx").iterdir()), "a failed export leaves no folder in the cache"
 
 
-def test_an_export_that_cannot_import_says_version_conflict_not_missing_extra(tmp_path, tiny_st_folder):
-    """With the export extra installed but not importable beside the rest (transformers 5 from the train extra's
-    sentence-transformers 6: optimum fails to import), `fasteval export` said "needs Optimum and torch. Fix:
-    install the export extra" although both were installed. Simulated from outside with an `optimum` that fails to
-    import as it does then; the line names the conflict, transformers' version and optimum-onnx's requirement."""
-    from importlib import metadata
-
+def test_an_export_on_a_transformers_older_than_5_3_is_one_line(tmp_path, tiny_st_folder):
+    """transformers below 5.3 (CVE-2026-4372; no NomicBert) is refused before the export starts, naming the version
+    installed and the one needed. Simulated from outside: a transformers 4.57.6 distribution's metadata first on
+    the path, as pip leaves it where another package pinned it down."""
     from fakes import run_cli
 
-    fake = tmp_path / "site" / "optimum"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text(
-        "raise ImportError(\"cannot import name 'GenerationMixin' from 'transformers'\")\n")
-    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]),
+    site = tmp_path / "site"
+    meta = site / "transformers-4.57.6.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 4.57.6\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
            "FASTEVAL_HOME": str(tmp_path / "home")}
     proc = run_cli(["export", tiny_st_folder, "--out", tmp_path / "out"], env=env)
     assert proc.returncode == 2
-    line = one_line_error(proc, "a version conflict", "cannot import name 'GenerationMixin'",
-                          f"transformers {metadata.version('transformers')} is installed",
-                          f"optimum-onnx {metadata.version('optimum-onnx')} needs transformers<", "one resolver run")
-    assert "install the export extra" not in line
+    one_line_error(proc, "transformers 4.57.6 is installed", "needs transformers >= 5.3", "CVE-2026-4372",
+                   "pip install -U 'fasteval[export]'")
+    assert not (tmp_path / "out").exists()
 
 
 def test_packed_batches_respect_the_token_budget(tiny_st_folder, fasteval_home):

@@ -13,7 +13,7 @@ from fasteval.models.sources.registry import find_spec
 from tiny_models import make_tiny_folder, torch_single_thread
 
 pytest.importorskip("sentence_transformers")
-pytest.importorskip("optimum.exporters.onnx")
+pytest.importorskip("onnxscript")  # the export extra
 
 TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-06 meter", "five meter", "",
          "100000 kilograms", "a much longer text with many many words " * 2]
@@ -50,7 +50,7 @@ def test_the_twin_embeds_like_sentence_transformers(name, tmp_path, fasteval_hom
     head.graph_head = True  # the GPU's sentence head (models/onnx/head.py), run on the CPU
     np.testing.assert_allclose(head.encode(TEXTS), encoder.encode(TEXTS), rtol=1e-5, atol=1e-6)
     assert head.graph_head and head.info == encoder.info
-    half = load_model(str(folder), provider="cpu", dtype="fp16")  # the transformer optimizer's fp16, this family
+    half = load_model(str(folder), provider="cpu", dtype="fp16")  # the fused fp16 export, this family
     halves = normalize_rows(half.encode(TEXTS))
     zero = ~ours.any(axis=1)  # the Gemma twin embeds "" as zeros, as sentence-transformers does
     assert (zero == ~halves.any(axis=1)).all()

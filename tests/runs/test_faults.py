@@ -342,7 +342,7 @@ def test_unreadable_dense_weights_and_refused_pickles_are_one_line(tmp_path):
 def test_a_full_disk_during_export_says_so(tiny_st_folder, tmp_path, monkeypatch):
     import errno
 
-    import optimum.exporters.onnx
+    import torch.onnx
 
     from fasteval.core.errors import OutputError
     from fasteval.models.onnx.export import export
@@ -351,7 +351,7 @@ def test_a_full_disk_during_export_says_so(tiny_st_folder, tmp_path, monkeypatch
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(optimum.exporters.onnx, "main_export", full)
+    monkeypatch.setattr(torch.onnx, "export", full)
     with pytest.raises(OutputError, match="No space left") as info:
         export(load_folder(tiny_st_folder), tmp_path / "home")
     assert "FASTEVAL_HOME" in str(info.value) and "architecture" not in str(info.value)
