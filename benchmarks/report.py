@@ -96,7 +96,7 @@ def write_results(path: Path, lines: list[Line], meta: dict[str, Any]) -> None:
             d = rows[0].detail
             out += ["", "| peak resident memory (fresh process, GiB) | weights (fp32) | peak | peak / weights |",
                     "|---|---|---|---|",
-                    f"| nothing cached: Optimum's export, then the session | {d['weights_mib'] / 1024:.2f} | "
+                    f"| nothing cached: the export (torch.onnx), then the session | {d['weights_mib'] / 1024:.2f} | "
                     f"{d['export_peak_mib'] / 1024:.2f} | {d['export_ratio']:.2f} (budgeted {d['budget_ratio']}) |",
                     f"| the cached export: the session alone | {d['weights_mib'] / 1024:.2f} | "
                     f"{d['cached_peak_mib'] / 1024:.2f} | {d['cached_ratio']:.2f} |"]

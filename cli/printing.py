@@ -45,8 +45,8 @@ def print_table1_row(result, baselines=()) -> None:
     echo(caveats_text(s))
     if baselines:
         echo("  surface form (string similarity alone; a model's tau is read beside these): " + "; ".join(
-            f"{b['model'].removeprefix('surface: ')} tau {b['tau']:.2f} PACC {b['pacc']:.2f} AVG {b['avg']:.2f}"
-            for b in baselines))
+            f"{b['model'].removeprefix('surface: ')} tau {fmt(b['tau']).strip()} PACC {fmt(b['pacc']).strip()} "
+            f"AVG {fmt(b['avg']).strip()}" for b in baselines))
     if s.get("by_variant"):
         echo(f"\nBy variant of the {result.protocol} protocol (x100)")
         echo(variants_text(s))

@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import stat
 import re
 import shutil
 import tempfile
@@ -367,6 +368,9 @@ def read_text_lines(path: Path, what: str, fix: str, max_bytes: int = MAX_TEXT_F
         if len(data) > max_bytes:
             raise InputError(f"The {what} {path} holds more than {max_bytes / 2**20:.0f} MiB (or never ends).",
                              fix)
+        if not data and stat.S_ISFIFO(os.stat(Path(path).expanduser()).st_mode):
+            raise InputError(f"The {what} {path} is a named pipe (FIFO) that nothing had written to when it was "
+                             "read.", f"{fix[:1].lower()}{fix[1:].rstrip('.')}, or start the pipe's writer first.")
         return data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__

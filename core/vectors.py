@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,7 @@ class VectorForm:
     quantization: str | None = None
     calibration_texts: tuple[str, ...] | None = None
     calibration: str | None = None
+    calibration_source: str | None = field(default=None, compare=False)  # the file named in messages (not keyed)
 
     def keyed(self) -> dict[str, Any]:
         """What enters a result's settings and key: only what is set (float vectors keep the paper's keys)."""
@@ -116,6 +117,13 @@ class VectorForm:
             calibration = table[self.calibration_of(table1_texts)]
             if self.dimensions is not None:
                 calibration = truncate(calibration, self.dimensions)
+            flat = np.flatnonzero(np.ptp(calibration, axis=0) == 0)
+            if flat.size:
+                source = self.calibration_source or "Table 1's texts"
+                raise InputError(f"int8's calibration on {source} gives {flat.size} of {calibration.shape[1]} "
+                                 f"dimensions no range (dimension {int(flat[0])} is the same in every text): "
+                                 "nothing to cut into 256 levels.",
+                                 "calibrate on texts that differ (a few hundred of your own, say).")
             rows = quantize_int8(rows, calibration).astype(np.float32)
         elif self.quantization == "binary":
             rows = (rows > 0).astype(np.float32)
@@ -142,6 +150,7 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
         return None
     texts: tuple[str, ...] | None = None
     label = TABLE1_CALIBRATION if quantization == "int8" else None
+    source: str | None = None
     if calibration is not None:
         if isinstance(calibration, str) or hasattr(calibration, "__fspath__"):
             from pathlib import Path
@@ -149,13 +158,17 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
             from .io import read_models_file
 
             texts = tuple(read_models_file(Path(calibration), what="calibration file"))
+            source = f"the calibration file {calibration}"
         else:
             texts = tuple(str(t) for t in calibration)
-        if len(texts) < 2:
-            raise InputError(f"int8 needs at least 2 calibration texts, got {len(texts)}.",
+            source = "the calibration texts"
+        distinct = len(set(texts))
+        if distinct < 2:
+            raise InputError(f"int8 needs at least 2 distinct calibration texts; {source} has {distinct}"
+                             + (f" (in {len(texts)} lines)." if len(texts) > distinct else "."),
                              "pass a file with one text a line (a few hundred of your own texts, say).")
         label = "sha256:" + hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-    return VectorForm(int(dimensions) if dimensions is not None else None, quantization, texts, label)
+    return VectorForm(int(dimensions) if dimensions is not None else None, quantization, texts, label, source)
 
 
 def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | None],

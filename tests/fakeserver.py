@@ -16,6 +16,9 @@ import numpy as np
 from fakes import FakeEncoder
 
 
+_BOMBS: dict[int, bytes] = {}  # a bomb's decoded size -> its gzip bytes, made once a session (streamed)
+
+
 @dataclass
 class Faults:
     dim: int = 16
@@ -31,6 +34,9 @@ class Faults:
     normalize: bool = False  # unit vectors, where the model (FakeEncoder) returns others
     big_endian: bool = False  # base64 answers encode big-endian float32 (OpenAI's format is little-endian)
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
+    echo: bool = False  # its errors repeat the request line and the Authorization header, as some gateways do
+    inflate: int = 0  # answers on inflate_route: this many bytes of JSON whitespace, gzip-encoded (a few MB)
+    inflate_route: str = "/embeddings"
 
 
 @dataclass
@@ -90,12 +96,33 @@ class FakeServer:
         h.end_headers()
         h.wfile.write(data)
 
+    def _bomb(self, h) -> None:
+        """An answer of ``inflate`` bytes of whitespace before an empty JSON object, gzip-encoded (about a
+        thousandth of its decoded size on the wire)."""
+        import zlib
+
+        size = self.faults.inflate
+        if size not in _BOMBS:
+            packer, block, parts = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS), b" " * 2**20, []
+            for start in range(0, size, len(block)):
+                parts.append(packer.compress(block[: size - start]))
+            _BOMBS[size] = b"".join(parts) + packer.compress(b"{}") + packer.flush()
+        data = _BOMBS[size]
+        h.send_response(200)
+        for k, v in {"content-type": "application/json", "content-encoding": "gzip",
+                     "content-length": str(len(data))}.items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+
     def _answer(self, h, body) -> None:
         f = self.faults
         with self._lock:
             self.seen.append((h.path, dict(h.headers)))
         if f.redirect:
             return self._send(h, 308, {}, {"location": f.redirect})
+        if f.inflate and h.path.split("?")[0].endswith(f.inflate_route):
+            return self._bomb(h)
         path = h.path.split("?")[0]
         if path.endswith("/models"):
             return self._send(h, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
@@ -120,8 +147,10 @@ class FakeServer:
         if f.max_batch and len(texts) > f.max_batch:
             return self._send(h, 413, {"error": "too many inputs"})
         if f.max_chars and any(len(t) > f.max_chars for t in texts):
+            echoed = (f" (request: {h.command} {h.path}; Authorization: {h.headers.get('authorization')})"
+                      if f.echo else "")
             return self._send(h, 400, {"error": {"message": "This model's maximum context length is 256 tokens. "
-                                                            "However, you requested 602 tokens."}})
+                                                            "However, you requested 602 tokens." + echoed}})
         with self._lock:
             self.texts += len(texts)
         rows = self.vectors(texts)

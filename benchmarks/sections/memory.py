@@ -2,7 +2,7 @@
 
 A random XLM-RoBERTa of multilingual-e5-large's shape (24 layers, 1024 wide, a 250,002-token vocabulary: 560M
 parameters, 2.2 GB of fp32 weights) is saved as a sentence-transformers folder; then, each in a fresh process with
-its own FASTEVAL_HOME: `load_model` + encode with no export cached (Optimum's export, then the onnxruntime
+its own FASTEVAL_HOME: `load_model` + encode with no export cached (torch.onnx's export, then the onnxruntime
 session), and again from the cached export (the session alone). The first is what `models.sources.needs` budgets
 (EXPORT_PEAK_PER_WEIGHT_BYTE x the weights) and what `fasteval sweep --dry-run` prints.
 """
@@ -73,7 +73,7 @@ def bench_memory(ctx: Ctx) -> list[Line]:
     built = time.perf_counter() - started
     params = folder_params(folder) or 0
     weights_mib = params * 4 / 1024 ** 2
-    export = _child(_RUN, [str(folder)], env)  # no export cached: Optimum, then the session
+    export = _child(_RUN, [str(folder)], env)  # no export cached: torch.onnx, then the session
     cached = _child(_RUN, [str(folder)], env)  # the cached export: the session alone
     detail = {"params": params, "weights_mib": weights_mib, "export_peak_mib": export["peak_mib"],
               "cached_peak_mib": cached["peak_mib"], "export_ratio": export["peak_mib"] / weights_mib,

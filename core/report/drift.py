@@ -305,9 +305,19 @@ def output_marker(candidates: int) -> str:
     return "drift.json" if candidates <= 1 else "ladder.csv"
 
 
+def _inside(junit: str | Path, out: str | Path | None) -> str | None:
+    """The JUnit file's name inside the ``--out`` folder when it goes there (``--out O --junit O/junit.xml``, the
+    usual CI layout), else None."""
+    if out is None:
+        return None
+    junit_path, out_path = Path(junit).expanduser().resolve(), Path(out).expanduser().resolve()
+    return junit_path.relative_to(out_path).as_posix() if junit_path.parent == out_path else None
+
+
 def check_outputs(candidates: int, out: str | Path | None = None, junit: str | Path | None = None) -> None:
     """Where a drift of ``candidates`` candidates writes, checked before any work is done: ``out`` a folder that is
-    new, empty or an earlier drift output; ``junit`` a file in a writable folder. OutputError or InputError."""
+    new, empty or an earlier drift output; ``junit`` a file in a writable folder, or a file of the ``out`` folder
+    itself (written with it). OutputError or InputError."""
     from ..errors import InputError
     from ..io import check_output_folder, check_writable
 
@@ -317,8 +327,13 @@ def check_outputs(candidates: int, out: str | Path | None = None, junit: str | P
         if Path(junit).expanduser().is_dir():
             raise InputError(f"--junit {junit} is a folder; it takes the file to write.",
                              f"pass a file name, such as --junit {Path(junit) / 'drift.xml'}.")
-        check_writable(Path(junit).expanduser().parent, "the folder of --junit",
-                       "pass --junit FILE in a folder you can write.")
+        name = _inside(junit, out)
+        if name in ("drift.json", "drift_groups.csv", "drift_worst.csv", "ladder.json", "ladder.csv"):
+            raise InputError(f"--junit {junit} is a file the drift report writes in --out {out}.",
+                             f"pass another name, such as --junit {Path(out or '.') / 'junit.xml'}.")
+        if name is None:
+            check_writable(Path(junit).expanduser().parent, "the folder of --junit",
+                           "pass --junit FILE in a folder you can write.")
 
 
 def write_outputs(reports: list[DriftReport], reference: str, out: str | Path | None = None,
@@ -328,8 +343,11 @@ def write_outputs(reports: list[DriftReport], reference: str, out: str | Path | 
     from ..io import atomic_write, write_output_folder
 
     data, files, text = outputs(reports, reference)
-    if junit is not None:
-        atomic_write(Path(junit), drift_junit(reports))
+    name = None if junit is None else _inside(junit, out)
+    if name is not None:  # the JUnit file is one of the folder's files: written with it, never replaced after it
+        files = {**files, name: drift_junit(reports)}
     if out is not None:
         write_output_folder(Path(out), files, what="the drift report", marker=output_marker(len(reports)))
+    if junit is not None and name is None:
+        atomic_write(Path(junit), drift_junit(reports))
     return data, text

@@ -149,7 +149,7 @@ def run_bench(loader: Callable[..., Any] | None = None, model: str | None = None
     """
     from ..exams import parse_exams
     from ..plan import evaluate, step_timings
-    from ..choices import is_url
+    from ..choices import is_url, public_model
 
     step = on_step or (lambda _name: None)
     if repeats < 1:
@@ -165,7 +165,8 @@ def run_bench(loader: Callable[..., Any] | None = None, model: str | None = None
     sets = {"paper": paper_texts()}
     if n_long:
         sets["long"] = long_sentences(n_long)
-    result = BenchResult(model=model, provider=provider, repeats=repeats, machine=machine_info())
+    # what is shown and written: a served model's URL without its credentials (a key in the query, user:password@)
+    result = BenchResult(model=public_model(model), provider=provider, repeats=repeats, machine=machine_info())
     local: str | None = model
     if is_url(model):
         result.provider, result.reference, local = "served", reference, reference

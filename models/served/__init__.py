@@ -41,7 +41,7 @@ from ...core.errors import InputError, ModelError, first_line
 from .answers import Usage, count_usage, read_rows
 from .batching import Batcher, InputRefused  # noqa: F401 (InputRefused re-exported)
 from .dialects import DIALECTS, model_entry_identity
-from .transport import Endpoint, Refused, Transport
+from .transport import Endpoint, Refused, Transport, answer_limit
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class ServedEncoder:
         if self._base64 is not False:
             payload["encoding_format"] = "base64"
         try:
-            body = self.http.request("POST", "/embeddings", payload)
+            body = self.http.request("POST", "/embeddings", payload, limit=answer_limit(len(batch), self.dim))
         except Refused as err:
             if "encoding_format" in payload and self._base64 is None and err.status in (400, 422):
                 self._base64 = False  # the server does not take base64 (or the batch is too big: try both)

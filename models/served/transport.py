@@ -32,6 +32,23 @@ _TOO_LONG = re.compile(r"context length|context size|context window|too long|too
                        r"maximum.*tokens|tokens.*(larger|longer|exceed|more) than|less than \d+ tokens|"
                        r"input.*(larger|longer)", re.IGNORECASE)
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MASK = "***"
+MIN_SECRET = 4
+# a credential a server echoes after its scheme (an Authorization header repeated in an error page)
+_CREDENTIAL = re.compile(r"(\b(?:Bearer|Basic|Token|api[_-]?key)\b[\s:=]+)[^\s,;\"'&]+", re.IGNORECASE)
+# How much of an answer is read, decoded (after any gzip or deflate): what the request implies, generously, and no
+# more, so that a deployment cannot take the runner that gates it out of memory (a 4 MB gzip answer that inflated to
+# gigabytes did). /embeddings: rows x dimension x the bytes a number takes at most as JSON text
+# ("-1.2345678901234567e-05, "; base64 takes 5.4) on top of the floor; before the first answer says the dimension,
+# MAX_DIMENSION stands for it. Every other route (/models, /tokenize, /info): the floor.
+ANSWER_FLOOR_BYTES = 8 * 2**20
+ANSWER_BYTES_PER_NUMBER = 32
+MAX_DIMENSION = 65_536
+
+
+def answer_limit(rows: int, dimension: int | None = None) -> int:
+    """The most bytes (decoded) an answer of ``rows`` vectors of ``dimension`` numbers is read to."""
+    return ANSWER_FLOOR_BYTES + rows * (dimension or MAX_DIMENSION) * ANSWER_BYTES_PER_NUMBER
 
 
 def too_long(message: str) -> bool:
@@ -91,6 +108,23 @@ class Endpoint:
             return f"a bearer key from {self.key_env}"
         return "none"
 
+    def secrets(self) -> list[str]:
+        """Every credential this endpoint sends: the bearer key, the URL's user and password, each value of its
+        query (a gateway's key may travel as ?api_key=, ?code=, ?sig=...); the longest first. Values under
+        MIN_SECRET characters are not taken for secrets (masking them would garble a server's numbers)."""
+        values = [self.bearer or "", *(self.auth or ()), *(value for _, value in self.params)]
+        return sorted({v for v in values if len(v) >= MIN_SECRET}, key=len, reverse=True)
+
+    def mask(self, text: str) -> str:
+        """``text`` from a server (an error message, a header it echoed) as it may be shown or written: each of
+        this endpoint's secrets, raw or URL-encoded, and whatever follows a 'Bearer ' or 'Basic ', masked."""
+        from urllib.parse import quote, quote_plus
+
+        for secret in self.secrets():
+            for form in dict.fromkeys((secret, quote(secret, safe=""), quote_plus(secret))):
+                text = text.replace(form, MASK)
+        return _CREDENTIAL.sub(lambda m: m.group(1) + MASK, text)
+
     def roots(self) -> list[str]:
         """Where a server's own routes (/info, /tokenize, /props) may be: the base, and its root when it ends
         in /v1."""
@@ -120,9 +154,10 @@ class Transport:
         self._client.close()
 
     def request(self, method: str, path: str, payload: Any = None, base: str | None = None, retry: bool = True,
-                first_contact: bool = False) -> Any:
-        """The JSON answer of ``method base+path``. ``Refused`` for a 4xx the caller may cure; ModelError for
-        everything else, naming the problem and the fix (the public URL only, never a credential)."""
+                first_contact: bool = False, limit: int = ANSWER_FLOOR_BYTES) -> Any:
+        """The JSON answer of ``method base+path``, read to at most ``limit`` bytes decoded (``answer_limit``).
+        ``Refused`` for a 4xx the caller may cure; ModelError for everything else, naming the problem and the fix
+        (the public URL only, never a credential)."""
         import httpx
 
         url = (base or self.endpoint.base) + path
@@ -132,12 +167,17 @@ class Transport:
             wait = None
             try:
                 self.usage.add(requests=1)
-                status, headers, body = self._send(method, url, payload)
+                status, headers, body = self._send(method, url, payload, limit)
+            except _TooLarge:
+                raise ModelError(f"{shown} answered more than {limit / 2**20:.1f} MiB (decoded), more than the request "
+                                 "can take: the answer was refused, not read whole.",
+                                 "check the server (a compressed answer that inflates without end, or one that "
+                                 "does not end); fasteval reads an answer to the size its request implies.") from None
             except httpx.ConnectError as err:
                 if first_contact and attempt == 0:
-                    raise ModelError(f"Nothing answers at {shown} ({_safe(err)}).",
+                    raise ModelError(f"Nothing answers at {shown} ({self.endpoint.mask(_safe(err))}).",
                                      "start the server, or check the host, port and scheme of its URL.") from None
-                reason = f"could not connect ({_safe(err)})"
+                reason = f"could not connect ({self.endpoint.mask(_safe(err))})"
             except (httpx.TimeoutException, _Deadline):
                 reason = f"no whole answer within {self.timeout:g} s"
             except httpx.TransportError as err:
@@ -160,16 +200,20 @@ class Transport:
             time.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _send(self, method: str, url: str, payload: Any) -> tuple[int, Any, bytes]:
-        """(status, headers, body) of one request, read whole before its deadline."""
+    def _send(self, method: str, url: str, payload: Any, limit: int) -> tuple[int, Any, bytes]:
+        """(status, headers, body) of one request, read whole before its deadline and within ``limit`` bytes."""
         with self._slots:
             deadline = time.monotonic() + self.timeout
-            return self._stream(method, url, payload, deadline)
+            return self._stream(method, url, payload, deadline, limit)
 
-    def _stream(self, method: str, url: str, payload: Any, deadline: float) -> tuple[int, Any, bytes]:
+    def _stream(self, method: str, url: str, payload: Any, deadline: float, limit: int) -> tuple[int, Any, bytes]:
         chunks: list[bytes] = []
+        size = 0
         with self._client.stream(method, url, json=payload) as response:
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_bytes():  # decoded: gzip and deflate are counted as they inflate
+                size += len(chunk)
+                if size > limit:
+                    raise _TooLarge()
                 chunks.append(chunk)
                 if time.monotonic() > deadline:
                     raise _Deadline()
@@ -178,6 +222,10 @@ class Transport:
 
 class _Deadline(Exception):
     """A request not answered whole within its deadline."""
+
+
+class _TooLarge(Exception):
+    """An answer larger, decoded, than its request implies."""
 
 
 def _safe(err: Exception) -> str:
@@ -211,7 +259,7 @@ def _raise_for(status: int, headers, body: bytes, shown: str, endpoint: Endpoint
         raise ModelError(f"{shown} answered 404 (not found).",
                          "check the base URL (OpenAI-compatible servers usually serve under /v1) and the model "
                          "name after #.")
-    message = _error_text(body)
+    message = endpoint.mask(_error_text(body))
     if status not in RETRY_STATUSES or too_long(message):  # an input too long is refused, not a passing fault
         raise Refused(status, message)
 

@@ -6,8 +6,9 @@ import os
 import subprocess
 import sys
 
+import pytest
 
-from fakes import one_line_error, run_cli
+from fakes import ROOT, one_line_error, run_cli
 
 
 
@@ -209,3 +210,16 @@ def test_the_small_edges_of_the_fault_round(tmp_path, tiny_st_folder):
     assert "caf\\xe9" in shown and "cafe\\u0301" in shown and "(NFC)" in shown and "(NFD)" in shown
     assert pair_text("2 m", "3 m") == "'2 m' ~ '3 m'"
     assert cut("the quick brown fox jumps", 14) == "the quick…" and cut("abcdefghijklmnop", 8) == "abcdefg…"
+
+
+@pytest.mark.parametrize("protocol", sorted(p.stem for p in (ROOT / "core" / "protocol" / "builtin").glob("*.toml")))
+def test_every_built_in_protocols_sweep_ends_cleanly(protocol, tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
+    """A built-in protocol's sweep prints its Table 1 row and the surface-form baselines' rows and exits 0 (the
+    multilingual protocol's baselines have no tau on some cells: the line ended in an internal error after the
+    results were written; issue 56, item 9)."""
+    proc = run_cli(["sweep", "--model", tiny_st_folder, "--protocol", protocol, "--exams", "1", "--bootstrap", "0",
+                    "--provider", "cpu", "--out", tmp_path / "out"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    surface = [line for line in proc.stdout.splitlines() if line.startswith("  surface form")]
+    assert len(surface) == 1 and "byte counts tau " in surface[0] and "None" not in surface[0], proc.stdout[-1500:]

@@ -71,3 +71,18 @@ def test_the_extras_join_an_environment_that_holds_sentence_transformers_6_and_m
     assert would["sentence-transformers"] == "6.2.0" and would["mteb"] == "2.26.24"
     assert _at_least(would["transformers"], (5, 3)) and _at_least(would["huggingface-hub"], (1, 3))
     assert "kernels" in would
+
+
+def test_the_wheel_carries_the_licence(tmp_path):
+    """pyproject says Apache-2.0: the licence's text is in the repository and in the wheel (issue 56, item 12)."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=RESOLVE_LIMIT_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import zipfile
+
+    (wheel,) = tmp_path.glob("fasteval-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        licences = [name for name in archive.namelist() if name.endswith("/LICENSE")]
+        assert licences, archive.namelist()
+        text = archive.read(licences[0]).decode()
+    assert text == (ROOT / "LICENSE").read_text() and "Apache License" in text and "Version 2.0" in text

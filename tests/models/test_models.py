@@ -262,3 +262,22 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     assert json.loads(record_file.read_text())["recipe"] == export_module.INT8_QUANTIZATION
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"
+
+
+def test_an_export_cached_by_optimum_is_reused_under_its_key(tiny_st_folder, tmp_path, monkeypatch):
+    """A cache entry made before the export moved to torch.onnx (its record names Optimum, format 1) holds the same
+    model's graph: it is reused as it is, nothing is exported again (issue 55)."""
+    pytest.importorskip("onnxscript")
+    import torch.onnx
+
+    from fasteval.models.onnx.export import export, export_info
+
+    home = tmp_path / "home"
+    dest = export(load_folder(tiny_st_folder), home)
+    record = export_info(dest)
+    optimum_record = {"format": 1, "source": record["source"], "source_sha256": record["source_sha256"],
+                      "dtype": "fp32", "optimum": "0.1.0", "onnx_sha256": record["onnx_sha256"]}
+    (dest / "fasteval_export.json").write_text(json.dumps(optimum_record))
+    monkeypatch.setattr(torch.onnx, "export", lambda *a, **k: pytest.fail("exported again"))
+    assert export(load_folder(tiny_st_folder), home) == dest
+    assert export_info(dest) == optimum_record

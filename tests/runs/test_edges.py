@@ -1,0 +1,164 @@
+"""The edges a fault round and a new user found (issue 56), each held from outside: a served answer that inflates to
+gigabytes, keys on the terminal and in files, a CI layout that lost its verdict, a calibration set with nothing to
+calibrate on. Servers are tests/fakeserver.py on 127.0.0.1; every command runs as a user runs it (run_cli)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fakes import FASTEVAL, one_line_error, run_cli
+from fakeserver import FakeServer, Faults
+
+GIB = 2**30
+
+
+@pytest.fixture
+def servers():
+    made = []
+
+    def make(**faults) -> FakeServer:
+        server = FakeServer(faults=Faults(**faults))
+        made.append(server)
+        return server
+
+    yield make
+    for s in made:
+        s.close()
+
+
+# A command run in a child of a child: the grandchild's peak resident memory comes back (RUSAGE_CHILDREN of the
+# middle process counts only it).
+PEAK = ("import json, resource, subprocess, sys\n"
+        "proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "print(json.dumps({'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr,\n"
+        "                  'peak_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))\n")
+
+
+def run_measured(args: list, home) -> dict:
+    import os
+
+    env = {**os.environ, "FASTEVAL_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-c", PEAK, *FASTEVAL, *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+# --- 1. a served answer is read to the size its request implies ---------------------------------------------------
+@pytest.mark.parametrize("route", ["/embeddings", "/models"])
+def test_an_answer_that_inflates_to_a_gigabyte_is_refused_in_one_line_within_bounded_memory(route, servers,
+                                                                                          tmp_path):
+    """A gzip answer of about a megabyte that inflates to 1 GiB of JSON whitespace: the sweep stops reading at the
+    bound its request implies and exits 2 with one line; its memory stays far below what reading it would take
+    (the whole answer and its joined copy: over 2 GiB)."""
+    server = servers(inflate=GIB, inflate_route=route)
+    done = run_measured(["sweep", "--model", server.url, "--out", tmp_path / "out", "--exams", "1",
+                         "--bootstrap", "0"], tmp_path / "home")
+    proc = subprocess.CompletedProcess([], done["rc"], done["stdout"], done["stderr"])
+    assert done["rc"] == 2
+    one_line_error(proc, f"{server.url}{route} answered more than", "MiB (decoded)", "refused, not read whole")
+    assert done["peak_kib"] * 1024 < 1.2 * GIB, f"peak {done['peak_kib'] / 2**20:.2f} GiB"
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("results.json"))
+
+
+def test_the_bound_grows_with_the_request_and_a_normal_answer_is_read(servers, tmp_path):
+    from fasteval.models.served.transport import ANSWER_FLOOR_BYTES, answer_limit
+
+    assert answer_limit(0) == ANSWER_FLOOR_BYTES
+    assert answer_limit(32, 384) < answer_limit(32) < answer_limit(64)
+    assert answer_limit(32, 384) >= 32 * 384 * len(json.dumps(-1.2345678901234567e-05) + ", ")
+    server = servers(dim=1024)
+    proc = run_cli(["sweep", "--model", server.url, "--out", tmp_path / "out", "--exams", "1", "--bootstrap", "0"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- 2 and 3. no secret reaches any output, whoever wrote the text ------------------------------------------------
+KEY, QUERY_KEY, PASSWORD = "sk-BEARER-7f3a9c", "QKEY-51d8e2", "PWD-0c4b7a"
+
+
+def _everything_written(proc, root) -> str:
+    files = [p.read_text(errors="replace") for p in root.rglob("*") if p.is_file() and p.stat().st_size < 2**24]
+    return "\n".join([proc.stdout, proc.stderr, *files])
+
+
+def test_bench_shows_only_the_public_url(servers, tmp_path):
+    """`fasteval bench --model URL?api_key=...` printed the URL with its key, twice (item 2)."""
+    server = servers()
+    url = server.url.replace("://", f"://user:{PASSWORD}@") + f"?api_key={QUERY_KEY}"
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_cli(["bench", "--model", url, "--batch-sizes", "8", "--concurrency", "1", "--repeats", "1",
+                    "--long-sentences", "0", "--exams", "none", "--json", out / "bench.json"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    assert f"fasteval bench: {server.url} on served" in proc.stdout
+    written = _everything_written(proc, out)
+    assert QUERY_KEY not in written and PASSWORD not in written and "user:" not in written
+    assert json.loads((out / "bench.json").read_text())["model"] == server.url
+
+
+def test_a_servers_echo_of_the_key_is_masked_on_the_terminal_in_drift_json_and_junit(servers, tmp_path):
+    """A gateway whose error text repeats the request line and the Authorization header (item 3): the bearer key
+    and each query value are masked wherever the text goes."""
+    reference, candidate = servers(), servers(max_chars=40, echo=True)
+    out = tmp_path / "out"
+    url = candidate.url + f"?api_key={QUERY_KEY}"
+    proc = run_cli(["drift", reference.url, url, "--bootstrap", "0", "--out", out, "--junit", tmp_path / "j.xml"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home"), "FASTEVAL_API_KEY": KEY})
+    assert proc.returncode in (0, 1), proc.stderr
+    written = _everything_written(proc, tmp_path) + (tmp_path / "j.xml").read_text()
+    assert "maximum context length" in written and "Authorization: Bearer ***" in written, "the message is kept"
+    assert KEY not in written and QUERY_KEY not in written
+    assert any(KEY in headers.get("Authorization", "") for _, headers in candidate.seen), "the key was sent"
+
+
+# --- 4. the natural CI layout keeps its verdict and its JUnit file ------------------------------------------------
+@pytest.mark.parametrize("earlier", [False, True], ids=["new-folder", "earlier-output"])
+def test_drift_out_with_its_junit_inside_keeps_the_verdict_and_the_file(earlier, servers, tmp_path):
+    """`drift --out O --junit O/junit.xml`: with O new the run exited 2 after it finished (the verdict lost); with O
+    from an earlier run it exited 0 and junit.xml was gone (the folder replaced after the file was written)."""
+    reference, candidate = servers(), servers(noise=0.9)  # another model: a drift, exit 1
+    out = tmp_path / "O"
+    args = ["drift", reference.url, candidate.url, "--bootstrap", "0", "--out", out, "--junit", out / "junit.xml"]
+    env = {"FASTEVAL_HOME": str(tmp_path / "home")}
+    if earlier:
+        assert run_cli(args, env=env).returncode == 1
+        (out / "junit.xml").unlink()
+    proc = run_cli(args, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert (out / "drift.json").is_file() and "<testsuite" in (out / "junit.xml").read_text()
+    assert 'failures="' in (out / "junit.xml").read_text() and json.loads((out / "drift.json").read_text())
+    clash = run_cli([*args[:-1], out / "drift.json"], env=env)
+    one_line_error(clash, "is a file the drift report writes", "--junit")
+
+
+# --- 5. int8 needs something to calibrate on -----------------------------------------------------------------------
+def test_int8_calibrated_on_one_line_repeated_is_refused_naming_the_file(tiny_st_folder, tiny_encoder, fasteval_home,
+                                                                        tmp_path):
+    """1,000 copies of one line gave τ n/a, PACC 0.00, exit 0 and a numpy warning (item 5); two texts that embed
+    the same (the tiny model lower-cases) leave every dimension without a range."""
+    args = ["sweep", "--model", tiny_st_folder, "--exams", "1", "--bootstrap", "0", "--provider", "cpu",
+            "--vector-quantization", "int8", "--calibration"]
+    same = tmp_path / "same.txt"
+    same.write_text("2 kilometers\n" * 1000)
+    proc = run_cli([*args, same, "--out", tmp_path / "a"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    one_line_error(proc, f"the calibration file {same} has 1 (in 1000 lines)", "at least 2 distinct")
+    cased = tmp_path / "cased.txt"
+    cased.write_text("2 Kilometers\n2 KILOMETERS\n")
+    proc = run_cli([*args, cased, "--out", tmp_path / "b"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    one_line_error(proc, f"int8's calibration on the calibration file {cased} gives 32 of 32 dimensions no range")
+    assert "RuntimeWarning" not in proc.stderr and not list(tmp_path.rglob("results.json"))
+
+
+# --- 8. a named pipe nothing writes to is named as the file it is -------------------------------------------------
+def test_a_fifo_with_no_writer_is_one_line_naming_the_file(tmp_path):
+    import os
+
+    fifo = tmp_path / "quantities.fifo"
+    os.mkfifo(fifo)
+    proc = run_cli(["check", "--file", fifo, "--model", "none-needed"], env={"FASTEVAL_HOME": str(tmp_path / "h")})
+    one_line_error(proc, f"The quantities file {fifo} is a named pipe (FIFO) that nothing had written to")
