@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
+import unicodedata
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,19 @@ ARRAYS = {"magic": ("U", 0), "meta": ("U", 0), "text_bytes": ("u", 1), "text_end
 # which texts, by their index; each variant's L2-normalised rows as float16, variants x texts x dimension). A
 # receipt saved before receipts carried them has neither, and still gates.
 VARIANT_ARRAYS = {"variant_texts": ("iu", 1), "variant_vectors": ("f", 3)}
+# The names a receipt's variants may have: drift's diagnosis's grammar, one change or two joined by '+', each a
+# setting and its value (pooling=cls, max_tokens=128, prompt=query, dense=off+lowercase=off). Anything else (a
+# newline and a CI runner's '::error' command, say) is refused: names reach terminals, logs and JUnit files.
+VARIANT_SETTINGS = ("pooling", "dense", "normalize", "max_tokens", "prompt", "lowercase", "special_tokens",
+                    "precision")
+_CHANGE = rf"(?:{'|'.join(VARIANT_SETTINGS)})=[A-Za-z0-9_.-]{{1,64}}"
+VARIANT_NAME = re.compile(rf"{_CHANGE}(?:\+{_CHANGE})?")
+# A receipt's members, and what its meta may nest: every other member is refused unopened; a meta deeper than this
+# (JSON's parser recursed to its limit on one 200,000 deep) is not read.
+META_DEPTH = 16
+# The most an array member may be compressed: a receipt's arrays are floats and text, stored (np.savez) or deflated
+# at a few to one; a member of deflated zeros (a thousand to one) is a file that would inflate past its size.
+MAX_COMPRESSION_RATIO = 50
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -104,7 +119,7 @@ class ReceiptEncoder:
                     raise InputError(f"{path} is a zip (.npz) file but not a fasteval receipt (no "
                                      f"{MAGIC!r} in it).", "pass a file written by fasteval drift --save-receipt.")
                 _check_arrays(path, declared, fix)
-                meta = json.loads(str(data["meta"]))
+                meta = _printable(_read_meta(str(data["meta"]), path, fix))
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
                 recorded = ((np.asarray(data["variant_texts"], dtype=np.int64),
@@ -141,6 +156,10 @@ class ReceiptEncoder:
                 said.get("unavailable") else None
         index, vectors = recorded
         names = said.get("names") if isinstance(said, dict) else None
+        if isinstance(names, list) and any(not isinstance(n, str) or not VARIANT_NAME.fullmatch(n) for n in names):
+            odd = next(n for n in names if not isinstance(n, str) or not VARIANT_NAME.fullmatch(n))
+            raise InputError(f"The receipt {self.path} names a variant {ascii(odd)[:80]}, which is not a setting=value "
+                             f"of drift's diagnosis ({', '.join(VARIANT_SETTINGS)}).", fix)
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or \
                 vectors.shape[:2] != (len(names), len(index)) or vectors.shape[2] != self.dim or \
                 (len(index) and (index.min() < 0 or index.max() >= len(self.texts))):
@@ -187,6 +206,13 @@ def _declared_arrays(path: Path, fix: str) -> dict[str, tuple[tuple[int, ...], n
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
             name = info.filename.removesuffix(".npy")
+            if name not in ARRAYS and name not in VARIANT_ARRAYS:
+                raise InputError(f"The receipt {path} holds a member a receipt does not have "
+                                 f"({ascii(info.filename)[:80]}).", fix)
+            ratio = info.file_size / max(info.compress_size, 1)
+            if info.compress_type != zipfile.ZIP_STORED and info.file_size > 2**16 and ratio > MAX_COMPRESSION_RATIO:
+                raise InputError(f"The receipt {path} holds {name} compressed {ratio:,.0f} to one, as no array of "
+                                 f"floats or text is ({info.file_size:,} bytes declared).", fix)
             if info.compress_type == zipfile.ZIP_STORED and info.file_size > size:
                 raise InputError(f"The receipt {path} declares {info.filename} of {info.file_size:,} bytes in a file "
                                  f"of {size:,}.", fix)
@@ -203,6 +229,37 @@ def _declared_arrays(path: Path, fix: str) -> dict[str, tuple[tuple[int, ...], n
                                  f"({MAX_RECEIPT_BYTES / 2**30:.0f} GiB).", fix)
             declared[name] = (tuple(shape), dtype)
     return declared
+
+
+def _read_meta(text: str, path: Path, fix: str) -> Any:
+    """The receipt's meta as JSON, refused unparsed when it nests deeper than ``META_DEPTH``."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for char in text:  # the brackets outside strings
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > META_DEPTH:
+                raise InputError(f"The receipt {path} has a meta nested deeper than {META_DEPTH} levels.", fix)
+        elif char in "]}":
+            depth -= 1
+    return json.loads(text)
+
+
+def _printable(value: Any) -> Any:
+    """``value`` (a receipt's meta) with control and format characters taken out of every string in it: what a
+    receipt says reaches terminals, CI logs (a newline and '::error' there is a command) and JUnit files."""
+    if isinstance(value, str):
+        return "".join(c for c in value if unicodedata.category(c) not in ("Cc", "Cf"))
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    return value
 
 
 def _check_arrays(path: Path, declared: dict[str, tuple[tuple[int, ...], np.dtype]], fix: str) -> None:

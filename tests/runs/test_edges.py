@@ -162,3 +162,107 @@ def test_a_fifo_with_no_writer_is_one_line_naming_the_file(tmp_path):
     os.mkfifo(fifo)
     proc = run_cli(["check", "--file", fifo, "--model", "none-needed"], env={"FASTEVAL_HOME": str(tmp_path / "h")})
     one_line_error(proc, f"The quantities file {fifo} is a named pipe (FIFO) that nothing had written to")
+
+
+# --- 6 and 7. a receipt is an input from elsewhere -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def receipt(tiny_st_folder, fasteval_home, tmp_path_factory):
+    path = tmp_path_factory.mktemp("receipt") / "ref.receipt"
+    proc = run_cli(["drift", "--save-receipt", path, tiny_st_folder, "--provider", "cpu", "--bootstrap", "0", "-q",
+                    "--no-invariance"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def _members(source) -> dict:
+    import io
+
+    import numpy as np
+
+    out = {}
+    with np.load(source, allow_pickle=False) as data:
+        for name in data.files:
+            buf = io.BytesIO()
+            np.save(buf, data[name])
+            out[f"{name}.npy"] = buf.getvalue()
+    return out
+
+
+def _zip(dest, members: dict, compress: dict | None = None) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(dest, "w") as out:
+        for name, data in members.items():
+            out.writestr(name, data, compress_type=(compress or {}).get(name, zipfile.ZIP_STORED))
+
+
+def _with_meta(source, dest, change) -> None:
+    import io
+
+    import numpy as np
+
+    members = _members(source)
+    with np.load(source, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+    buf = io.BytesIO()
+    text = change(meta)
+    np.save(buf, np.array(text if isinstance(text, str) else json.dumps(text)))
+    members["meta.npy"] = buf.getvalue()
+    _zip(dest, members)
+
+
+def _drift(receipt_path, tiny_st_folder, home, timeout=120):
+    return run_cli(["drift", receipt_path, tiny_st_folder, "--provider", "cpu", "--bootstrap", "0", "-q",
+                    "--no-invariance"], env={"FASTEVAL_HOME": str(home)}, timeout=timeout)
+
+
+def test_a_receipts_variant_names_follow_the_grammar_and_its_words_lose_control_characters(
+        receipt, tiny_st_folder, fasteval_home, tmp_path):
+    """A variant named "pooling=cls\\n::error title=x::pwned" wrote its own line into a CI log (item 6): refused;
+    a name or identity with control characters is shown without them."""
+    from fasteval.core.runs.drift.diagnosis import pairs_of, variants_of
+    from fasteval.models.adapters.receipt import VARIANT_NAME, ReceiptEncoder
+    from fasteval.models.loader import load_model
+
+    singles = variants_of(load_model(str(tiny_st_folder), provider="cpu"))
+    assert singles and all(VARIANT_NAME.fullmatch(v.name) for v in [*singles, *pairs_of(singles)])
+
+    def forge(meta):
+        meta["variants"]["names"][0] = "pooling=cls\n::error title=x::pwned"
+        return meta
+
+    _with_meta(receipt, tmp_path / "forged.receipt", forge)
+    proc = _drift(tmp_path / "forged.receipt", tiny_st_folder, fasteval_home)
+    line = one_line_error(proc, "names a variant", "not a setting=value of drift's diagnosis")
+    assert "\n::error" not in proc.stdout + proc.stderr and "'pooling=cls::error title=x::pwned'" in line
+
+    def rename(meta):
+        meta["name"] = "tiny\n::error::x\x1b[31m\u202e"
+        return meta
+
+    _with_meta(receipt, tmp_path / "named.receipt", rename)
+    assert ReceiptEncoder(tmp_path / "named.receipt").meta["name"] == "tiny::error::x[31m"
+
+
+def test_a_receipts_members_and_meta_are_bounded_before_they_are_read(receipt, tiny_st_folder, fasteval_home,
+                                                                      tmp_path):
+    """Meta nested 200,000 deep was an internal error; 100,000 unknown members were opened one by one and then
+    accepted; deflated zeros that inflate to gigabytes were read whole (item 7): each one line, exit 2, at once."""
+    import zipfile
+
+    _with_meta(receipt, tmp_path / "deep.receipt", lambda meta: "[" * 200_000 + "]" * 200_000)
+    one_line_error(_drift(tmp_path / "deep.receipt", tiny_st_folder, fasteval_home), "meta nested deeper than 16")
+
+    members = _members(receipt)
+    members.update({f"junk{k}.npy": b"" for k in range(100_000)})
+    _zip(tmp_path / "junk.receipt", members)
+    proc = _drift(tmp_path / "junk.receipt", tiny_st_folder, fasteval_home, timeout=60)
+    one_line_error(proc, "holds a member a receipt does not have ('junk0.npy')")
+
+    members = _members(receipt)
+    header = members["vectors.npy"][:128]  # numpy's header: declares the shape it holds; zeros after it
+    members["vectors.npy"] = header + b"\0" * (2**28)
+    _zip(tmp_path / "zeros.receipt", members, {"vectors.npy": zipfile.ZIP_DEFLATED})
+    assert (tmp_path / "zeros.receipt").stat().st_size < 2**21
+    proc = _drift(tmp_path / "zeros.receipt", tiny_st_folder, fasteval_home, timeout=60)
+    one_line_error(proc, "holds vectors compressed", "to one, as no array of floats or text is")
