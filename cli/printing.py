@@ -105,19 +105,19 @@ def print_needs(needs) -> None:
         return "?" if n is None else (f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M")
 
     echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'cached':<13} "
-         f"{'this machine':<13} notes")
+         f"{'this machine':<24} notes")
     for n in needs:
         if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
             cached, here = "-", "not called"
         else:
             cached = "exported" if n.exported else ("yes" if n.cached else "no")
-            here = ("offline" if n.offline else
-                    {True: "fits", False: "needs more mem", None: "?"}[n.fits])
+            fits = {True: "fits", False: "needs more mem", None: "?"}[n.fits]
+            here = (f"offline, {fits}" if fits != "fits" else "offline") if n.offline else fits
         notes = "; ".join(x for x in ("gated" if n.gated else "", "remote code" if n.remote_code else "",
                                       f"prompts: {n.prompts} (none used, as in the paper; --prompt or "
                                       "--prompt-name picks one)" if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
-             f"{gb(n.peak_bytes):>8} {cached:<13} {here:<13} {notes}")
+             f"{gb(n.peak_bytes):>8} {cached:<13} {here:<24} {notes}")
     memory = next((n.memory for n in needs if n.memory), None)
     echo(f"\nPeak: the memory an export takes (about 3x the {needs[0].dtype if needs else 'fp32'} weights), or the "
          f"weights' when the export is cached; this machine has {gb(memory)} GB. 'needs more mem': more memory "

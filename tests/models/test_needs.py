@@ -7,7 +7,7 @@ import pytest
 from fasteval.core.errors import ModelError
 from fasteval.models.sources.needs import EXPORT_PEAK_PER_WEIGHT_BYTE, GIB, folder_params, machine_memory, needs_of
 
-from fakes import run_cli
+from fakes import one_line_error, run_cli
 
 
 def test_folder_params_read_the_safetensors_headers(tiny_st_folder):
@@ -125,3 +125,27 @@ def test_dry_run_names_a_folders_own_prompts_and_that_none_is_used(tmp_path, tin
     proc = run_cli(["sweep", "--dry-run", "--model", folder], env={"FASTEVAL_HOME": str(tmp_path / "home")})
     assert proc.returncode == 0, proc.stderr
     assert "prompts: query, document (none used, as in the paper; --prompt or --prompt-name picks one)" in proc.stdout
+
+
+def test_dry_run_shows_every_reason_a_model_cannot_run(tmp_path):
+    """Offline and too big: both said, in the row and in the line that leaves it out, with both ways out (issue 56,
+    item 10: "offline" alone hid that Qwen3-Embedding-8B needs 87 GB on a 24 GB machine)."""
+    if (machine_memory() or 0) >= 87.4 * GIB:
+        pytest.skip("this machine can export Qwen3-Embedding-8B")
+    proc = run_cli(["sweep", "--dry-run", "--model", "Qwen3-Embedding-8B"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "offline, needs more mem" in proc.stdout.splitlines()[1]
+    left_out = next(line for line in proc.stdout.splitlines() if line.startswith("left out:"))
+    assert "HF_HUB_OFFLINE is set" in left_out and "needs about 87.4 GB of memory" in left_out
+    assert "unset HF_HUB_OFFLINE" in proc.stdout and "pass --model URL" in proc.stdout
+
+
+def test_dry_run_checks_names_as_the_sweep_does(tmp_path):
+    """`--dry-run --model banana` exited 0 with a "Hub" row while the sweep refuses the name (item 11)."""
+    env = {"FASTEVAL_HOME": str(tmp_path / "home")}
+    dry = run_cli(["sweep", "--dry-run", "--model", "all-MiniLM-L6"], env=env)
+    sweep = run_cli(["sweep", "--model", "all-MiniLM-L6", "--out", tmp_path / "out"], env=env)
+    line = one_line_error(dry, "Unknown model 'all-MiniLM-L6'", "did you mean 'all-MiniLM-L6-v2'")
+    assert dry.returncode == sweep.returncode == 2 and line == one_line_error(sweep)
+    assert run_cli(["sweep", "--dry-run", "--model", "acme/tiny-bert"], env=env).returncode == 0, "a Hub id"
