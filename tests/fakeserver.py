@@ -34,6 +34,7 @@ class Faults:
     normalize: bool = False  # unit vectors, where the model (FakeEncoder) returns others
     big_endian: bool = False  # base64 answers encode big-endian float32 (OpenAI's format is little-endian)
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
+    count_characters: bool = False  # usage.prompt_tokens is the texts' characters (as infinity's is)
     echo: bool = False  # its errors repeat the request line and the Authorization header, as some gateways do
     inflate: int = 0  # answers on inflate_route: this many bytes of JSON whitespace, gzip-encoded (a few MB)
     inflate_route: str = "/embeddings"
@@ -159,4 +160,6 @@ class FakeServer:
                  "embedding": base64.b64encode(r.astype(">f4" if f.big_endian else "<f4").tobytes()).decode()
                  if b64 else r.tolist()}
                 for i, r in enumerate(rows)]
-        self._send(h, 200, {"data": data, "model": self.model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        tokens = sum(len(t) for t in texts) if f.count_characters else 1
+        self._send(h, 200, {"data": data, "model": self.model,
+                            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})

@@ -54,12 +54,15 @@ def drift_text(report: DriftReport) -> str:
                      f"{norms['worst_ratio']:.4f} for {norms['text']!r}"
                      + ("; the candidate returns unit vectors" if norms.get("candidate_unit") else ""))
     counts = report.token_counts
-    if counts.get("differ"):
+    if counts.get("differ") and report.verdict == "drifts":  # a clue to a drift; beside a conforming run, noise
+        characters = all(e["candidate_tokens"] == len(e["text"]) for e in counts["examples"])
         lines.insert(next(k for k, ln in enumerate(lines) if ln.startswith("  mean cosine")) + 1,
                      f"  token counts: the server counts {counts['differ']} of {counts['compared']} texts otherwise "
                      "than the reference's tokenizer (special tokens added or not, another tokenizer): " + "; ".join(
-                         f"{e['text']!r} {e['reference_tokens']} against {e['candidate_tokens']}"
-                         for e in counts["examples"]))
+                         f"{e['text']!r}: the server {e['candidate_tokens']}, the reference's tokenizer "
+                         f"{e['reference_tokens']}" for e in counts["examples"])
+                     + ("; the server's counts are the texts' characters, not tokens (as infinity's are)"
+                        if characters else ""))
     drifted = [w for w in report.worst if w["cosine"] < report.threshold]
     if drifted:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]

@@ -64,11 +64,12 @@ def test_every_extra_resolves_in_one_run_within_the_limit_on_the_current_stack()
 
 
 def test_the_extras_join_an_environment_that_holds_sentence_transformers_6_and_mteb():
-    """A model builder's venv with sentence-transformers 6.2 and mteb 2.26 (and the kernels package beside them):
-    the extras resolve with those versions held, nothing of theirs moves, and no extra pins transformers below 5.3."""
-    held = ("sentence-transformers==6.2.0", "mteb==2.26.24", "kernels")
+    """A model builder's venv with sentence-transformers 6.2 and mteb 2.26 (and the kernels package and typer 0.29
+    that come with them): the extras resolve with those versions held, nothing of theirs moves (typer's bound below
+    0.29 moved it), and no extra pins transformers below 5.3."""
+    held = ("sentence-transformers==6.2.0", "mteb==2.26.24", "kernels", "typer==0.29.2")
     would, _ = _resolve(["export", "mteb", "train", "report"], *held)
-    assert would["sentence-transformers"] == "6.2.0" and would["mteb"] == "2.26.24"
+    assert would["sentence-transformers"] == "6.2.0" and would["mteb"] == "2.26.24" and would["typer"] == "0.29.2"
     assert _at_least(would["transformers"], (5, 3)) and _at_least(would["huggingface-hub"], (1, 3))
     assert "kernels" in would
 

@@ -266,3 +266,31 @@ def test_a_receipts_members_and_meta_are_bounded_before_they_are_read(receipt, t
     assert (tmp_path / "zeros.receipt").stat().st_size < 2**21
     proc = _drift(tmp_path / "zeros.receipt", tiny_st_folder, fasteval_home, timeout=60)
     one_line_error(proc, "holds vectors compressed", "to one, as no array of floats or text is")
+
+
+# --- 15. token counts: which side counted what, and only where it matters ----------------------------------------
+def test_token_counts_say_which_side_counted_what_and_only_beside_a_drift(servers, tiny_st_folder, tiny_encoder,
+                                                                           fasteval_home, tmp_path):
+    """A server whose prompt_tokens are characters, against the tiny model: the line names the server's count and the
+    reference tokenizer's (it read "6 against 19", the reference first) and that the server counts characters; the
+    same report that conforms shows no such line (it showed on a passing infinity run)."""
+    from fasteval.core.report.drift import drift_text
+    from fasteval.core.results.drift import DriftReport
+
+    server = servers(count_characters=True, dim=32)
+    out = tmp_path / "out"
+    proc = run_cli(["drift", tiny_st_folder, server.url, "--provider", "cpu", "--bootstrap", "0", "--no-diagnose",
+                    "--out", out], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 1, proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("  token counts:")]
+    assert ": the server " in line and ", the reference's tokenizer " in line and " against " not in line
+    assert "the server's counts are the texts' characters" in line
+    data = json.loads((out / "drift.json").read_text())
+    example = data["token_counts"]["examples"][0]
+    assert f"{example['text']!r}: the server {example['candidate_tokens']}, the reference's tokenizer " \
+           f"{example['reference_tokens']}" in line
+    class Conforming(DriftReport):  # the same report, had it conformed
+        verdict = "conforms"
+
+    assert "  token counts:" in drift_text(DriftReport.from_json(data))
+    assert "token counts:" not in drift_text(Conforming.from_json(data))
