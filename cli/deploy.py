@@ -29,11 +29,17 @@ def export_command(
         set_quiet(quiet)
         from ..models.loader import export_model
 
+        import time
+
+        started = time.time()
         dest = export_model(model, out=out, dtype=dtype.value)
         if Path(model).expanduser().resolve() == dest:
             typer.echo(f"{dest} already holds an ONNX export; nothing to do.")
             return
-        typer.echo(f"Exported {model} ({dtype.value}) to {dest}")
+        record = dest / "fasteval_export.json"
+        made = record.is_file() and record.stat().st_mtime >= started - 0.01  # written by this run
+        typer.echo(f"Exported {model} ({dtype.value}) to {dest}" if made else
+                   f"{model} ({dtype.value}) was exported before: {dest} (nothing exported again)")
         if dtype is not DType.fp32:
             from ..core.runs.drift.gate import export_drift
 

@@ -43,7 +43,8 @@ def drift_text(report: DriftReport) -> str:
              f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {report.collided}", "",
              f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
     for g in report.groups.values():
-        below = "n/a" if g.share_below is None else f"{g.share_below:.0%}"
+        below = ("n/a" if g.share_below is None else "<1%" if 0 < g.share_below < 0.005 else
+                 ">99%" if 0.995 <= g.share_below < 1 else f"{g.share_below:.0%}")  # a drifted text is never 0%
         what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if g.worst is not None \
             and g.worst < report.threshold else g.probes
         lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
@@ -147,10 +148,11 @@ def drift_files(report: DriftReport) -> dict[str, str]:
     from ..io import csv_text, dumps
 
     data = report.to_json()
-    groups = [{"group": k, **v} for k, v in data["groups"].items()]
+    drifted = report.drifted_groups  # failed: why a group could not be embedded; drifted: whether it drifts
+    groups = [{"group": k, **v, "drifted": k in drifted} for k, v in data["groups"].items()]
     return {"drift.json": dumps(data),
-            "drift_groups.csv": csv_text(groups, ["group", "n", "mean", "worst", "share_below", "worst_text", "failed",
-                                                  "probes"]),
+            "drift_groups.csv": csv_text(groups, ["group", "n", "mean", "worst", "share_below", "drifted",
+                                                  "worst_text", "failed", "probes"]),
             "drift_worst.csv": csv_text(data["worst"], ["group", "text", "cosine"])}
 
 

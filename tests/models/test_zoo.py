@@ -300,7 +300,10 @@ def test_export_command_and_dense_parity(tiny_st_folder, fasteval_home, tmp_path
     proc = run_cli(["export", str(src), "--out", str(out), "--quiet"],
                env={"FASTEVAL_HOME": str(fasteval_home), "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr
-    assert str(out) in proc.stdout
+    assert proc.stdout.startswith(f"Exported {src} (fp32) to {out}"), proc.stdout
+    again = run_cli(["export", str(src), "--out", str(out), "--quiet"], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert again.returncode == 0 and "was exported before" in again.stdout and "Exported" not in again.stdout, \
+        "a cached rerun says so (issue 56, item 19)"
     for rel in ("model.onnx", "tokenizer.json", "modules.json", "1_Pooling/config.json", "2_Dense/config.json",
                 "2_Dense/dense.npz", "fasteval_export.json"):
         assert (out / rel).exists(), rel

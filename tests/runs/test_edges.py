@@ -294,3 +294,25 @@ def test_token_counts_say_which_side_counted_what_and_only_beside_a_drift(server
 
     assert "  token counts:" in drift_text(DriftReport.from_json(data))
     assert "token counts:" not in drift_text(Conforming.from_json(data))
+
+
+# --- 19. small things a new user tripped on --------------------------------------------------------------------------
+def test_a_local_drift_announces_no_base64_step_and_its_csv_says_which_groups_drifted(
+        tiny_st_folder, tiny_cls_folder, fasteval_home, tmp_path):
+    """Two local folders: no "compare base64" step (there is no server to ask); drift_groups.csv has a drifted
+    column (failed stays why a group could not be embedded), and no drifted group shows "0%" below."""
+    import csv
+
+    out = tmp_path / "out"
+    proc = run_cli(["drift", tiny_st_folder, tiny_cls_folder, "--provider", "cpu", "--bootstrap", "0",
+                    "--no-diagnose", "--out", out], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 1, proc.stderr
+    assert "base64" not in proc.stderr
+    rows = list(csv.DictReader((out / "drift_groups.csv").open()))
+    drifted = [r for r in rows if r["drifted"] == "True"]
+    assert drifted and all(r["failed"] == "" for r in drifted)
+    assert {r["group"] for r in drifted} <= {line.split()[0] for line in proc.stdout.splitlines()[1:] if line}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] in {r["group"] for r in drifted}:
+            assert "  0%  " not in line, line

@@ -127,10 +127,10 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     refused: dict[str, list] = {}
     warming = warm_up_in_background()  # numba loads the kernels while the encoders work
     for side, planned in zip(SIDES, plans):
-        if side == "candidate" and tables[0].dim is not None:
-            # a served candidate's base64 answers against its float ones, before its vectors are read (one text,
-            # its dimension checked first): one that encodes otherwise is a finding, and its floats are read
-            # instead, so the rest measures what it embeds
+        if side == "candidate" and tables[0].dim is not None and hasattr(planned.encoder, "use_float"):
+            # a served candidate's base64 answers against its float ones (an encoder that can be asked for floats:
+            # nothing to announce for a local one), before its vectors are read (one text, its dimension checked
+            # first): one that encodes otherwise is a finding, and its floats are read instead
             with timed("base64", "compare base64 and float answers"):
                 encoded = base64_parity(planned.encoder, calls[0][:1], (names[0], names[1], tables[0].dim))
             if encoded.get("finding"):
