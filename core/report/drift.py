@@ -21,9 +21,10 @@ def drift_text(report: DriftReport) -> str:
              f"  {report.candidate} against {report.reference} on {report.texts} texts, threshold {report.threshold}"]
     lines += [f"  reason: {r}" for r in reasons]
     if report.diagnosis is not None:
-        from ..runs.drift.diagnosis import diagnosis_line
+        from ..runs.drift.diagnosis import diagnosis_line, fix_lines
 
         lines.append(f"  {diagnosis_line(report.diagnosis)}")
+        lines += [f"  {line}" for line in fix_lines(report.diagnosis)]
     lines += [f"  accepted (--accept, shown, not gated): {a}" for a in report.accepted_drift]
     lines += hint_lines(report)
     lines += [
@@ -222,6 +223,10 @@ def _junit_suite(report: DriftReport):
     collided = f"{report.collided} collision(s)" if report.collisions else None
     case("collisions", failure=collided if report.fail_on_collisions else None,
          out=collided or "none")
+    if report.diagnosis is not None:  # what the candidate embeds like, and what to do: beside the failures
+        from ..runs.drift.diagnosis import diagnosis_line, fix_lines
+
+        case("diagnosis", out="\n".join([diagnosis_line(report.diagnosis), *fix_lines(report.diagnosis)]))
     case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
     case("precision", failure=report.precision_mismatch, out=str(report.precision))
     t = report.tokenization
@@ -246,7 +251,7 @@ def _junit_suite(report: DriftReport):
 
 
 LADDER_COLUMNS = ["candidate", "verdict", "precision", "worst", "mean", "groups_below", "delta_tau",
-                  "delta_tau_ci_low", "delta_tau_ci_high", "cells_changed", "batch_worst", "reasons"]
+                  "delta_tau_ci_low", "delta_tau_ci_high", "cells_changed", "batch_worst", "diagnosis", "reasons"]
 
 
 def ladder_rows(reports: list[DriftReport]) -> list[dict]:
@@ -263,6 +268,7 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
                      "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
                      "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
                      "batch_worst": min(batch) if batch else None,
+                     "diagnosis": (r.diagnosis or {}).get("variant"),
                      "reasons": "; ".join(r.reasons + [f"accepted: {a}" for a in r.accepted_drift])})
     return rows
 
@@ -280,7 +286,8 @@ def ladder_text(rows: list[dict], reference: str) -> str:
         ci = "" if r["delta_tau_ci_low"] is None else f" [{r['delta_tau_ci_low']:.2f}, {r['delta_tau_ci_high']:.2f}]"
         lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {r['precision'] or '?':<8} {num(r['worst']):>8} "
                      f"{num(r['mean']):>8} {r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} "
-                     f"{r['cells_changed']:>5} {num(r['batch_worst'], '{:.4f}'):>8}  {r['reasons'][:120]}")
+                     f"{r['cells_changed']:>5} {num(r['batch_worst'], '{:.4f}'):>8}  "
+                     + cut((f"embeds like {r['diagnosis']}; " if r.get("diagnosis") else "") + r["reasons"], 160))
     return "\n".join(lines)
 
 

@@ -64,8 +64,13 @@ def test_truncation_special_tokens_and_lowercase_are_those_misconfigurations(tin
 def test_a_cls_pooled_deployment_is_named_pooling_cls(tiny_st_folder, cls_folder, fasteval_home, tmp_path):
     env = {"FASTEVAL_HOME": str(fasteval_home)}
     proc = run_cli(["drift", tiny_st_folder, cls_folder, "--provider", "cpu", "--bootstrap", "0",
-                    "--no-invariance", "--out", tmp_path / "out"], env=env)
+                    "--no-invariance", "--out", tmp_path / "out", "--junit", tmp_path / "out" / "junit.xml"], env=env)
     assert proc.returncode == 1, proc.stderr
+    # what to do, with each server's flag, under the diagnosis; in JUnit too (issue 56, item 14)
+    fix = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  Fix (pooling=cls):"))
+    assert "llama.cpp --pooling mean" in fix and "TEI --pooling mean" in fix and "vLLM" in fix and "infinity" in fix
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert 'name="diagnosis"' in junit and "pooling=cls" in junit and "Fix (pooling=cls)" in junit
     line = next(ln for ln in proc.stdout.splitlines() if "diagnosis:" in ln)
     assert "embeds like the reference with pooling=cls (worst cosine 0.9999" in line or \
         "embeds like the reference with pooling=cls (worst cosine 1.0000" in line, line

@@ -316,3 +316,21 @@ def test_a_local_drift_announces_no_base64_step_and_its_csv_says_which_groups_dr
         parts = line.split()
         if parts and parts[0] in {r["group"] for r in drifted}:
             assert "  0%  " not in line, line
+
+
+# --- 14. what to do, in every place the diagnosis shows ---------------------------------------------------------
+def test_the_several_candidates_table_names_the_cause_and_cuts_at_a_word(tiny_st_folder, tiny_cls_folder,
+                                                                         tiny_bare_folder, fasteval_home, tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli(["drift", tiny_st_folder, tiny_cls_folder, tiny_bare_folder, "--provider", "cpu", "--bootstrap",
+                    "0", "--no-invariance", "--out", out], env={"FASTEVAL_HOME": str(fasteval_home)})
+    assert proc.returncode == 1, proc.stderr
+    table = proc.stdout[proc.stdout.index("candidates against"):]
+    row = next(line for line in table.splitlines() if line.strip().startswith(str(tiny_cls_folder)))
+    assert "embeds like pooling=cls;" in row
+    why = row.split("  ")[-1]
+    assert len(why) <= 160 and (why.endswith("…") or not why.endswith(" ")), why
+    import csv
+
+    rows = {r["candidate"]: r for r in csv.DictReader((out / "ladder.csv").open())}
+    assert any(r["diagnosis"] == "pooling=cls" for r in rows.values()), rows

@@ -382,6 +382,44 @@ def _ranked(tried: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(tried, key=lambda t: (t["worst"] is None, -(t["worst"] or 0.0), -(t["mean"] or 0.0)))
 
 
+# What to do about each misconfiguration a diagnosis names, by setting: the change on the server, with the flag of
+# the servers drift is measured against (llama.cpp's llama-server, infinity, TEI, vLLM).
+FIXES: dict[str, str] = {
+    "pooling": ("set the server's pooling to the reference's ({value} is what it does now): llama.cpp --pooling mean "
+                "(or cls / last), infinity --pooling-method mean, TEI --pooling mean, vLLM --override-pooler-config "
+                "'{{\"pooling_type\": \"MEAN\"}}'"),
+    "dense": ("serve the model with its Dense layers (modules.json's 2_Dense...): infinity and TEI load them from a "
+              "sentence-transformers folder; llama.cpp's converter drops them, so serve that model elsewhere"),
+    "normalize": ("normalise on the server, or on the client: llama.cpp --embd-normalize 2, TEI's normalize: true "
+                  "(its default), vLLM's pooler normalize: true"),
+    "max_tokens": ("give the server the reference's maximum input length (it cuts at {value} tokens): llama.cpp "
+                   "--ctx-size and --ubatch-size, TEI --max-input-length, vLLM --max-model-len"),
+    "prompt": ("send the texts with the reference's prompt ({value} is what the server does): the client's prompt, "
+               "or the server's default prompt name (TEI --default-prompt-name)"),
+    "lowercase": ("serve the reference's own tokenizer (tokenizer.json and tokenizer_config.json, whose normalizer "
+                  "{what}): a re-exported or re-converted tokenizer lost it"),
+    "special_tokens": ("have the server add the tokenizer's special tokens (CLS/SEP, BOS/EOS): llama.cpp reads "
+                       "add_bos_token/add_eos_token from the GGUF, so convert it again from the reference folder"),
+    "precision": ("serve the reference's precision ({value} is what the server does): an f32 or f16 GGUF for "
+                  "llama.cpp instead of a quantized one, TEI --dtype float32, vLLM --dtype float32"),
+}
+
+
+def fix_lines(diagnosis: dict[str, Any]) -> list[str]:
+    """'Fix: ...' for each change of the variant a diagnosis named (two for a pair); none where it named none."""
+    variant = diagnosis.get("variant")
+    if not variant:
+        return []
+    lines = []
+    for change in str(variant).split("+"):
+        setting, _, value = change.partition("=")
+        text = FIXES.get(setting)
+        if text is not None:
+            what = "lowercases" if value == "off" else "keeps case"
+            lines.append(f"Fix ({change}): " + text.format(value=value, what=what))
+    return lines
+
+
 def diagnosis_line(diagnosis: dict[str, Any]) -> str:
     """The terminal's line under the verdict."""
     if diagnosis.get("unavailable"):
