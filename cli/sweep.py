@@ -138,7 +138,9 @@ class _StageLines:
         if not self.on:
             return
         if self.name is None and name == "embed" and self.model < len(self.jobs):
-            typer.echo(f"fasteval: {public_model(self.jobs[self.model].model)}", err=True)
+            job = self.jobs[self.model]
+            rung = f" [rung {job.rung.label}]" if job.rung is not None else ""
+            typer.echo(f"fasteval: {public_model(job.model)}{rung}", err=True)
         self.done()
         self.name, self.start = name, self.clock()
 
@@ -186,7 +188,8 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)
             if o.status == "done" and ladder:  # a rung: its line in the ladder's table, printed at the end
-                say(quiet, f"fasteval: {o.model}: a rung done ({o.path})")
+                done = o.read()  # its name says the rung: "all-MiniLM-L6-v2 [256 dims, int8]"
+                say(quiet, f"fasteval: {done.display_name if done is not None else o.model}: a rung done ({o.path})")
             elif o.status == "done":
                 printing.print_result(o.read(), o.baselines())
                 typer.echo(f"\nResults written to {o.path}")

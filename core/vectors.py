@@ -132,6 +132,17 @@ class VectorForm:
         return out
 
 
+def vector_words(settings: dict[str, Any]) -> str:
+    """The vector form a run's settings record, as a label says it ("256 dims, int8"; "" for float vectors): the
+    terminal's name of a run, check's header and the report's labels of a model's other runs."""
+    words = []
+    if settings.get("dimensions"):
+        words.append(f"{settings['dimensions']} dims")
+    if settings.get("vector_quantization"):
+        words.append(str(settings["vector_quantization"]))
+    return ", ".join(words)
+
+
 def vector_form(dimensions: int | None = None, quantization: str | None = None,
                 calibration: str | Sequence[str] | None = None) -> VectorForm | None:
     """The vector form asked for, validated (None: the model's float vectors). ``calibration``: int8's texts, a

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import protocol as P
 from ..errors import InputError, first_line
+from ..vectors import vector_words
 from ..results.model import RESULT_FILE, ModelResult
 from ..results.read import NotFastevalResult, find_result_files, load_result
 
@@ -132,6 +133,8 @@ _RUN_WORDS: dict[str, Callable[[Any], str | None]] = {
     "dtype": lambda v: None if v in (None, "fp32") else str(v),
     "batching": lambda v: None if v in (None, "paper") else f"{v} batching",
     "deployment": lambda v: _served_words(v) if isinstance(v, dict) else None,
+    "dimensions": lambda v: vector_words({"dimensions": v}) or None,
+    "vector_quantization": lambda v: vector_words({"vector_quantization": v}) or None,
 }
 
 

@@ -48,6 +48,13 @@ OTHER_RUNS_NOTE = ("Rows marked └ are other runs of the model above (other set
                    "not ranked and not in `all`.")
 
 
+def natural(label: str) -> list:
+    """A label's sort key with its numbers as numbers: "[64 dims]" before "[128 dims]" before "[256 dims]"."""
+    import re
+
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", label)]
+
+
 def model_rows(entries: list[LoadedResult], has, make, sort) -> tuple[list[dict], list[dict]]:
     """Rows one per model, sorted by ``sort``, each model's other runs (other settings) right below it as
     "  └ label" rows; and the main runs' rows alone (what `all` rows and pooled tables count: a model once).
@@ -55,7 +62,7 @@ def model_rows(entries: list[LoadedResult], has, make, sort) -> tuple[list[dict]
     blocks = []
     for main, others in by_model([e for e in entries if has(e)]):
         head = make(main.label, main)
-        runs = sorted((make(f"  └ {e.label}", e) for e in others), key=lambda r: r["model"])
+        runs = sorted((make(f"  └ {e.label}", e) for e in others), key=lambda r: natural(r["model"]))
         blocks.append((head, runs))
     blocks.sort(key=lambda b: sort(b[0]))
     return [r for head, runs in blocks for r in (head, *runs)], [head for head, _ in blocks]

@@ -29,10 +29,13 @@ class ModelResult:
 
     @property
     def display_name(self) -> str:
-        """The model's name as the paper's tables show it."""
+        """The model's name as the paper's tables show it, and the vector form it was scored in where it was not
+        the float vectors ("all-MiniLM-L6-v2 [256 dims, int8]")."""
         from ..protocol import display_name
+        from ..vectors import vector_words
 
-        return display_name(self.model)
+        words = vector_words(self.settings)
+        return display_name(self.model) + (f" [{words}]" if words else "")
 
     @property
     def one_time_seconds(self) -> float | None:

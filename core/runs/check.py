@@ -8,6 +8,7 @@ from typing import Any
 from ..embeddings import Encoder, describe, embed_groups
 from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
+from ..vectors import vector_words
 
 
 def check_inputs(quantities: list[str] | None = None, file: str | Path | None = None) -> tuple[str, list[str]]:
@@ -61,7 +62,9 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: s
         table = chosen.vectors.apply(table, table1)
     sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
-    result = score_check(parsed_anchor, parsed, sims, model=view.name, similarity=metric, encoded_as=encoded,
+    words = vector_words(chosen.vectors.keyed()) if chosen.vectors is not None else ""
+    result = score_check(parsed_anchor, parsed, sims, model=view.name + (f" [{words}]" if words else ""),
+                         similarity=metric, encoded_as=encoded,
                          all_discordant=all_discordant)
     result.normalized = normalize_quantities
     result.anchor_encoded_as = rewrite(anchor) if rewrite else anchor

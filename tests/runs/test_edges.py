@@ -334,3 +334,27 @@ def test_the_several_candidates_table_names_the_cause_and_cuts_at_a_word(tiny_st
 
     rows = {r["candidate"]: r for r in csv.DictReader((out / "ladder.csv").open())}
     assert any(r["diagnosis"] == "pooling=cls" for r in rows.values()), rows
+
+
+# --- 16. a run in a store's vector form is named so ---------------------------------------------------------------
+def test_runs_in_a_vector_form_are_labelled_and_sorted_by_number(tiny_st_folder, tiny_encoder, fasteval_home,
+                                                                 tmp_path):
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--model", tiny_st_folder, "--exams", "1", "--bootstrap", "0", "--provider", "cpu", "--out",
+              tmp_path / "res"]
+    for dims in ("8", "16", "24"):
+        proc = run_cli(["sweep", *common, "--dimensions", dims], env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert f"tiny-bert [{dims} dims]" in proc.stdout, proc.stdout[-800:]
+    check = run_cli(["check", "2 kilometers", "2000 meters", "2 meters", "--model", tiny_st_folder,
+                     "--vector-quantization", "binary"], env=env)
+    assert check.returncode == 0 and check.stdout.startswith("fasteval check: tiny-bert [binary], "), check.stdout
+    ladder = run_cli(["sweep", "--model", tiny_st_folder, "--exams", "1", "--bootstrap", "0", "--provider", "cpu",
+                      "--ladder", "vectors", "--out", tmp_path / "ladder"], env=env)
+    assert ladder.returncode == 0, ladder.stderr
+    assert "fasteval: tiny-bert [int8]: a rung done" in ladder.stdout + ladder.stderr
+    report = run_cli(["report", tmp_path / "res", "--out", tmp_path / "rep", "--no-png"], env=env)
+    assert report.returncode == 0, report.stderr
+    table1 = (tmp_path / "rep" / "table1.md").read_text()
+    others = [int(line.split("[")[1].split()[0]) for line in table1.splitlines() if "└ tiny-bert [" in line]
+    assert len(others) == 2 and others == sorted(others), table1  # 8 before 16 (as text, "16" came first)
