@@ -144,21 +144,23 @@ def comparable(entries: list[LoadedResult], notes: list[str] | None = None
             skipped.append(f"{e.label}: the same similarities as {twin.label}")
         else:
             usable.append((e, rows))
-    groups: dict[tuple[str, str], list] = {}
+    # one protocol's cells: runs of any similarity compare on them (a store's binary vectors scored by Hamming beside
+    # the float ones: the ladder's Δτ, paired), as each run's own τ per cell is what is resampled
+    groups: dict[str, list] = {}
     for e, rows in usable:
-        groups.setdefault((e.result.protocol, str(e.result.settings.get("similarity", "cos"))), []).append((e, rows))
+        groups.setdefault(e.result.protocol, []).append((e, rows))
     if not groups:
         return [], skipped, ""
     best = max(groups, key=lambda g: (len(groups[g]), g))
     for key, members in groups.items():
         if key != best:
-            skipped += [f"{e.label}: protocol {key[0]}, similarity {key[1]} (compared: {best[0]}, {best[1]})"
-                        for e, _ in members]
+            skipped += [f"{e.label}: protocol {key} (compared: {best})" for e, _ in members]
     for line in skipped:
         log.info("compare skipped %s", line)
         if notes is not None:
             notes.append(f"compare skipped {line}")
-    return groups[best], skipped, f"protocol {best[0]}, similarity {best[1]}"
+    similarities = sorted({str(e.result.settings.get("similarity", "cos")) for e, _ in groups[best]})
+    return groups[best], skipped, f"protocol {best}, similarity {', '.join(similarities)}"
 
 
 def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,

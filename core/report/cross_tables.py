@@ -11,6 +11,7 @@ from ..errors import first_line
 from ..exams.geometry import table1_row
 from ..protocol import display_name
 from ..results.model import ModelResult
+from ..vectors import vector_words
 from .entries import LoadedResult, is_normalized, protocol_name
 from .table import Table, nan_to_none
 
@@ -97,16 +98,21 @@ def machine_words(machine: dict) -> str:
 
 def sources_table(entries: list[LoadedResult], root: Path) -> Table:
     """Where each row came from and what it was computed under."""
-    columns = ["label", "model", "similarity", "normalized", "provider", "dtype", "protocol", "fasteval", "exams",
-               "machine", "path"]
+    # "quantities normalized": --normalize-quantities (a header "Normalized" read as "vectors not L2-normalised");
+    # "vectors": what a store keeps of them (--dimensions, --vector-quantization; blank: the float vectors)
+    columns = ["label", "model", "similarity", "quantities_normalized", "vectors", "provider", "dtype", "protocol",
+               "fasteval", "exams", "machine", "path"]
+    headers = ["Label", "Model", "Similarity", "Quantities normalized (--normalize-quantities)", "Vectors kept",
+               "Provider", "Dtype", "Protocol", "Fasteval", "Exams", "Machine", "Path"]
     rows = [{"label": e.label, "model": e.result.model, "similarity": str(e.result.settings.get("similarity", "")),
-             "normalized": "yes" if is_normalized(e.result) else "no",
+             "quantities_normalized": "yes" if is_normalized(e.result) else "no",
+             "vectors": vector_words(e.result.settings) or "float",
              "provider": str(e.result.settings.get("provider", "")), "dtype": str(e.result.settings.get("dtype", "")),
              "protocol": e.result.protocol, "fasteval": e.result.fasteval_version,
              "exams": ",".join(k.replace("exam", "") for k in sorted(e.result.exams)),
              "machine": machine_words(e.result.machine), "path": e.path.relative_to(root).as_posix()}
             for e in entries]
-    return Table("sources", "Result files", columns, [c.capitalize() for c in columns], rows)
+    return Table("sources", "Result files", columns, headers, rows)
 
 
 def drift_table(root: Path) -> Table | None:

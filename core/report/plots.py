@@ -97,8 +97,8 @@ def _range_title(range_name: str) -> str:
 
 
 def _similarity_label(metric: str) -> str:
-    return {"cos": "Cosine similarity", "dot": "Dot-product similarity", "l2": "-L2 distance"}.get(
-        metric, f"{metric} similarity")
+    return {"cos": "Cosine similarity", "dot": "Dot-product similarity", "l2": "-L2 distance",
+            "hamming": "Hamming similarity"}.get(metric, f"{metric} similarity")
 
 
 def _digits_words_labels(exam1: Exam1Result, quantity: str) -> tuple[list[str], list[str]]:
@@ -164,7 +164,11 @@ def overview_figure(exam1: Exam1Result, title: str, scale: str = HEATMAP_SCALES[
         else:
             ax.set_axis_off()
     if image is not None:
-        fig.colorbar(image, cax=fig.add_axes((0.945, 0.3, 0.012, 0.4)), label=_similarity_label(exam1.metric))
+        # small ticks and label: at the figure's size the default ones ran past its right edge ("hamming similarity"
+        # was cut off); the bar stays clear of the digits-words panels
+        bar = fig.colorbar(image, cax=fig.add_axes((0.94, 0.3, 0.01, 0.4)))
+        bar.ax.tick_params(labelsize=7)
+        bar.set_label(_similarity_label(exam1.metric), fontsize=8)
     _say_scale(fig, limits, scale)
     fig.suptitle(title, fontweight="bold")
     return fig

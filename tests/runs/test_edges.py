@@ -358,3 +358,29 @@ def test_runs_in_a_vector_form_are_labelled_and_sorted_by_number(tiny_st_folder,
     table1 = (tmp_path / "rep" / "table1.md").read_text()
     others = [int(line.split("[")[1].split()[0]) for line in table1.splitlines() if "└ tiny-bert [" in line]
     assert len(others) == 2 and others == sorted(others), table1  # 8 before 16 (as text, "16" came first)
+
+
+# --- 17. the report compares a store's binary run, and its words say what they mean ------------------------------
+def test_the_report_compares_binary_runs_and_skips_nothing_for_their_similarity(tiny_st_folder, tiny_cls_folder,
+                                                                                tiny_encoder, fasteval_home,
+                                                                                tmp_path):
+    """A binary run is scored by Hamming similarity: the report skipped it from its comparison ("compare skipped
+    ... hamming"), though the ladder gives its Δτ; it is compared on the protocol's cells now."""
+    from fasteval.core.report.compare import comparable, compare
+    from fasteval.core.report.entries import load_results
+
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    common = ["--exams", "1", "--bootstrap", "0", "--provider", "cpu", "--out", tmp_path / "res"]
+    for args in (["--model", tiny_st_folder], ["--model", tiny_cls_folder],
+                 ["--model", tiny_st_folder, "--vector-quantization", "binary"]):
+        assert run_cli(["sweep", *args, *common], env=env).returncode == 0
+    entries = load_results(tmp_path / "res")
+    members, skipped, group = comparable(entries)
+    assert len(members) == 3 and skipped == [] and group.endswith(", similarity cos, hamming"), group
+    runs = compare(entries, 200).runs_table()
+    assert runs is not None and "binary" in runs.markdown()
+    report = run_cli(["report", tmp_path / "res", "--out", tmp_path / "rep", "--no-png"], env=env)
+    assert report.returncode == 0 and "compare skipped" not in report.stdout + report.stderr
+    sources = (tmp_path / "rep" / "sources.md").read_text()
+    assert "Quantities normalized (--normalize-quantities)" in sources and "| Normalized |" not in sources
+    assert "| binary |" in sources and "| float |" in sources
