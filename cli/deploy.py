@@ -178,7 +178,8 @@ def drift_command(
                                  "run fasteval drift --save-receipt FILE REFERENCE, then "
                                  "fasteval drift FILE CANDIDATE.")
             made = gate.save_receipt(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
-                                     conformance=not no_conformance, diagnose=not no_diagnose)
+                                     conformance=not no_conformance, diagnose=not no_diagnose,
+                                     on_step=lambda name: say(quiet, f"fasteval: receipt: {name}"))
             held = (f"; {made['variants']} misconfigurations of it on {made['variant_texts']} of them, for the "
                     "diagnosis" if made["variants"] else "")
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "

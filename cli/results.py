@@ -69,7 +69,8 @@ def report_command(
         from ..core.report.build import build_report
 
         rep = build_report(results_dir, out=out, models=models.split(",") if models is not None else None,
-                           png=png, dpi=dpi, resamples=bootstrap, heatmap_scale=heatmap_scale)
+                           png=png, dpi=dpi, resamples=bootstrap, heatmap_scale=heatmap_scale,
+                           on_step=lambda name: typer.echo(f"fasteval: report: {name}", err=True))
         if "table1" in rep.tables:
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "

@@ -2,7 +2,7 @@
 (staged and renamed into place whole)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,12 +37,14 @@ def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
 
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
                  png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES,
-                 heatmap_scale: str = HEATMAP_SCALES[0]) -> Report:
+                 heatmap_scale: str = HEATMAP_SCALES[0], on_step: Callable[[str], None] | None = None) -> Report:
     """Read every result under ``results_dir`` and write the report folder (default ``results_dir/report``).
 
     A skipped file or unknown model is logged as a warning and listed in ``Report.warnings`` (and the page).
     ``heatmap_scale``: "data" (each figure's own range, where the structure shows) or "paper" (the paper's 0-1).
+    ``on_step``: told each step as it starts (the CLI's progress: a report of many models takes a minute).
     """
+    step = on_step or (lambda _name: None)
     from ..choices import check_choice
     from .plots import DEFAULT_DPI
 
@@ -54,8 +56,12 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     if not 10 <= dpi <= 1200:
         raise InputError(f"dpi {dpi} is out of range.", "pass --dpi between 10 and 1200 (default 120).")
     out = Path(out).expanduser() if out is not None else results_dir / REPORT_DIR
+    step(f"read the results under {results_dir}")
     entries = load_results(results_dir, models=models, notes=warnings)
+    step(f"tables of {len(entries)} result(s)")
     tables = report_tables(entries)
+    if resamples:
+        step(f"the paired comparison ({resamples} resamples)")
     comparison = _comparison(entries, resamples, warnings)
     if comparison is not None:
         tables += [t for t in (comparison.table(), comparison.runs_table()) if t is not None]
@@ -73,7 +79,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
         if t.name != "sources":
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
-    pngs = figures(entries, dpi, heatmap_scale) if png else []
+    pngs = figures(entries, dpi, heatmap_scale, on_step=step) if png else []
     if png:
         from .compare import comparison_figure, forest_figure
         from .plots import ladder_figure, png_bytes
@@ -84,6 +90,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
         pngs += [summary_figure(name, png_bytes(fig, dpi)) for name, fig in summary_figures.items()
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})
+    step(f"write {out}")
     files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
     write_output_folder(out, files, what="the report", marker=REPORT_HTML)
     return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,15 +45,18 @@ def _file_stem(label: str, limit: int = 60) -> str:
     return stem if len(stem) <= limit else f"{stem[:limit - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
 
 
-def figures(entries: list[LoadedResult], dpi: int, heatmap_scale: str = HEATMAP_SCALES[0]) -> list[Figure]:
+def figures(entries: list[LoadedResult], dpi: int, heatmap_scale: str = HEATMAP_SCALES[0],
+            on_step: Callable[[str], None] | None = None) -> list[Figure]:
     """``figures/<label>_<figure>.png`` of every result, each figure whose exam the result has; the heatmaps on
-    ``heatmap_scale`` (choices.HEATMAP_SCALES)."""
+    ``heatmap_scale`` (choices.HEATMAP_SCALES). ``on_step``: told each result as its figures start."""
     from ..exams import registry
     from . import plots
 
     plots.require_matplotlib()
     out = []
-    for e in entries:
+    for k, e in enumerate(entries, start=1):
+        if on_step is not None:
+            on_step(f"figures of {e.label} ({k} of {len(entries)})")
         exam1 = e.result.exams.get("exam1")
         labels = list(dict.fromkeys(c.variant for c in exam1.cells)) if exam1 is not None else [None]
         for variant in labels:  # a protocol with variants: its figures once per language, template, format

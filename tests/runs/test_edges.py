@@ -384,3 +384,20 @@ def test_the_report_compares_binary_runs_and_skips_nothing_for_their_similarity(
     sources = (tmp_path / "rep" / "sources.md").read_text()
     assert "Quantities normalized (--normalize-quantities)" in sources and "| Normalized |" not in sources
     assert "| binary |" in sources and "| float |" in sources
+
+
+# --- 18. the long steps say what they do --------------------------------------------------------------------------
+def test_save_receipt_and_report_show_their_progress(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
+    """--save-receipt (half a minute with the exports its variants need) and report printed nothing until done."""
+    env = {"FASTEVAL_HOME": str(fasteval_home)}
+    proc = run_cli(["drift", "--save-receipt", tmp_path / "r.receipt", tiny_st_folder, "--provider", "cpu",
+                    "--bootstrap", "0"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "fasteval: receipt: embed tiny-bert" in proc.stderr
+    assert "fasteval: receipt: variant 1 of " in proc.stderr and ": pooling=" in proc.stderr
+    assert run_cli(["sweep", "--model", tiny_st_folder, "--exams", "1", "--bootstrap", "0", "--out",
+                    tmp_path / "res"], env=env).returncode == 0
+    report = run_cli(["report", tmp_path / "res", "--out", tmp_path / "rep"], env=env)
+    assert report.returncode == 0, report.stderr
+    for step in ("read the results under", "tables of 1 result(s)", "figures of tiny-bert (1 of 1)", "write "):
+        assert f"fasteval: report: {step}" in report.stderr, report.stderr

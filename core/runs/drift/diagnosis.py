@@ -319,15 +319,20 @@ def receipt_texts(groups: Sequence[Any], limit: int = RECEIPT_TEXTS) -> list[str
     return list(dict.fromkeys(picked))[:limit]
 
 
-def record_variants(reference: Any, texts: list[str], load: Callable[..., Any] | None = None) -> dict[str, Any]:
+def record_variants(reference: Any, texts: list[str], load: Callable[..., Any] | None = None,
+                    on_variant: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every single variant of ``reference`` and every pair of two different changes, each embedding ``texts``:
     ``{"names": [...], "vectors": float32 (variants, texts, dim), L2-normalised rows, "skipped": {name: why}}``
-    (what a receipt holds, so a receipt's drift is diagnosed as the folder's is)."""
+    (what a receipt holds, so a receipt's drift is diagnosed as the folder's is). ``on_variant``: told each one as
+    it starts ("variant 3 of 32: pooling=max")."""
     singles, embedder = _live(reference, load)
     names: list[str] = []
     rows: list[np.ndarray] = []
     skipped: dict[str, str] = {}
-    for variant in singles + pairs_of(singles):
+    every = singles + pairs_of(singles)
+    for k, variant in enumerate(every, start=1):
+        if on_variant is not None:
+            on_variant(f"variant {k} of {len(every)}: {variant.name}")
         try:
             vectors = as_array(embedder(variant)(texts))
         except Exception as err:  # noqa: BLE001 - a variant this model cannot run is left out, and said

@@ -408,13 +408,17 @@ def export_drift(model: str, dest: str | Path) -> DriftReport:
 
 
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
-                 cache_root: Path | bool | None = None, diagnose: bool = True) -> dict:
+                 cache_root: Path | bool | None = None, diagnose: bool = True,
+                 on_step: Callable[[str], None] | None = None) -> dict:
     """Embed drift's texts with ``reference`` (as drift's reference side does) and write them as a receipt at
     ``path`` (``fasteval.models.adapters.receipt``); its metadata. Every text must embed: a receipt is complete.
     ``diagnose``: where the reference is a local model, the receipt also holds its usual misconfigurations'
     vectors of a fixed subset of the texts (``diagnosis.record_variants``), so drift against the receipt names
-    what a drifting candidate embeds like, as against the folder."""
+    what a drifting candidate embeds like, as against the folder. ``on_step``: told each step as it starts (the CLI's
+    progress: the variants take most of the time, and the exports they need are made the first time)."""
     from dataclasses import replace
+
+    step = on_step or (lambda _name: None)
 
     from ....models.adapters.receipt import write_receipt
 
@@ -426,6 +430,7 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
     # it computes what drift against the reference computes, to the last bit); embedded afresh, not from a cache.
     recorder = _Recording(planned.encoder)
     recording = replace(planned, view=replace(planned.view, encoder=recorder))
+    step(f"embed {planned.name}")
     table = _embed_side("reference", recording, calls, groups[1:], [], [planned.name, ""], cache_root, failed,
                         refused, fresh=True)
     if failed or refused:
@@ -440,7 +445,7 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
         from .diagnosis import receipt_texts, record_variants
 
         subset = receipt_texts(groups)
-        variants = {"texts": subset, **record_variants(planned.encoder, subset)}
+        variants = {"texts": subset, **record_variants(planned.encoder, subset, on_variant=step)}
     else:
         variants = {"unavailable": f"its reference ({planned.name}) is not a local model: no variant of it can be "
                                    "embedded"}
