@@ -43,6 +43,7 @@ class Faults:
 @dataclass
 class FakeServer:
     model: str = "fake-model"
+    port: int = 0  # 0: a free port; another: that one (an example's URL as written), OSError where it is taken
     faults: Faults = field(default_factory=Faults)
     posts: int = 0
     texts: int = 0
@@ -67,7 +68,7 @@ class FakeServer:
                 server._answer(self, json.loads(self.rfile.read(int(self.headers.get("content-length") or 0))))
 
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}/v1"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()

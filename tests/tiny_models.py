@@ -36,7 +36,9 @@ def build_byte_bpe_tokenizer(first: str | None = None, last: str = EOS):
 # special tokens its tokenizer adds (first, last).
 FAMILIES = {
     "qwen3": ("Qwen3Model", "Qwen3Config", None),  # Qwen3-Embedding, harrier-oss-v1-0.6b
-    "gemma3_text": ("Gemma3TextModel", "Gemma3TextConfig", None),  # harrier-oss-v1-270m, embeddinggemma
+    "gemma3_text": ("Gemma3TextModel", "Gemma3TextConfig", None),  # harrier-oss-v1-270m (causal)
+    # embeddinggemma-300m: Gemma 3 with bidirectional attention (its config's use_bidirectional_attention)
+    "gemma3_bidirectional": ("Gemma3TextModel", "Gemma3TextConfig", None),
     "modernbert": ("ModernBertModel", "ModernBertConfig", "<cls>"),  # DenseOn, granite-embedding-english-r2
 }
 
@@ -54,7 +56,8 @@ def _tiny_config(family: str, vocab: dict, first: str | None):
     return config_class(vocab_size=len(vocab), hidden_size=QWEN_HIDDEN, intermediate_size=64, num_hidden_layers=2,
                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
                         bos_token_id=eos, eos_token_id=eos, pad_token_id=eos, tie_word_embeddings=False,
-                        **({"sliding_window": 16, "query_pre_attn_scalar": 8} if family == "gemma3_text" else {}))
+                        **({"sliding_window": 16, "query_pre_attn_scalar": 8} if family.startswith("gemma3") else {}),
+                        **({"use_bidirectional_attention": True} if family == "gemma3_bidirectional" else {}))
 
 
 def make_tiny_folder(dest: Path, family: str = "qwen3", padding_side: str = "left", pooling: str = "lasttoken",

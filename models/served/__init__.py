@@ -242,15 +242,20 @@ class ServedEncoder:
 
 
 def _load_tokenizer(path: str | Path):
-    """A tokenizers.Tokenizer from a tokenizer.json or a model folder holding one (no padding, no truncation)."""
+    """A tokenizers.Tokenizer from a tokenizer.json, a model folder holding one, or a registry name as --model takes
+    it (its folder, fetched once; no padding, no truncation)."""
     from tokenizers import Tokenizer
 
+    from ..sources.registry import find_spec, source_folder
+
+    if not Path(path).expanduser().exists() and find_spec(str(path)) is not None:
+        path = source_folder(str(path))[1]
     path = Path(path).expanduser()
     candidates = [path] if path.is_file() else [path / "tokenizer.json", path / "0_Transformer" / "tokenizer.json"]
     found = next((c for c in candidates if c.is_file()), None)
     if found is None:
         raise InputError(f"No tokenizer.json at {path}.",
-                         "pass --tokenizer a tokenizer.json or a model folder with one.")
+                         "pass --tokenizer a tokenizer.json, a model folder with one, or a registry name.")
     try:
         tokenizer = Tokenizer.from_file(str(found))
     except Exception as err:  # noqa: BLE001 - tokenizers raises its own exception type
