@@ -67,7 +67,8 @@ def drift_text(report: DriftReport) -> str:
                         if characters else ""))
     drifted = [w for w in report.worst if w["cosine"] < report.threshold]
     if drifted:
-        lines += ["", "  worst texts:"] + [f"    {w['group']}: {w['text']!r}: {w['cosine']:.4f}" for w in drifted]
+        lines += ["", "  worst texts:"] + [f"    {w['group']}: {shown_text(w['text'])}: {w['cosine']:.4f}"
+                                            for w in drifted]
     if report.collisions:
         lines += ["", f"  collisions (apart under the reference, one under the candidate): {report.collided}"]
         lines += [f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
@@ -115,6 +116,16 @@ def store_words(vectors: dict) -> str:
         words.append(f"{vectors['vector_quantization']}"
                      + (f" (calibrated on {vectors['calibration']})" if vectors.get("calibration") else ""))
     return ", ".join(words)
+
+
+def shown_text(text: str) -> str:
+    """A text as the terminal shows it: its repr, or, where it is not in NFC (é as e and a combining accent), its
+    escapes and its form, so that two texts that differ only there do not look alike."""
+    import unicodedata
+
+    if unicodedata.is_normalized("NFC", text):
+        return repr(text)
+    return f"{ascii(text)} ({'NFD' if unicodedata.is_normalized('NFD', text) else 'not NFC'})"
 
 
 def pair_text(a: str, b: str) -> str:

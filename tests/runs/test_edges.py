@@ -401,3 +401,14 @@ def test_save_receipt_and_report_show_their_progress(tiny_st_folder, tiny_encode
     assert report.returncode == 0, report.stderr
     for step in ("read the results under", "tables of 1 result(s)", "figures of tiny-bert (1 of 1)", "write "):
         assert f"fasteval: report: {step}" in report.stderr, report.stderr
+
+
+def test_a_text_in_another_unicode_form_does_not_look_like_its_twin():
+    """The worst-texts lines showed 'café' twice, NFC and NFD, alike (item 19)."""
+    import unicodedata
+
+    from fasteval.core.report.drift import pair_text, shown_text
+
+    nfc, nfd = "café", unicodedata.normalize("NFD", "café")
+    assert shown_text(nfc) == "'café'" and shown_text(nfd) == "'cafe\\u0301' (NFD)" != shown_text(nfc)
+    assert "(NFC)" in pair_text(nfc, nfd) and "(NFD)" in pair_text(nfc, nfd)
