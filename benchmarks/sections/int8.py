@@ -33,9 +33,9 @@ def bench_int8(ctx: Ctx) -> list[Line]:
 
 
 def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
-    """int8 by models/onnx/export.py's INT8_QUANTIZATION except the feed-forward down-projections (optimum's
-    BERT-style node names ``/encoder/layer.N/output/dense/MatMul``), which stay fp32: is that where the drift
-    comes from?"""
+    """int8 by models/onnx/export.py's INT8_QUANTIZATION except the feed-forward down-projections (the MatMuls fed
+    by the GELU; in an Optimum graph of before, the BERT-style ``/encoder/layer.N/output/dense/MatMul``), which stay
+    fp32: is that where the drift comes from?"""
     import logging
 
     import onnx
@@ -45,8 +45,10 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     from fasteval.models.onnx.export import int8_quantize_kwargs, load_export
 
     graph = onnx.load(str(fp32.folder.onnx_file), load_external_data=False).graph
-    down = [n.name for n in graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name
-            and "/attention/" not in n.name]
+    made_by = {out: node.op_type for node in graph.node for out in node.output}
+    down = [n.name for n in graph.node if n.op_type == "MatMul" and (
+        made_by.get(n.input[0]) in ("Gelu", "FastGelu")  # torch.onnx's graphs: the activation's own op
+        or ("/output/dense/" in n.name and "/attention/" not in n.name))]  # Optimum's names
     folder = ctx.tmp / f"int8-ffn-fp32-{name}"
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(int8.folder.path, folder)

@@ -122,8 +122,9 @@ IMPLEMENTATION_FIELDS = ("attn_implementation", "_attn_implementation", "_attn_i
 BUILT_IN_IMPLEMENTATIONS = ("eager", "sdpa")
 # fields that ask transformers to swap layers for Hub kernels
 KERNEL_FIELDS = ("use_kernels", "kernel_config")
-# What the export asks of transformers, whatever config.json says: its own attention, in float32.
-ATTENTION = "sdpa"
+# What the export asks of transformers, whatever config.json says: its own attention, in float32: SDPA where the
+# architecture has it, else its eager attention (MPNet has no SDPA path in transformers 5).
+ATTENTION = ("sdpa", "eager")
 
 
 def _fields_that_load_code(config: Any, where: str = "") -> list[str]:
@@ -161,8 +162,8 @@ def refuse_code_from_elsewhere(folder: ModelFolder) -> None:
         raise ModelError(f"{path} asks transformers to load code from elsewhere ({'; '.join(found)}): fasteval runs "
                          "no code from a model's files.",
                          f"delete {'that field' if len(found) == 1 else 'those fields'} from config.json (the "
-                         f"export runs transformers' own {ATTENTION} attention), or pass an already exported folder "
-                         "(model.onnx + tokenizer.json).")
+                         f"export runs transformers' own {' or '.join(ATTENTION)} attention), or pass an already "
+                         "exported folder (model.onnx + tokenizer.json).")
 
 
 def _refuse_custom_code(folder: ModelFolder, config: dict) -> None:
@@ -263,9 +264,13 @@ def _load_torch_model(folder: ModelFolder):
     import torch
     from transformers import AutoConfig, AutoModel
 
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
     config = AutoConfig.from_pretrained(folder.transformer_path, local_files_only=True, trust_remote_code=False)
+    native = MODEL_MAPPING[type(config)] if type(config) in MODEL_MAPPING else None
+    attention = ATTENTION[0] if native is None or getattr(native, "_supports_sdpa", False) else ATTENTION[1]
     model = AutoModel.from_pretrained(folder.transformer_path, config=config, local_files_only=True,
-                                      trust_remote_code=False, dtype=torch.float32, attn_implementation=ATTENTION)
+                                      trust_remote_code=False, dtype=torch.float32, attn_implementation=attention)
     return model.eval()
 
 
@@ -348,6 +353,7 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
                          f"+ {VALIDATION_RTOL:g} x |value|).", refused[1])
     opset = next((e.version for e in program.model_proto.opset_import if e.domain in ("", "ai.onnx")), None)
     return {"exporter": "torch.onnx (dynamo)", "opset": opset, "inputs": names,
+            "attention": getattr(model.config, "_attn_implementation", None),
             "validation": {"texts": len(VALIDATION_TEXTS), "max_abs_diff": worst, "atol": VALIDATION_ATOL,
                            "rtol": VALIDATION_RTOL},
             **{name: _version(name) for name in EXPORT_PACKAGES}}
