@@ -40,6 +40,7 @@ FAMILIES = {
     # embeddinggemma-300m: Gemma 3 with bidirectional attention (its config's use_bidirectional_attention)
     "gemma3_bidirectional": ("Gemma3TextModel", "Gemma3TextConfig", None),
     "modernbert": ("ModernBertModel", "ModernBertConfig", "<cls>"),  # DenseOn, granite-embedding-english-r2
+    "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", "<s>"),  # bge-m3, multilingual-e5, LaBSE's kin
 }
 
 
@@ -48,6 +49,10 @@ def _tiny_config(family: str, vocab: dict, first: str | None):
 
     config_class = getattr(transformers, FAMILIES[family][1])
     eos = vocab[EOS]
+    if family == "xlm-roberta":  # positions start after the padding id, as XLM-R's do
+        return config_class(vocab_size=len(vocab), hidden_size=QWEN_HIDDEN, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, max_position_embeddings=128 + eos + 2, pad_token_id=eos,
+                            bos_token_id=vocab[first], eos_token_id=eos, type_vocab_size=1)
     if family == "modernbert":
         return config_class(vocab_size=len(vocab), hidden_size=QWEN_HIDDEN, intermediate_size=64, num_hidden_layers=3,
                             num_attention_heads=4, max_position_embeddings=128, local_attention=16,

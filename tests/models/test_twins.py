@@ -1,7 +1,8 @@
 """Registry models held to tiny random twins of their architecture and layout (what the model card and configs say:
 family, pooling, normalisation), exported through fasteval's door and compared with sentence-transformers on the same
 folder: harrier-oss-v1-270m (Gemma 3, last token), harrier-oss-v1-0.6b (Qwen3, last token), DenseOn (ModernBERT,
-CLS), embeddinggemma-300m (Gemma 3 with bidirectional attention, mean). NomicBert: tests/models/test_nomic.py."""
+CLS), embeddinggemma-300m (Gemma 3 with bidirectional attention, mean), bge-m3 (XLM-RoBERTa, CLS). NomicBert:
+tests/models/test_nomic.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,8 @@ TEXTS = ["0 meters", "0.5 meters", "1 meter", "1334 meters", "-100 meters", "3e-
          "100000 kilograms", "a much longer text with many many words " * 2]
 # registry name -> the twin's family and the padding side of its tokenizer (decoders pad on the left)
 TWINS = {"harrier-oss-v1-270m": ("gemma3_text", "left"), "harrier-oss-v1-0.6b": ("qwen3", "left"),
-         "DenseOn": ("modernbert", "right"), "embeddinggemma-300m": ("gemma3_bidirectional", "right")}
+         "DenseOn": ("modernbert", "right"), "embeddinggemma-300m": ("gemma3_bidirectional", "right"),
+         "bge-m3": ("xlm-roberta", "right")}
 
 
 @pytest.fixture(scope="module", autouse=True)
