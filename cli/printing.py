@@ -16,12 +16,15 @@ def variants_text(summary: dict) -> str:
     rows = summary.get("by_variant")
     if not rows:
         return ""
+    def num(value, width: int) -> str:  # a variant none of whose cells has a tau (too few values) shows n/a
+        return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{2 if width == 6 else 1}f}"
+
     lines = [f"  {'variant':<14} {'tau':>6} {'PACC':>6} {'AVG':>6}   aligned: recall@1  mean sim"]
     for label, r in rows.items():
-        aligned = (f"{r['alignment_recall_at_1']:>17.1f} {r['alignment_mean_sim']:>9.1f}"
+        aligned = (f"{num(r['alignment_recall_at_1'], 17)} {num(r['alignment_mean_sim'], 9)}"
                    if "alignment_recall_at_1" in r else f"{'(reference)':>17}")
-        lines.append(f"  {label:<14} {r['tau_display']:>6.2f} {r['pacc_display']:>6.2f} {r['avg_display']:>6.2f}   "
-                     f"{aligned}")
+        lines.append(f"  {label:<14} {num(r['tau_display'], 6)} {num(r['pacc_display'], 6)} "
+                     f"{num(r['avg_display'], 6)}   {aligned}")
     return "\n".join(lines)
 
 
