@@ -10,23 +10,8 @@ import sys
 import pytest
 
 from fakes import FASTEVAL, one_line_error, run_cli
-from fakeserver import FakeServer, Faults
 
 GIB = 2**30
-
-
-@pytest.fixture
-def servers():
-    made = []
-
-    def make(**faults) -> FakeServer:
-        server = FakeServer(faults=Faults(**faults))
-        made.append(server)
-        return server
-
-    yield make
-    for s in made:
-        s.close()
 
 
 # A command run in a child of a child: the grandchild's peak resident memory comes back (RUSAGE_CHILDREN of the

@@ -14,21 +14,6 @@ import numpy as np
 import pytest
 
 from fakes import FASTEVAL, CountingEncoder, one_line_error, run_cli
-from fakeserver import FakeServer, Faults
-
-
-@pytest.fixture
-def servers():
-    made = []
-
-    def make(**faults) -> FakeServer:
-        server = FakeServer(faults=Faults(**faults))
-        made.append(server)
-        return server
-
-    yield make
-    for s in made:
-        s.close()
 
 
 def drift(ref, cand, *args, home):
