@@ -19,6 +19,7 @@ import json
 import re
 import unicodedata
 import zipfile
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -107,46 +108,74 @@ def write_receipt(path: Path, texts: list[str], vectors: np.ndarray, identity: d
 
 class ReceiptEncoder:
     """A receipt as the reference encoder: ``encode`` gives back the embeddings it holds (InputError for a text it
-    does not hold). ``meta``: what it was made of (name, identity, texts, their digest, fasteval's version)."""
+    does not hold). ``meta``: what it was made of (name, identity, texts, their digest, fasteval's version).
+
+    Opening one reads its members' headers and its meta only (``dim`` is known then, so drift refuses a candidate
+    of another dimension before a row is read); its texts, rows and variants are read, and checked, at their first
+    use."""
 
     def __init__(self, path: str | Path):
         path = Path(path).expanduser()
-        fix = "write it again with fasteval drift --save-receipt FILE REFERENCE."
+        self.path, self._fix = path, "write it again with fasteval drift --save-receipt FILE REFERENCE."
         try:
-            declared = _declared_arrays(path, fix)
+            self._declared = _declared_arrays(path, self._fix)
             with np.load(path, allow_pickle=False) as data:
                 if "magic" not in data or str(data["magic"]) != MAGIC:
                     raise InputError(f"{path} is a zip (.npz) file but not a fasteval receipt (no "
                                      f"{MAGIC!r} in it).", "pass a file written by fasteval drift --save-receipt.")
-                _check_arrays(path, declared, fix)
-                meta = _printable(_read_meta(str(data["meta"]), path, fix))
+                _check_arrays(path, self._declared, self._fix)
+                meta = _printable(_read_meta(str(data["meta"]), path, self._fix))
+        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as err:
+            raise self._damaged(err) from None
+        if not isinstance(meta, dict) or not isinstance(meta.get("texts_sha256"), str):
+            raise InputError(f"The receipt {path} has no readable meta (a JSON object with the texts' digest), "
+                             f"but {type(meta).__name__}.", self._fix)
+        self.meta = meta
+        self.name = f"{self.meta.get('name')} (receipt)"
+        self.dim: int | None = self._declared["vectors"][0][1]
+
+    def _damaged(self, err: BaseException) -> InputError:
+        return InputError(f"The receipt {self.path} is damaged or cut short ({type(err).__name__}: "
+                          f"{first_line(err, 80)}).", self._fix)
+
+    @cached_property
+    def _held(self) -> tuple[list[str], dict[str, np.ndarray], dict[str, Any] | None]:
+        """(texts, each text's row, the variants), read and checked at the first use."""
+        path, fix = self.path, self._fix
+        try:
+            with np.load(path, allow_pickle=False) as data:
                 texts = unpack_texts(data["text_bytes"], data["text_ends"])
                 vectors = np.ascontiguousarray(data["vectors"], dtype=np.float32)
                 recorded = ((np.asarray(data["variant_texts"], dtype=np.int64),
                              np.ascontiguousarray(data["variant_vectors"]))  # kept float16, as stored
-                            if "variant_vectors" in declared else None)
+                            if "variant_vectors" in self._declared else None)
         except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as err:
-            raise InputError(f"The receipt {path} is damaged or cut short ({type(err).__name__}: "
-                             f"{first_line(err, 80)}).", fix) from None
-        if not isinstance(meta, dict) or not isinstance(meta.get("texts_sha256"), str):
-            raise InputError(f"The receipt {path} has no readable meta (a JSON object with the texts' digest), "
-                             f"but {type(meta).__name__}.", fix)
-        self.meta = meta
+            raise self._damaged(err) from None
         if len(texts) != len(vectors) or texts_digest(texts) != self.meta.get("texts_sha256"):
-            raise InputError(f"The receipt {path} does not hold what its digest says.",
-                             fix)
+            raise InputError(f"The receipt {path} does not hold what its digest says.", fix)
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
             raise InputError(f"The receipt {path} holds {int((~finite).sum())} embedding(s) with NaN or inf (the "
                              f"first of {texts[int(np.argmin(finite))][:60]!r}): its reference failed, not a "
                              "candidate.", "make the receipt again from a reference that embeds every text.")
-        self.path, self.texts = path, texts
-        self._rows = {t: vectors[i] for i, t in enumerate(texts)}
-        self.name = f"{self.meta.get('name')} (receipt)"
-        self.dim = vectors.shape[1] if vectors.ndim == 2 else None
-        self.variants = self._variants(recorded, fix)
+        rows = {t: vectors[i] for i, t in enumerate(texts)}
+        return texts, rows, self._variants(recorded, texts, fix)
 
-    def _variants(self, recorded: tuple[np.ndarray, np.ndarray] | None, fix: str) -> dict[str, Any] | None:
+    @property
+    def texts(self) -> list[str]:
+        return self._held[0]
+
+    @property
+    def variants(self) -> dict[str, Any] | None:
+        """drift's diagnosis as this receipt recorded it (``_variants``)."""
+        return self._held[2]
+
+    def check(self) -> None:
+        """Read and check the whole receipt now (its rows and variants), rather than at their first use."""
+        _ = self._held
+
+    def _variants(self, recorded: tuple[np.ndarray, np.ndarray] | None, held: list[str],
+                  fix: str) -> dict[str, Any] | None:
         """drift's diagnosis as this receipt recorded it: ``names``, ``texts``, ``rows(name, texts)`` (each
         variant's vectors of those texts); ``{"unavailable": why}`` where it recorded none; None for a receipt
         saved before receipts carried them."""
@@ -162,12 +191,12 @@ class ReceiptEncoder:
                              f"of drift's diagnosis ({', '.join(VARIANT_SETTINGS)}).", fix)
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or \
                 vectors.shape[:2] != (len(names), len(index)) or vectors.shape[2] != self.dim or \
-                (len(index) and (index.min() < 0 or index.max() >= len(self.texts))):
+                (len(index) and (index.min() < 0 or index.max() >= len(held))):
             raise InputError(f"The receipt {self.path} holds variants' vectors that do not match what it says of "
                              "them.", fix)
         if not np.isfinite(vectors).all():
             raise InputError(f"The receipt {self.path} holds variants' vectors with NaN or inf.", fix)
-        texts = [self.texts[i] for i in index]
+        texts = [held[i] for i in index]
         where = {t: i for i, t in enumerate(texts)}
         by_name = {n: i for i, n in enumerate(names)}
 
@@ -184,16 +213,17 @@ class ReceiptEncoder:
     def require(self, texts: list[str]) -> None:
         """InputError unless this receipt was made for exactly ``texts`` (in drift's order)."""
         if texts_digest(texts) != self.meta.get("texts_sha256"):
-            raise InputError(f"The receipt {self.path} holds {len(self.texts)} texts of another text set than this "
-                             f"drift asks ({len(texts)} texts: another protocol, conformance set or --texts).",
+            raise InputError(f"The receipt {self.path} holds {self.meta.get('texts')} texts of another text set than "
+                             f"this drift asks ({len(texts)} texts: another protocol, conformance set or --texts).",
                              "make the receipt with the same --texts and --no-conformance as the gate.")
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in texts if t not in self._rows]
+        rows = self._held[1]
+        missing = [t for t in texts if t not in rows]
         if missing:
             raise InputError(f"The receipt {self.path} holds no embedding of {missing[0][:60]!r}.",
                              "make the receipt with the same --texts and --no-conformance as the gate.")
-        return np.stack([self._rows[t] for t in texts]) if texts else np.zeros((0, self.dim or 0), np.float32)
+        return np.stack([rows[t] for t in texts]) if texts else np.zeros((0, self.dim or 0), np.float32)
 
 
 def _declared_arrays(path: Path, fix: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:

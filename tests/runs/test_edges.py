@@ -397,3 +397,25 @@ def test_a_text_in_another_unicode_form_does_not_look_like_its_twin():
     nfc, nfd = "café", unicodedata.normalize("NFD", "café")
     assert shown_text(nfc) == "'café'" and shown_text(nfd) == "'cafe\\u0301' (NFD)" != shown_text(nfc)
     assert "(NFC)" in pair_text(nfc, nfd) and "(NFD)" in pair_text(nfc, nfd)
+
+
+def test_a_candidate_of_another_dimension_is_refused_before_the_receipts_rows_are_read(receipt, servers, tmp_path):
+    """The receipt's headers say its dimension: a candidate of another one is refused before its rows are read (here
+    rows with NaN, which reading them would refuse instead; item 7)."""
+    import numpy as np
+
+    with np.load(receipt, allow_pickle=False) as data:
+        held = {k: data[k] for k in data.files}
+    held["vectors"] = held["vectors"].copy()
+    held["vectors"][0, 0] = np.nan
+    with open(tmp_path / "nan.receipt", "wb") as f:
+        np.savez(f, **held)
+    other = servers(dim=16)
+    proc = run_cli(["drift", tmp_path / "nan.receipt", other.url, "--bootstrap", "0", "--no-invariance"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    one_line_error(proc, "embeds in 16 dimensions, the reference", "in 32: they are different models")
+    assert other.texts == 1, "one text asked of the candidate"
+    same = servers(dim=32)
+    proc = run_cli(["drift", tmp_path / "nan.receipt", same.url, "--bootstrap", "0", "--no-invariance"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home")})
+    one_line_error(proc, "1 embedding(s) with NaN or inf")

@@ -121,6 +121,11 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     receipt = plans[0].encoder if isinstance(plans[0].encoder, ReceiptEncoder) else None
     if receipt is not None:  # a receipt gates only the text set it was made for
         receipt.require(_all_texts(groups))
+        # a candidate of another dimension is refused before the receipt's rows are read (its headers said its
+        # dimension; a receipt may hold gigabytes): one text asked of the candidate, then the receipt checked whole
+        first = as_array(plans[1].encoder.encode(calls[0][:1]))
+        check_dimensions(names[0], names[1], receipt.dim, first.shape[1] if first.ndim == 2 else None)
+        receipt.check()
     encoded: dict[str, Any] = {}
     tables: list[EmbeddingTable] = []
     failed: dict[str, str] = {}
