@@ -370,7 +370,8 @@ def read_text_lines(path: Path, what: str, fix: str, max_bytes: int = MAX_TEXT_F
                              fix)
         if not data and stat.S_ISFIFO(os.stat(Path(path).expanduser()).st_mode):
             raise InputError(f"The {what} {path} is a named pipe (FIFO) that nothing had written to when it was "
-                             "read.", f"{fix[:1].lower()}{fix[1:].rstrip('.')}, or start the pipe's writer first.")
+                             "read.", f"{fix.rstrip('.')}, or start the pipe's writer first." if fix else
+                             "start the pipe's writer first.")
         return data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__

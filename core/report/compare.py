@@ -131,7 +131,8 @@ def cell_values(exam1) -> list[np.ndarray | None]:
 def comparable(entries: list[LoadedResult], notes: list[str] | None = None
                ) -> tuple[list[tuple[LoadedResult, list[np.ndarray]]], list[str], str]:
     """The entries that can be compared: with Exam 1 and its similarity rows, in the largest group of one
-    protocol and similarity. The others are returned as lines saying why they were skipped."""
+    protocol and similarity (a binary run, scored by Hamming similarity, with its protocol's group). The others are
+    returned as lines saying why they were skipped."""
     usable: list[tuple[LoadedResult, list[np.ndarray]]] = []
     skipped: list[str] = []
     for e in entries:
@@ -144,23 +145,32 @@ def comparable(entries: list[LoadedResult], notes: list[str] | None = None
             skipped.append(f"{e.label}: the same similarities as {twin.label}")
         else:
             usable.append((e, rows))
-    # one protocol's cells: runs of any similarity compare on them (a store's binary vectors scored by Hamming beside
-    # the float ones: the ladder's Δτ, paired), as each run's own τ per cell is what is resampled
-    groups: dict[str, list] = {}
+    # one protocol and similarity; a store's binary run (scored by Hamming similarity, whatever was asked) is
+    # compared with its protocol's group, as the ladder gives its Δτ against the float vectors
+    groups: dict[tuple[str, str], list] = {}
+    binary: list = []
     for e, rows in usable:
-        groups.setdefault(e.result.protocol, []).append((e, rows))
-    if not groups:
+        similarity = str(e.result.settings.get("similarity", "cos"))
+        if similarity == "hamming":
+            binary.append((e, rows))
+        else:
+            groups.setdefault((e.result.protocol, similarity), []).append((e, rows))
+    if not groups and not binary:
         return [], skipped, ""
-    best = max(groups, key=lambda g: (len(groups[g]), g))
+    best = max(groups, key=lambda g: (len(groups[g]), g)) if groups else (binary[0][0].result.protocol, "hamming")
+    chosen = groups.get(best, []) + [(e, rows) for e, rows in binary if e.result.protocol == best[0]]
     for key, members in groups.items():
         if key != best:
-            skipped += [f"{e.label}: protocol {key} (compared: {best})" for e, _ in members]
+            skipped += [f"{e.label}: protocol {key[0]}, similarity {key[1]} (compared: {best[0]}, {best[1]})"
+                        for e, _ in members]
+    skipped += [f"{e.label}: protocol {e.result.protocol} (compared: {best[0]})" for e, _ in binary
+                if e.result.protocol != best[0]]
     for line in skipped:
         log.info("compare skipped %s", line)
         if notes is not None:
             notes.append(f"compare skipped {line}")
-    similarities = sorted({str(e.result.settings.get("similarity", "cos")) for e, _ in groups[best]})
-    return groups[best], skipped, f"protocol {best}, similarity {', '.join(similarities)}"
+    similarities = list(dict.fromkeys(str(e.result.settings.get("similarity", "cos")) for e, _ in chosen))
+    return chosen, skipped, f"protocol {best[0]}, similarity {', '.join(similarities)}"
 
 
 def compare(entries: list[LoadedResult], resamples: int = DEFAULT_RESAMPLES,
