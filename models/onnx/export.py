@@ -333,6 +333,12 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
                                 output_names=["last_hidden_state"],
                                 dynamic_shapes={name: {0: batch, 1: sequence} for name in names})
     assert program is not None  # dynamo=True always returns the program
+    # torch's exporter records each node's stack trace (this file's path and line numbers, the site-packages
+    # path) and module path: the same model's bytes, and so its sha256 and every result key, would depend on where
+    # fasteval is installed and on edits to this file. The graph without them, the same on every machine.
+    from onnx_ir.passes.common import ClearMetadataAndDocStringPass
+
+    ClearMetadataAndDocStringPass()(program.model)
     large = sum(p.numel() * p.element_size() for p in model.parameters()) >= 2 ** 31
     program.save(str(staging / "model.onnx"), external_data=large)
     with torch.no_grad():

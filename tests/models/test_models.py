@@ -281,3 +281,14 @@ def test_an_export_cached_by_optimum_is_reused_under_its_key(tiny_st_folder, tmp
     monkeypatch.setattr(torch.onnx, "export", lambda *a, **k: pytest.fail("exported again"))
     assert export(load_folder(tiny_st_folder), home) == dest
     assert export_info(dest) == optimum_record
+
+
+def test_an_exports_bytes_do_not_depend_on_where_fasteval_is_installed(tiny_encoder):
+    """torch's exporter writes each node's stack trace (this checkout's path, export.py's line numbers) into the
+    graph: the same model's sha256, and every result key, differed between a checkout in /work and one in /tmp
+    (CI's). The export keeps none of it."""
+    from fakes import ROOT
+
+    graph = (tiny_encoder.folder.path / "model.onnx").read_bytes()
+    assert b"stack_trace" not in graph and b"export.py" not in graph and str(ROOT).encode() not in graph
+    assert b"site-packages" not in graph
