@@ -211,13 +211,16 @@ def test_packed_batching_gives_the_paper_groupings_numbers(real_model):
     assert packed.exams["exam3"].summary() == paper.exams["exam3"].summary()
 
 
-def test_the_gpus_sentence_head_gives_every_exam1_cell_on_the_cpu(real_model, both_results):
+def test_the_gpus_sentence_head_gives_every_exam1_cell_on_the_cpu(real_model, both_results, monkeypatch):
     """The GPU path's graph (pooling and Normalize appended, models/onnx/head.py), run on the CPU, gives every Exam 1
-    cell of the paper's run: what the GPU run then holds the GPU to, cell by cell."""
+    cell of the paper's run: what the GPU run then holds the GPU to, cell by cell. The same export as real_model's
+    (its home: an export cached there by another version of fasteval is another graph of the same model)."""
     from fasteval import evaluate
     from fasteval.models.loader import load_model
 
     encoder, _ = real_model
+    monkeypatch.setenv("FASTEVAL_HOME", os.environ.get("FASTEVAL_TEST_MODEL_HOME",
+                                                       str(Path.home() / ".cache" / "fasteval")))
     headed = load_model(encoder.info["source"], provider="cpu")
     headed.graph_head = True
     cells = evaluate(headed, exams=(1,), bootstrap=0).exams["exam1"].cells
