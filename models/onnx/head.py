@@ -105,6 +105,26 @@ def _pool(b: _Builder, mode: str, tokens: str, mask: str, shape: str, attention:
     raise ValueError(f"pooling mode {mode!r} has no graph head")
 
 
+# External tensors up to this size are read into the graph's bytes: a session opened from bytes reads the large
+# weights from the folder, but shape inference must see small constants (a Slice's starts and ends) in the graph
+# itself, and torch.onnx's exporter keeps even those outside when it writes external data.
+INLINE_EXTERNAL_BYTES = 1024
+
+
+def _inline_small_external(graph, folder) -> None:
+    """Read the graph's external tensors of at most INLINE_EXTERNAL_BYTES into it (from ``folder``)."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    for tensor in graph.initializer:
+        if uses_external_data(tensor):
+            length = next((int(e.value) for e in tensor.external_data if e.key == "length"), None)
+            if length is not None and length <= INLINE_EXTERNAL_BYTES:
+                load_external_data_for_tensor(tensor, str(folder))
+                tensor.data_location = TensorProto.DEFAULT
+                del tensor.external_data[:]
+
+
 def pooled_graph(folder: ModelFolder) -> bytes:
     """The folder's model.onnx with the sentence head appended (its pooling modes, Dense layers and Normalize), as
     serialized bytes. External weights stay where they are: a session opens the bytes with model.onnx's folder as
@@ -115,6 +135,7 @@ def pooled_graph(folder: ModelFolder) -> bytes:
     assert folder.onnx_file is not None
     model = onnx.load(str(folder.onnx_file), load_external_data=False)
     graph = model.graph
+    _inline_small_external(graph, folder.onnx_file.parent)
     hidden = token_output([o.name for o in graph.output])
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 0)
     if opset < HEAD_OPSET:
