@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..choices import DEFAULT_RESAMPLES, EXECUTORS, check_choice, public_model
+from ..choices import DEFAULT_RESAMPLES, EXECUTORS, check_choice, is_url, public_model
 from ..errors import FastevalError, InputError
 from ..plan import scoring
 from .job import Job, Outcome, ResultFolders, prepare_out, run_job
@@ -41,7 +41,11 @@ def sweep_needs(models: Sequence[str], dtype: str = "fp32") -> list[Any]:
     """What each model of a sweep needs of this machine, known before any download (``fasteval sweep --dry-run``:
     ``models.sources.needs.Needs`` a model)."""
     from ...models.sources.needs import needs_of
+    from ...models.sources.registry import source_kind
 
+    for name in models:  # a name the sweep would refuse is refused by its dry run too, in the same line
+        if not is_url(name):
+            source_kind(name)
     return [needs_of(name, dtype) for name in models]
 
 

@@ -138,15 +138,14 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     from ..onnx.export import export_dir
     from .folder import content_hash
     from ...core.io import fasteval_home
-    from .registry import cache_folder, find_spec, source_kind
+    from .registry import cache_folder, find_spec
 
     memory = machine_memory() if memory is None else memory
     if is_url(name):  # shown without its credentials; nothing is cached for it, and a dry run does not call it
         return Needs(public_model(name), "served", None, False, False, dtype=dtype, memory=memory)
-    kind = source_kind(name)  # a name the sweep would refuse is refused here too, in the same line
     spec = find_spec(name)
     path = Path(name).expanduser()
-    if kind == "folder" and path.is_dir():
+    if spec is None and path.is_dir():
         folder, source = path, "folder"
     else:
         folder = cache_folder(spec.hf_id if spec else name)
