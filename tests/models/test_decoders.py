@@ -49,7 +49,8 @@ def onnx_encoder(export_folder, prompt=None):
 
 def test_export_declares_the_inputs_the_model_takes_and_encoder_feeds_them(qwen_encoder):
     """torch.onnx's export takes input_ids and attention_mask (transformers counts the positions 0..seq-1 itself, as
-    the encoder fed them to Optimum's graphs, which declared position_ids: models/onnx/encoder.py still feeds those)."""
+    the encoder fed them to the Optimum graphs of before, which declared position_ids: models/onnx/encoder.py still
+    feeds those)."""
     assert qwen_encoder.input_names == {"input_ids", "attention_mask"}
     assert qwen_encoder.folder.pooling.modes == ("lasttoken",) and qwen_encoder.folder.normalize
     assert qwen_encoder.info["pooling"] == "lasttoken"
