@@ -16,12 +16,12 @@ def variants_text(summary: dict) -> str:
     rows = summary.get("by_variant")
     if not rows:
         return ""
-    def num(value, width: int) -> str:  # a variant none of whose cells has a tau (too few values) shows n/a
-        return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{2 if width == 6 else 1}f}"
+    def num(value, width: int, digits: int = 2) -> str:  # a variant whose cells have no tau shows n/a
+        return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
     lines = [f"  {'variant':<14} {'tau':>6} {'PACC':>6} {'AVG':>6}   aligned: recall@1  mean sim"]
     for label, r in rows.items():
-        aligned = (f"{num(r['alignment_recall_at_1'], 17)} {num(r['alignment_mean_sim'], 9)}"
+        aligned = (f"{num(r['alignment_recall_at_1'], 17, 1)} {num(r['alignment_mean_sim'], 9, 1)}"
                    if "alignment_recall_at_1" in r else f"{'(reference)':>17}")
         lines.append(f"  {label:<14} {num(r['tau_display'], 6)} {num(r['pacc_display'], 6)} "
                      f"{num(r['avg_display'], 6)}   {aligned}")

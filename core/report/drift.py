@@ -334,7 +334,7 @@ def _inside(junit: str | Path, out: str | Path | None) -> str | None:
     if out is None:
         return None
     junit_path, out_path = Path(junit).expanduser().resolve(), Path(out).expanduser().resolve()
-    return junit_path.relative_to(out_path).as_posix() if junit_path.parent == out_path else None
+    return junit_path.name if junit_path.parent == out_path else None
 
 
 def check_outputs(candidates: int, out: str | Path | None = None, junit: str | Path | None = None) -> None:

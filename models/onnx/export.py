@@ -19,6 +19,7 @@ from ...core.choices import DTYPES, check_choice
 from ...core.errors import FastevalError, ModelError, OutputError, first_line, warn_rebuilt
 from ...core.failpoints import failpoint
 from ...core.io import staged_folder
+from .. import installed_version
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
@@ -146,17 +147,14 @@ def _fields_that_load_code(config: Any, where: str = "") -> list[str]:
     return found
 
 
-def refuse_code_from_elsewhere(folder: ModelFolder) -> None:
+def refuse_code_from_elsewhere(folder: ModelFolder, config: dict) -> None:
     """One line, before transformers reads the folder, for a config.json field that would make it load code from
     elsewhere: an attention or experts implementation that is not one of transformers' own (a Hub kernel
     repository such as ``kernels-community/flash-attn``), or a request for Hub kernels. Defence beyond the version
     pin: the export also names its own attention to transformers, so such a field would not be obeyed, but a model
-    folder that asks for foreign code is refused rather than trusted to be ignored."""
+    folder that asks for foreign code is refused rather than trusted to be ignored. ``config``: its config.json
+    (``_read_config``; transformers says what is wrong with a missing or broken one)."""
     path = folder.transformer_path / "config.json"
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return  # transformers says what is wrong with a missing or broken config.json
     found = _fields_that_load_code(config)
     if found:
         raise ModelError(f"{path} asks transformers to load code from elsewhere ({'; '.join(found)}): fasteval runs "
@@ -179,16 +177,10 @@ def _refuse_custom_code(folder: ModelFolder, config: dict) -> None:
 
     if model_type not in CONFIG_MAPPING:
         raise ModelError(f"{folder.path.name} is a {model_type} model, whose architecture is custom code "
-                         f"(trust_remote_code) that transformers {_version('transformers')} does not have: fasteval "
-                         "runs no remote code.",
+                         f"(trust_remote_code) that transformers {installed_version('transformers')} does not have: "
+                         "fasteval runs no remote code.",
                          "serve it and pass --model URL: llama.cpp serves its GGUF (llama-server -m MODEL.gguf "
                          "--embeddings --port 8080, then --model http://127.0.0.1:8080/v1).")
-
-
-def _version(name: str) -> str | None:
-    from .. import installed_version
-
-    return installed_version(name)
 
 
 # The export's packages (the export extra); transformers below 5.3 is refused (CVE-2026-4372, and no NomicBert).
@@ -199,12 +191,12 @@ MIN_TRANSFORMERS = (5, 3)
 def _exporter_ready(folder: ModelFolder) -> None:
     """One line saying why the export cannot run here: a package of the export extra is missing, or transformers
     is older than the export supports."""
-    missing = [name for name in EXPORT_PACKAGES if _version(name) is None]
+    missing = [name for name in EXPORT_PACKAGES if installed_version(name) is None]
     if missing:
         raise ModelError(f"{folder.path} has no ONNX file and exporting one needs torch, transformers and "
                          f"onnxscript ({' and '.join(missing)} not installed).",
                          "install the export extra: pip install 'fasteval[export]'.")
-    have = _version("transformers") or "0"
+    have = installed_version("transformers") or "0"
     numbers = tuple(int(part) if part.isdigit() else 0 for part in have.split(".")[:2])
     if numbers < MIN_TRANSFORMERS:
         raise ModelError(f"transformers {have} is installed; the export needs transformers >= "
@@ -263,7 +255,6 @@ def _load_torch_model(folder: ModelFolder):
     off, and an auto_map beside a native type is ignored), float32, its own attention, in eval mode."""
     import torch
     from transformers import AutoConfig, AutoModel
-
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
     config = AutoConfig.from_pretrained(folder.transformer_path, local_files_only=True, trust_remote_code=False)
@@ -362,7 +353,7 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
             "attention": getattr(model.config, "_attn_implementation", None),
             "validation": {"texts": len(VALIDATION_TEXTS), "max_abs_diff": worst, "atol": VALIDATION_ATOL,
                            "rtol": VALIDATION_RTOL},
-            **{name: _version(name) for name in EXPORT_PACKAGES}}
+            **{name: installed_version(name) for name in EXPORT_PACKAGES}}
 
 
 def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path | None = None) -> Path:
@@ -397,8 +388,9 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
     failpoint("export-checked")
-    refuse_code_from_elsewhere(folder)
-    _refuse_custom_code(folder, _read_config(folder))
+    config = _read_config(folder)
+    refuse_code_from_elsewhere(folder, config)
+    _refuse_custom_code(folder, config)
     _exporter_ready(folder)
     log.info("exporting %s to ONNX (%s) with torch.onnx, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()

@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...core.errors import ModelError, first_line
 
@@ -122,6 +123,13 @@ def _read_json(path: Path) -> dict:
         raise ModelError(f"Cannot read {path}: {err}.", "repair or re-download the model folder.") from None
 
 
+def configured_prompts(st_config: Any) -> dict[str, str]:
+    """The prompts a config_sentence_transformers.json (parsed) configures, by name. sentence-transformers 6 saves
+    {"query": "", "document": ""} for every model: an empty prompt is none."""
+    prompts = st_config.get("prompts") if isinstance(st_config, dict) else None
+    return {str(name): text for name, text in prompts.items() if text} if isinstance(prompts, dict) else {}
+
+
 def parse_pooling(cfg: dict) -> PoolingConfig:
     """Pooling from a 1_Pooling/config.json in either the flag format or the newer ``pooling_mode`` string."""
     if isinstance(cfg.get("pooling_mode"), str):
@@ -209,8 +217,7 @@ def load_folder(path: str | Path) -> ModelFolder:
     prompts, default_prompt_name = {}, None
     if (path / "config_sentence_transformers.json").exists():
         st_cfg = _read_json(path / "config_sentence_transformers.json")
-        # sentence-transformers 6 saves {"query": "", "document": ""} for every model: an empty prompt is none
-        prompts = {name: text for name, text in dict(st_cfg.get("prompts") or {}).items() if text}
+        prompts = configured_prompts(st_cfg)
         default_prompt_name = st_cfg.get("default_prompt_name")
     folder = ModelFolder(
         path=path, transformer_path=transformer_path, tokenizer_file=tokenizer_file, onnx_file=_find_onnx(path),

@@ -76,10 +76,9 @@ class Needs:
     def refusal(self) -> str | None:
         """The one line that refuses it here, every reason in it (offline and too big for this machine's memory:
         both); None when it fits or nothing is known."""
-        reasons = [f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
-                   if self.offline else "", self.memory_refusal or ""]
-        return " And ".join(r if k == 0 else r[0].lower() + r[1:] for k, r in enumerate(x for x in reasons if x)) \
-            or None
+        offline = f"{self.model} is not cached, and HF_HUB_OFFLINE is set: the sweep cannot fetch it."
+        reasons = [r for r in (offline if self.offline else None, self.memory_refusal) if r]
+        return " And ".join([reasons[0], *(r[0].lower() + r[1:] for r in reasons[1:])]) if reasons else None
 
     @property
     def memory_refusal(self) -> str | None:
@@ -168,13 +167,13 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
 def folder_prompts(folder: Path) -> list[str]:
     """The names of the prompts a model folder's config_sentence_transformers.json configures (none applied unless
     asked for by --prompt-name, as in the paper)."""
+    from .folder import configured_prompts
+
     try:
         config = json.loads((Path(folder) / "config_sentence_transformers.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    prompts = config.get("prompts") if isinstance(config, dict) else None
-    # (sentence-transformers 6 saves {"query": "", "document": ""} for every model: an empty prompt is none)
-    return [str(k) for k, v in prompts.items() if v] if isinstance(prompts, dict) else []
+    return list(configured_prompts(config))
 
 
 def hub_offline() -> bool:
