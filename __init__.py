@@ -23,7 +23,7 @@ _LAZY = {
     "evaluate": (".core.plan", "evaluate"),
     "check": (".core.runs.check", "check"),
     "drift": (".core.runs.drift.gate", "drift"),
-    "save_receipt": (".core.runs.drift.gate", "save_receipt"),
+    "save_receipt": (".core.runs.drift.receipts", "save_receipt"),
     "load_model": (".models.loader", "load_model"),
     "model_folder": (".models.loader", "model_folder"),
     "result_files": (".core.results.files", "result_files"),

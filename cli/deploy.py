@@ -164,22 +164,26 @@ def drift_command(
         from ..core.errors import InputError
         from ..core.io import dumps
         from ..core.report.drift import check_outputs, to_exit_code, write_outputs
-        from ..core.runs.drift import gate
+        from ..core.runs.drift import gate, receipts
 
         candidates = list(candidates or [])
         threshold = fail_below if fail_below is not None else gate.DEFAULT_THRESHOLD
         # everything drift can refuse, refused before a model is loaded or a text sent
         gate.check_inputs(threshold, bootstrap, texts, accept or [], not no_conformance, invariance)
         check_outputs(len(candidates), out, junit)
-        side = _side_loader(provider.value, batch_size, served or {})
+        def side(dtype, prompt: str | None) -> dict:  # how the one door loads a side
+            return {"provider": provider.value, "dtype": dtype.value, "prompt": prompt, "batch_size": batch_size,
+                    "served": served or {}}
+
         if save_receipt is not None:
             if candidates:
                 raise InputError("--save-receipt takes the reference alone.",
                                  "run fasteval drift --save-receipt FILE REFERENCE, then "
                                  "fasteval drift FILE CANDIDATE.")
-            made = gate.save_receipt(side(reference, reference_dtype, reference_prompt), save_receipt, texts=texts,
-                                     conformance=not no_conformance, diagnose=not no_diagnose,
-                                     on_step=lambda name: say(quiet, f"fasteval: receipt: {name}"))
+            made = receipts.save_receipt(reference, save_receipt, texts=texts, conformance=not no_conformance,
+                                         diagnose=not no_diagnose,
+                                         on_step=lambda name: say(quiet, f"fasteval: receipt: {name}"),
+                                         **side(reference_dtype, reference_prompt))
             held = (f"; {made['variants']} misconfigurations of it on {made['variant_texts']} of them, for the "
                     "diagnosis" if made["variants"] else "")
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
@@ -188,40 +192,17 @@ def drift_command(
         if not candidates:
             raise InputError("fasteval drift needs a reference and a candidate.",
                              "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
-        ref = side(reference, reference_dtype, reference_prompt)
-
-        def told(candidate: str):  # each candidate's progress lines
-            return lambda name: say(quiet or json_out, f"fasteval: drift {public_model(candidate)}: {name}")
-
-        def store(dimensions, quantization) -> dict | None:  # what a vector store keeps of a side
-            if dimensions is None and quantization is None:
-                return None
-            return {"dimensions": dimensions, "vector_quantization": quantization,
-                    "calibration": calibration if quantization == "int8" else None}
-
-        ref_store = store(reference_dimensions, reference_vector_quantization)
-        cand_store = store(candidate_dimensions, candidate_vector_quantization)
-        reports = [gate.drift(ref, side(c, candidate_dtype, candidate_prompt), texts=texts,
-                              reference_vectors=ref_store, candidate_vectors=cand_store,
-                              conformance=not no_conformance, threshold=threshold,
-                              fail_on_collisions=fail_on_collisions, resamples=bootstrap,
-                              labels=(public_model(reference), public_model(c)), expect_model=expect_model,
-                              expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
-                              diagnose=not no_diagnose, invariance_tier=invariance,
-                              on_step=told(c))
-                   for c in candidates]
+        labels = [public_model(name) for name in (reference, *candidates)]
+        reports = gate.drift_candidates(
+            reference, candidates, labels=labels, reference_load=side(reference_dtype, reference_prompt),
+            candidate_load=side(candidate_dtype, candidate_prompt),
+            on_step_for=lambda label: (lambda name: say(quiet or json_out, f"fasteval: drift {label}: {name}")),
+            reference_dimensions=reference_dimensions, reference_vector_quantization=reference_vector_quantization,
+            candidate_dimensions=candidate_dimensions, candidate_vector_quantization=candidate_vector_quantization,
+            calibration=calibration, texts=texts, conformance=not no_conformance, threshold=threshold,
+            fail_on_collisions=fail_on_collisions, resamples=bootstrap, expect_model=expect_model,
+            expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
+            diagnose=not no_diagnose, invariance_tier=invariance)
         data, text = write_outputs(reports, public_model(reference), out, junit)
         typer.echo(dumps(data).rstrip() if json_out else text)
     raise typer.Exit(max(to_exit_code(r) for r in reports))
-
-
-def _side_loader(provider: str, batch_size: int, served: dict):
-    """How a drift side is loaded: through the one door (a receipt as it is, anything else with load_model's
-    options: its dtype and prompt)."""
-    from ..core.encoders import as_encoder
-
-    def side(name: str, dtype, prompt: str | None):
-        return as_encoder(name, provider=provider, dtype=dtype.value, prompt=prompt, batch_size=batch_size,
-                          served=served)
-
-    return side

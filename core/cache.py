@@ -38,6 +38,16 @@ CANARIES = 3  # cached texts embedded afresh before a cache is trusted
 CANARY_MIN_COSINE = 1 - 1e-5  # the same model embeds a text alone as in its batch far closer than this
 
 
+def embedding_cache_root(cache_root: Path | bool | None) -> Path | None:
+    """The one rule for the embedding cache's root, in a sweep, on a Ray node, in drift and for receipts: None is
+    this machine's FASTEVAL_HOME (each Ray node's own), False is no cache, a path is that folder."""
+    from .io import fasteval_home
+
+    if cache_root is False:
+        return None
+    return fasteval_home() if cache_root is None or cache_root is True else Path(cache_root)
+
+
 def embedding_cache(settings, cache_root: Path | None) -> EmbeddingCache:
     """The embedding cache for an encoder's settings (its key is the plan's ``embedding_key``). Without a content
     hash (or a served model's deployment) the model's identity is unknown: its embeddings are then never shared

@@ -23,6 +23,17 @@
 
 ``describe`` reads them once per run (``fasteval.core.plan``).
 
+What an encoder can do beyond embedding, which drift asks (``can``) and never infers from its class:
+
+* ``variants() -> list`` and ``variant(variant, load=None) -> encoder`` - the model under its usual
+  misconfigurations (a local ONNX model: ``fasteval.models.onnx.variants``), for drift's diagnosis and norm gate;
+* ``require(list[str])``, ``check()``, ``dim``, ``recorded_variants``, ``identity`` - an encoder of a fixed set of
+  texts (a receipt: ``fasteval.models.adapters.receipt``): it refuses another text set, is read whole on
+  ``check()``, knows its dimension before a row is read, and carries the variants it recorded;
+* ``encoded_as(list[str], "float" | "base64")`` and ``use_float()`` - a served model asked in either encoding
+  format (drift's base64 parity), and told to ask for floats from then on;
+* ``server_token_ids(list[str])`` - the server's own token ids (never a local stand-in), for drift's tokenization.
+
 What a user hands fasteval (a name, a folder, a URL, an MTEB model, ...) becomes such an encoder through the one
 door, ``fasteval.core.encoders.as_encoder``.
 
@@ -89,6 +100,11 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
                        usage=usage if callable(getattr(usage, "as_dict", None)) else None,
                        settled=settled if callable(settled) else None, settle=settle if callable(settle) else None,
                        concurrency=concurrency if isinstance(concurrency, int) and concurrency > 1 else 1)
+
+
+def can(encoder: Any, member: str) -> bool:
+    """Whether ``encoder`` has the optional method ``member`` of the contract (see the module docstring)."""
+    return callable(getattr(encoder, member, None))
 
 
 def follows_mteb_protocol(encoder: Any) -> bool:

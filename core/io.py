@@ -378,8 +378,9 @@ def read_text_lines(path: Path, what: str, fix: str, max_bytes: int = MAX_TEXT_F
         raise InputError(f"Cannot read the {what} {path}: {reason}.", fix) from None
 
 
-def read_models_file(path: Path, what: str = "models file") -> list[str]:
-    """One entry a line (a model name, path or URL[#MODEL]; a quantity); blank lines and '#' comments ignored."""
+def read_entries_file(path: Path, what: str = "models file") -> list[str]:
+    """One entry a line (a model name, path or URL[#MODEL], a quantity, a calibration text); blank lines and '#'
+    comments ignored."""
     lines = read_text_lines(path, what, "pass a UTF-8 text file with one entry a line.")
     # '#' starts a comment at the start of a line or after white space, never inside a served model's URL#MODEL
     models = [re.split(r"(?:^|\s)#", ln, maxsplit=1)[0].strip() for ln in lines]

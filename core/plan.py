@@ -109,11 +109,13 @@ class Scoring:
         from .exams import protocol_groups
 
         groups = protocol_groups(self.exams, self.protocol)
-        if self.vectors is not None:
-            seen = {t for g in groups for t in g}
-            extra = [t for t in dict.fromkeys(self.vectors.calibration_of(self.table1_texts())) if t not in seen]
-            groups += [extra] if extra else []
-        return groups
+        seen = {t for g in groups for t in g}
+        extra = [t for t in self.calibration_texts() if t not in seen]
+        return groups + ([extra] if extra else [])
+
+    def calibration_texts(self) -> list[str]:
+        """The texts int8 vectors are calibrated on (Table 1's, or a file's), once each; none for other vectors."""
+        return list(dict.fromkeys(self.vectors.calibration_of(self.table1_texts()))) if self.vectors else []
 
     def table1_texts(self) -> list[str]:
         """The texts of Table 1's cells of this protocol (int8's calibration set unless a file is given)."""

@@ -166,9 +166,9 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
         if isinstance(calibration, str) or hasattr(calibration, "__fspath__"):
             from pathlib import Path
 
-            from .io import read_models_file
+            from .io import read_entries_file
 
-            texts = tuple(read_models_file(Path(calibration), what="calibration file"))
+            texts = tuple(read_entries_file(Path(calibration), what="calibration file"))
             source = f"the calibration file {calibration}"
         else:
             texts = tuple(str(t) for t in calibration)

@@ -72,6 +72,8 @@ DIAGNOSIS_OVER_DRIFT = 1.5
 def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str | None) -> Line:
     """The default model against ``candidate``: drift with the diagnosis against drift without it, alternately;
     the diagnosis must name ``expected`` (None: no variant, and every one tried)."""
+    from fasteval.core.results.drift_findings import Diagnosis
+
     from ..harness import med
 
     runs: dict[bool, list[float]] = {False: [], True: []}
@@ -82,8 +84,8 @@ def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str |
             got = drift(fp32, candidate, resamples=2000, cache_root=None, diagnose=diagnose)
             runs[diagnose].append(time.perf_counter() - start)
             report = got if diagnose else report
-    assert report is not None and report.diagnosis is not None
-    d = report.diagnosis
+    assert report is not None and report.has(Diagnosis)
+    d = report.get(Diagnosis).said
     named = (f"named {d['variant']} (worst cosine {d['worst']:.5f}; the reference's own {d['reference']:.4f})"
              if d["variant"] else f"no variant named (closest: {d['closest']}; the reference's own "
                                   f"{d['reference']:.4f})")
@@ -100,7 +102,9 @@ def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str |
 def _receipt_line(ctx: Ctx, fp32, candidate, drift) -> Line:
     """--save-receipt with the diagnosis's variants against without them (time and size), and drift against the
     receipt naming the CLS-pooled copy as drift against the folder does."""
-    from fasteval.core.runs.drift.gate import save_receipt
+    from fasteval.core.results.drift_findings import Diagnosis
+
+    from fasteval.core.runs.drift.receipts import save_receipt
 
     from ..harness import med
 
@@ -114,7 +118,7 @@ def _receipt_line(ctx: Ctx, fp32, candidate, drift) -> Line:
             runs[diagnose].append(time.perf_counter() - start)
             made = got if diagnose else made
     report = drift(str(paths[True]), candidate, resamples=0, cache_root=None)
-    d = report.diagnosis or {}
+    d = report.get(Diagnosis).said
     sizes = {k: p.stat().st_size for k, p in paths.items()}
     return Line("drift", f"{ctx.model}: --save-receipt with the diagnosis's variants", med(runs[True]),
                 med(runs[False]), "--save-receipt --no-diagnose",
@@ -131,6 +135,8 @@ DRIFT_OVER_EMBEDDING = 1.2
 
 
 def _line(model: str, label: str, reference, candidate, drift, gated: bool = False) -> Line:
+    from fasteval.core.results.drift_findings import Behaviours, Collisions, PhysScore
+
     start = time.perf_counter()
     report = drift(reference, candidate, resamples=2000, cache_root=None)
     seconds = time.perf_counter() - start
@@ -138,17 +144,17 @@ def _line(model: str, label: str, reference, candidate, drift, gated: bool = Fal
     embedding = t.get("embed reference", 0.0) + t.get("embed candidate", 0.0)
     budget = (f"; time {seconds:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()) +
               f", other {seconds - sum(t.values()):.2f}")
-    p = report.physscore
+    p = report.get(PhysScore).said
     groups = "; ".join(f"{name} {g.mean:.4f}/{g.worst:.4f}" if g.mean is not None else
                        f"{name} failed" if g.failed else f"{name} n/a (every text refused)"
                        for name, g in report.groups.items())
     return Line("drift", f"{model}: fp32 folder against {label}", seconds, None, "",
                 f"{report.verdict}" + (f" ({'; '.join(report.reasons)})" if report.reasons else "") +
                 f": cosine mean {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; "
-                f"collisions {len(report.collisions)}; Δτ {p['delta_tau']:+.2f} [{p['delta_tau_ci_low']:.2f}, "
+                f"collisions {report.get(Collisions).collided}; Δτ {p['delta_tau']:+.2f} [{p['delta_tau_ci_low']:.2f}, "
                 f"{p['delta_tau_ci_high']:.2f}], {len(p['cells_changed'])} of 20 cells changed; per group mean/worst: "
                 f"{groups}" + "".join(f"; {b['behaviour']}: {b['texts']} {b['group']} text(s) (takes {b['max_tokens']} "
-                                      f"tokens)" for b in report.behaviours) + budget, None,
+                                      f"tokens)" for b in report.get(Behaviours).found) + budget, None,
                 target_name=(f"drift <= {DRIFT_OVER_EMBEDDING}x both sides' embedding ({label}; "
                              f"{DRIFT_OVER_EMBEDDING * embedding:.2f} s)") if gated else "",
                 limit_s=DRIFT_OVER_EMBEDDING * embedding if gated else None,

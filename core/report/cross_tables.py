@@ -120,6 +120,7 @@ def drift_table(root: Path) -> Table | None:
     two encoders and the share below the threshold, with each report's verdict, collisions and Δτ."""
     from ..io import read_json
     from ..results.drift import DriftReport
+    from ..results.drift_findings import Collisions, PhysScore
     from ..results.read import find_result_files
 
     rows = []
@@ -134,7 +135,8 @@ def drift_table(root: Path) -> Table | None:
             continue
         rows.append({"pair": f"{report.candidate} vs {report.reference}", "group": "all", "verdict": report.verdict,
                      "mean": report.mean_cosine, "worst": report.worst_cosine, "share_below": None,
-                     "collisions": report.collided, "delta_tau": report.physscore.get("delta_tau")})
+                     "collisions": report.get(Collisions).collided,
+                     "delta_tau": report.get(PhysScore).said.get("delta_tau")})
         rows += [{"pair": "", "group": name, "verdict": "failed" if g.failed else "", "mean": g.mean,
                   "worst": g.worst, "share_below": g.share_below, "collisions": None, "delta_tau": None}
                  for name, g in report.groups.items()]

@@ -6,153 +6,40 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import cut
-from ..results.drift import INVARIANCE_MIN, DriftReport
+from ..results.drift import DriftReport
+from ..results.drift_findings import PLACES, Collisions, Diagnosis, Identity, Invariance, PhysScore, shown_text
 
 
 def drift_text(report: DriftReport) -> str:
-    """The report as the terminal shows it: the verdict, per group mean / worst / share below, the worst texts by
-    name, the collisions, and the PhysScore side."""
+    """The report as the terminal shows it: the verdict and its reasons, what each finding says under them, the
+    identity, the means, per group mean / worst / share below, the worst texts by name, and each finding's
+    details (collisions, tokenization, invariance, behaviours, the PhysScore side)."""
     fmt = (lambda v: "  n/a" if v is None else f"{v:.4f}")
-    who = {side: report.identity.get(side, {}) for side in ("reference", "candidate")}
+    placed = {place: [ln for f in report.shown() for ln in f.lines(report).get(place, [])] for place in PLACES}
     reasons = report.reasons
     n = len(reasons)
     lines = [f"fasteval drift: {report.verdict}" + (f", {n} reason{'s' * (n != 1)}" if n else "")
              + f" (exit {to_exit_code(report)})",
              f"  {report.candidate} against {report.reference} on {report.texts} texts, threshold {report.threshold}"]
     lines += [f"  reason: {r}" for r in reasons]
-    if report.diagnosis is not None:
-        from ..runs.drift.diagnosis import diagnosis_line, fix_lines
-
-        lines.append(f"  {diagnosis_line(report.diagnosis)}")
-        lines += [f"  {line}" for line in fix_lines(report.diagnosis)]
+    lines += placed["verdict"]
     lines += [f"  accepted (--accept, shown, not gated): {a}" for a in report.accepted_drift]
-    lines += hint_lines(report)
-    lines += [
-             "  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
-                                        + (f", {report.precision[side]}" if report.precision.get(side) else "")
-                                        + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters") else "")
-                                        + (f", {w['max_tokens']} tokens" if w.get("max_tokens") else "")
-                                        + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
-                                        + (f", as a store keeps it: {store_words(w['vectors'])}" if w.get("vectors")
-                                           else "")
-                                        + ")" for side, w in who.items() if w)
-             + (f" -- {report.identity_mismatch}" if report.identity_mismatch else "")
-             + (f" -- the expected model, named {report.identity_match}"
-                if report.identity_match and report.identity_match != "exactly" else "")
-             + (f" -- {report.precision_mismatch}" if report.precision_mismatch else ""),
-             f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
-             f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {report.collided}", "",
-             f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
+    lines += placed["hints"] + placed["identity"]
+    lines += [f"  mean cosine {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; neighbourhood agreement "
+              f"(10 nearest) {report.neighbourhood_agreement:.3f}; collisions {report.get(Collisions).collided}"]
+    lines += placed["summary"]
+    lines += ["", f"  {'group':<16} {'texts':>5} {'mean':>8} {'worst':>8} {'below':>6}  worst text / probes"]
     for g in report.groups.values():
         below = ("n/a" if g.share_below is None else "<1%" if 0 < g.share_below < 0.005 else
                  ">99%" if 0.995 <= g.share_below < 1 else f"{g.share_below:.0%}")  # a drifted text is never 0%
-        what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if g.worst is not None \
-            and g.worst < report.threshold else g.probes
+        drifted = g.worst is not None and g.worst < report.threshold
+        what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if drifted else g.probes
         lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
-    norms = report.norms
-    if norms and not norms.get("reference_unit"):  # the reference's norms carry meaning: how the candidate's compare
-        lines.insert(next(k for k, ln in enumerate(lines) if ln.startswith("  mean cosine")) + 1,
-                     f"  norms (raw vectors, {norms['compared']} texts): the candidate's over the reference's, worst "
-                     f"{norms['worst_ratio']:.4f} for {norms['text']!r}"
-                     + ("; the candidate returns unit vectors" if norms.get("candidate_unit") else ""))
-    counts = report.token_counts
-    if counts.get("differ") and report.verdict == "drifts":  # a clue to a drift; beside a conforming run, noise
-        characters = all(e["candidate_tokens"] == len(e["text"]) for e in counts["examples"])
-        lines.insert(next(k for k, ln in enumerate(lines) if ln.startswith("  mean cosine")) + 1,
-                     f"  token counts: the server counts {counts['differ']} of {counts['compared']} texts otherwise "
-                     "than the reference's tokenizer (special tokens added or not, another tokenizer): " + "; ".join(
-                         f"{e['text']!r}: the server {e['candidate_tokens']}, the reference's tokenizer "
-                         f"{e['reference_tokens']}" for e in counts["examples"])
-                     + ("; the server's counts are the texts' characters, not tokens (as infinity's are)"
-                        if characters else ""))
-    drifted = [w for w in report.worst if w["cosine"] < report.threshold]
-    if drifted:
+    drifted_texts = [w for w in report.worst if w["cosine"] < report.threshold]
+    if drifted_texts:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {shown_text(w['text'])}: {w['cosine']:.4f}"
-                                            for w in drifted]
-    if report.collisions:
-        lines += ["", f"  collisions (apart under the reference, one under the candidate): {report.collided}"]
-        lines += [f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
-                  f"{c['candidate_cosine']:.4f}" for c in report.collisions[:10]]
-        if report.collided > 10:
-            listed = ("all of them" if report.collided == len(report.collisions) else
-                      f"the first {len(report.collisions):,}")
-            lines.append(f"    ... and {report.collided - 10:,} more ({listed} in --json)")
-    t = report.tokenization
-    if t.get("differ") or t.get("truncated"):
-        lines += ["", f"  tokenizer: of the {t['compared']} worst drifted texts the candidate tokenizes {t['differ']} "
-                      f"into other ids and cuts {t['truncated']} at another length than the reference"]
-        lines += [f"    {e['text']!r}: {e['reference_tokens']} tokens {e['reference_ids'][:8]} against "
-                  f"{e['candidate_tokens']} {e['candidate_ids'][:8]}" for e in t["examples"]]
-    if report.invariance:
-        bitwise = report.invariance_tier == "bitwise"
-        lines += ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
-                      "it depends on the batch" + ("; the bitwise tier: any difference drifts" if bitwise else "")
-                      + "; max |diff| of a number):"]
-        lines += [f"    {r['condition']:<26} " + (f"skipped ({r['skipped']})" if "skipped" in r else
-                                                   f"{r['worst']:.6f}  max |diff| {r.get('max_abs', 0.0):.1e}  "
-                                                   f"{r['text']!r}") for r in report.invariance]
-    for b in report.behaviours:
-        other = "the candidate" if b["side"] == "reference" else "the reference"
-        limits = ((f"; it takes at most {b['max_tokens']} tokens" if b.get("max_tokens") else "")
-                  + (f", {other} truncates at {b['other_truncates_at']}" if b.get("other_truncates_at") else ""))
-        lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
-                      f"{other} embeds (the shortest {b['shortest_chars']} characters{limits}: {b['message'][:100]}); "
-                      "they are left out of the cosines, the rest of the group is scored"]
-    p = report.physscore
-    if p:
-        ci = ("" if p.get("delta_tau_ci_low") is None
-              else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]")
-        lines += ["", f"  PhysScore: Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f} "
-                      f"(delta {p['delta_tau']:+.2f}{ci}), "
-                      f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
-                      f"{len(p['cells_changed'])} of 20 cells changed"]
-    return "\n".join(lines)
-
-
-def store_words(vectors: dict) -> str:
-    """What a side's store keeps, in words: "the first 256 dimensions, binary"."""
-    words = [f"the first {vectors['dimensions']} dimensions"] if vectors.get("dimensions") else []
-    if vectors.get("vector_quantization"):
-        words.append(f"{vectors['vector_quantization']}"
-                     + (f" (calibrated on {vectors['calibration']})" if vectors.get("calibration") else ""))
-    return ", ".join(words)
-
-
-def shown_text(text: str) -> str:
-    """A text as the terminal shows it: its repr, or, where it is not in NFC (é as e and a combining accent), its
-    escapes and its form, so that two texts that differ only there do not look alike."""
-    import unicodedata
-
-    if unicodedata.is_normalized("NFC", text):
-        return repr(text)
-    return f"{ascii(text)} ({'NFD' if unicodedata.is_normalized('NFD', text) else 'not NFC'})"
-
-
-def pair_text(a: str, b: str) -> str:
-    """Two texts of a collision as the terminal shows them: where they look alike but differ only in their
-    Unicode form (é as one character, NFC, or as e and a combining accent, NFD), written with escapes, so the
-    difference shows."""
-    import unicodedata
-
-    if a != b and unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b):
-        form = {x: "NFC" if unicodedata.is_normalized("NFC", x) else "NFD" if unicodedata.is_normalized("NFD", x)
-                else "mixed" for x in (a, b)}
-        return f"{ascii(a)} ({form[a]}) ~ {ascii(b)} ({form[b]}), one text in two Unicode forms"
-    return f"{a!r} ~ {b!r}"
-
-
-def hint_lines(report: DriftReport) -> list[str]:
-    """For a candidate of a kind of server known to differ on some groups (llama.cpp: scripts, length), the
-    --accept that gates the rest, when those groups drifted and are not accepted yet."""
-    from ..runs.drift.identity import known_differences
-
-    pending = [g for g in report.drifted_groups if g not in report.accepted]
-    kind, known = known_differences(report.identity.get("candidate", {}), pending)
-    if not known:
-        return []
-    why = "; ".join(f"{g}: {reason}" for g, reason in known.items())
-    flags = " ".join(f"--accept {g}" for g in known)
-    return [f"  hint: {kind} is known to differ here ({why}); if that is accepted, add {flags} to gate the rest"]
+                                            for w in drifted_texts]
+    return "\n".join(lines + placed["details"])
 
 
 def drift_files(report: DriftReport) -> dict[str, str]:
@@ -231,31 +118,9 @@ def _junit_suite(report: DriftReport):
                  out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
         else:
             case(f"group {g.name}", out=f"n {g.n}; mean {fmt_or_na(g.mean)}; worst {fmt_or_na(g.worst)}")
-    collided = f"{report.collided} collision(s)" if report.collisions else None
-    case("collisions", failure=collided if report.fail_on_collisions else None,
-         out=collided or "none")
-    if report.diagnosis is not None:  # what the candidate embeds like, and what to do: beside the failures
-        from ..runs.drift.diagnosis import diagnosis_line, fix_lines
-
-        case("diagnosis", out="\n".join([diagnosis_line(report.diagnosis), *fix_lines(report.diagnosis)]))
-    case("identity", failure=report.identity_mismatch, out=str(report.identity.get("candidate", {})))
-    case("precision", failure=report.precision_mismatch, out=str(report.precision))
-    t = report.tokenization
-    if t:
-        case("tokenizer", out=f"{t['differ']} of {t['compared']} drifted texts tokenized into other ids, "
-                              f"{t['truncated']} cut at another length; examples: {t['examples']}")
-    for r in report.invariance:
-        if "skipped" in r:
-            case(f"invariance {r['condition']}", skipped=r["skipped"])
-        else:
-            bit_exact = report.invariance_tier != "bitwise" or not r.get("max_abs")
-            case(f"invariance {r['condition']}", out=f"worst {r['worst']:.6f} for {r['text']!r}",
-                 failure=(f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone"
-                          if r["worst"] < INVARIANCE_MIN else None if bit_exact else
-                          f"a number differs by {r['max_abs']:.1e} from {r['text']!r} embedded alone (bitwise)"))
-    for b in report.behaviours:
-        case(f"behaviour {b['side']} {b['group']}", skipped=f"{b['behaviour']}: {b['texts']} input(s): "
-                                                         f"{b['message'][:160]}")
+    for finding in report.shown():
+        for c in finding.cases(report):
+            case(c.name, failure=c.failure, skipped=c.skipped, out=c.out)
     for k, v in counts.items():
         suite.set(k, str(v))
     return suite
@@ -271,15 +136,14 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
     invariance cosine."""
     rows = []
     for r in reports:
-        p = r.physscore or {}
-        batch = [x["worst"] for x in r.invariance if x.get("worst") is not None]
-        rows.append({"candidate": r.candidate, "verdict": r.verdict, "precision": r.precision.get("candidate"),
+        p = r.get(PhysScore).said
+        rows.append({"candidate": r.candidate, "verdict": r.verdict,
+                     "precision": r.get(Identity).precision.get("candidate"),
                      "worst": r.worst_cosine, "mean": r.mean_cosine,
                      "groups_below": len(r.drifted_groups),
                      "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
                      "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
-                     "batch_worst": min(batch) if batch else None,
-                     "diagnosis": (r.diagnosis or {}).get("variant"),
+                     "batch_worst": r.get(Invariance).worst, "diagnosis": r.get(Diagnosis).variant,
                      "reasons": "; ".join(r.reasons + [f"accepted: {a}" for a in r.accepted_drift])})
     return rows
 

@@ -15,12 +15,12 @@ def check_inputs(quantities: list[str] | None = None, file: str | Path | None = 
     """The anchor and the candidates of ``fasteval check``, given as arguments or one a line in ``file`` ('#'
     comments), read by pint before a model is loaded: InputError for both ways at once, for none, and for a text
     ``check`` would refuse."""
-    from ..io import read_models_file
+    from ..io import read_entries_file
 
     if quantities and file:
         raise InputError("fasteval check got quantities both as arguments and with --file.",
                          "pass them one way: as arguments, or one a line in the --file FILE.")
-    texts = list(quantities or []) + (read_models_file(Path(file), what="quantities file") if file else [])
+    texts = list(quantities or []) + (read_entries_file(Path(file), what="quantities file") if file else [])
     if not texts:
         raise InputError("fasteval check needs an anchor and one or more candidates.",
                          "pass them as arguments or with --file FILE (one a line, the anchor first).")
@@ -56,7 +56,7 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: s
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
     table1 = chosen.table1_texts() if chosen.vectors is not None else []
-    calibration_texts = [t for t in chosen.vectors.calibration_of(table1) if t not in texts] if chosen.vectors else []
+    calibration_texts = [t for t in chosen.calibration_texts() if t not in texts]
     table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
     if chosen.vectors is not None:
         table = chosen.vectors.apply(table, table1)

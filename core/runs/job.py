@@ -27,7 +27,7 @@ from ..plan import Scoring, plan, run, scoring
 from ..results.files import write_result
 from ..results.model import RESULT_FILE
 from ..results.read import finished_key
-from ..cache import embedding_cache, verified
+from ..cache import embedding_cache, embedding_cache_root, verified
 
 log = logging.getLogger(__name__)
 # While a model embeds, what it embedded is saved to the embedding cache at most this often (and whenever it stops,
@@ -169,16 +169,6 @@ class ShippedFolders(ResultFolders):
         return folder
 
 
-def cache_folder(cache_root: Path | bool | None) -> Path | None:
-    """The one rule for the embedding cache's root, in a sweep, on a Ray node, in drift and for receipts: None is
-    this machine's FASTEVAL_HOME (each Ray node's own), False is no cache, a path is that folder."""
-    from ..io import fasteval_home
-
-    if cache_root is False:
-        return None
-    return fasteval_home() if cache_root is None or cache_root is True else Path(cache_root)
-
-
 def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwrite: str = "only-missing",
             cache_root: Path | bool | None = None, on_step: Callable[[str], None] | None = None) -> Outcome:
     """Load and plan the model, decide skip/redo from the result key, run the exams, write the folder atomically.
@@ -201,7 +191,7 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
         done = folders.finished(folder) if exists else None
         if done == planned.key and not served:  # a local model is its content hashes: done, with no session started
             return Outcome(planned.name, "skipped", folder, "already done under the same settings")
-    cache = embedding_cache(planned.settings, cache_folder(cache_root))
+    cache = embedding_cache(planned.settings, embedding_cache_root(cache_root))
     table, changed = verified(cache, planned, finished=done is not None)  # changed: a served result, no longer its own
     if done == planned.key and changed is None:
         return Outcome(planned.name, "skipped", folder, "already done under the same settings")

@@ -95,7 +95,7 @@ def ladder_rows(rungs: Sequence[tuple[Rung, Outcome]], resamples: int = DEFAULT_
     """One model's ladder, a row a rung that finished (``LADDER_COLUMNS``): Δτ is the rung's τ less the float
     vectors', with the paired bootstrap's 95% interval over the same resampled values (``drift``'s PhysScore
     side), x100 as Table 1."""
-    from .drift.score import physscore_drift
+    from .drift.checks.physscore import physscore_drift
 
     done = [(rung, o, o.read()) for rung, o in rungs]
     done = [(rung, o, r) for rung, o, r in done if r is not None and "exam1" in r.exams]

@@ -30,9 +30,9 @@ def models_to_run(models: Sequence[str] | None = None, models_file: str | Path |
     '#' comments), the default model where none is named, the registry's groups expanded (``paper``: its 24),
     then ``shard``'s share (``shard_of``)."""
     from ...models.sources.registry import DEFAULT_MODEL, expand_names
-    from ..io import read_models_file
+    from ..io import read_entries_file
 
-    names = list(models or []) + (read_models_file(Path(models_file)) if models_file else [])
+    names = list(models or []) + (read_entries_file(Path(models_file)) if models_file else [])
     names = expand_names(names or [DEFAULT_MODEL])
     return (names if shard is None else shard_of(names, shard)), len(names)
 
@@ -113,7 +113,7 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None 
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
     Ray task per model, ``address`` naming the cluster; ``ray_executor.py``). ``cache_root``: the embedding cache's
-    root, by one rule (``job.cache_folder``): None is FASTEVAL_HOME (on Ray each node's own), False no cache, a path
+    root, by one rule (``cache.embedding_cache_root``): None is FASTEVAL_HOME (on Ray each node's own), False no cache, a path
     that path. ``on_model`` is called as each model finishes,
     ``on_step`` (local only) before each step of a model, ``on_request(done, total)`` (local only) as a served
     model's requests come back (its texts embedded so far); ``memory_of(job)`` (Ray only) the memory a job's model

@@ -9,14 +9,13 @@ with or without the conformance set, other ``--texts``) is refused: its digest n
 
 A receipt is one of the kinds of encoder the one door takes (``fasteval.core.encoders``): a file that begins as a
 zip is read as a receipt whatever its name (``is_receipt``), and one that is not one, or is cut short, is refused
-in one line. Making one is drift's (``fasteval.core.runs.drift.gate.save_receipt``); this module is the file.
+in one line. Making one is drift's (``fasteval.core.runs.drift.receipts.save_receipt``); this module is the file.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
-import re
 import unicodedata
 import zipfile
 from functools import cached_property
@@ -27,6 +26,7 @@ import numpy as np
 
 from ...core.errors import InputError, first_line
 from ...core.io import unpack_texts
+from ...core.results.drift_findings import VARIANT_NAME, VARIANT_SETTINGS
 
 MAGIC = "fasteval-receipt-1"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
@@ -40,13 +40,6 @@ ARRAYS = {"magic": ("U", 0), "meta": ("U", 0), "text_bytes": ("u", 1), "text_end
 # which texts, by their index; each variant's L2-normalised rows as float16, variants x texts x dimension). A
 # receipt saved before receipts carried them has neither, and still gates.
 VARIANT_ARRAYS = {"variant_texts": ("iu", 1), "variant_vectors": ("f", 3)}
-# The names a receipt's variants may have: drift's diagnosis's grammar, one change or two joined by '+', each a
-# setting and its value (pooling=cls, max_tokens=128, prompt=query, dense=off+lowercase=off). Anything else (a
-# newline and a CI runner's '::error' command, say) is refused: names reach terminals, logs and JUnit files.
-VARIANT_SETTINGS = ("pooling", "dense", "normalize", "max_tokens", "prompt", "lowercase", "special_tokens",
-                    "precision")
-_CHANGE = rf"(?:{'|'.join(VARIANT_SETTINGS)})=[A-Za-z0-9_.-]{{1,64}}"
-VARIANT_NAME = re.compile(rf"{_CHANGE}(?:\+{_CHANGE})?")
 # A receipt's members, and what its meta may nest: every other member is refused unopened; a meta deeper than this
 # (JSON's parser recursed to its limit on one 200,000 deep) is not read.
 META_DEPTH = 16
@@ -166,7 +159,7 @@ class ReceiptEncoder:
         return self._held[0]
 
     @property
-    def variants(self) -> dict[str, Any] | None:
+    def recorded_variants(self) -> dict[str, Any] | None:
         """drift's diagnosis as this receipt recorded it (``_variants``)."""
         return self._held[2]
 

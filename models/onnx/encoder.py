@@ -7,6 +7,7 @@ length, longest first, and cuts batches of 32; batch composition changes the las
 """
 from __future__ import annotations
 
+import json
 import logging
 from functools import cached_property
 from typing import Any
@@ -31,11 +32,13 @@ class OnnxEncoder:
                  threads: int | None = None, order: str = "text-length", prompt: str | None = None,
                  prompt_name: str = "", batching: str = "paper",
                  batch_tokens: int = PACKED_BATCH_TOKENS, name: str | None = None, identity: dict | None = None,
-                 tokenizer: Any = None):
+                 tokenizer: Any = None, session: Any = None, lowercase: bool | None = None):
         """``name``: the model's name in results (default: the folder's); ``identity``: what the loader knows of
         where the model came from (``model``, ``source``, ``source_sha256``, ``onnx_sha256``, ``dtype``);
         ``tokenizer``: a ``tokenizers.Tokenizer`` to run instead of the folder's tokenizer.json (drift's diagnosis
-        runs variants of it), configured as this model runs it."""
+        runs variants of it), configured as this model runs it; ``session``: an open onnxruntime session of the
+        same graph on the CPU to share (a variant's); ``lowercase``: whether to lowercase texts before the tokenizer
+        (default: as the folder says; a variant whose tokenizer's normalizer decides passes False)."""
         if folder.onnx_file is None:
             raise ModelError(f"No model.onnx in {folder.path}.", "export it first: fasteval export PATH.")
         if provider not in PROVIDERS:
@@ -58,14 +61,14 @@ class OnnxEncoder:
         self.name = name or folder.path.name
         self.identity = dict(identity or {})
         self.tokenizer = self.configured(tokenizer or Tokenizer.from_file(str(folder.tokenizer_file)))
-        self.do_lower_case = folder.do_lower_case
+        self.do_lower_case = folder.do_lower_case if lowercase is None else lowercase
         self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
         # The onnxruntime session starts at the first encode (a sweep that skips a finished model never
         # pays for one); until then ``provider`` is the one it is planned to use.
         self._requested_provider, self.threads = provider, threads
         self.provider = planned_provider(provider)
-        self._session = None
+        self._session = session
         self._io_binding: bool | None = None
         self._graph_head: bool | None = None  # asked for (None: on CUDA); what runs is self._head_in_graph
         self._head_in_graph = False
@@ -92,6 +95,31 @@ class OnnxEncoder:
         if self._session is None:
             self._session, self.provider, self._head_in_graph = self._open()
         return self._session
+
+    def shared_session(self):
+        """Its session where another encoder of the same graph on the CPU may share it (its plain graph, pooled in
+        numpy), else None."""
+        return self.session if self.provider == "cpu" and not self.graph_head else None
+
+    @cached_property
+    def tokenizer_json(self) -> dict[str, Any]:
+        """Its tokenizer.json: the text and the parsed object (read once: its variants change copies of it)."""
+        text = self.folder.tokenizer_file.read_text(encoding="utf-8")
+        return {"text": text, "json": json.loads(text)}
+
+    def variants(self) -> list:
+        """Its usual misconfigurations, each one change away from it (``variants.variants_of``): what drift's
+        diagnosis tries."""
+        from .variants import variants_of
+
+        return variants_of(self)
+
+    def variant(self, variant, load=None) -> OnnxEncoder:
+        """This model under ``variant`` (a ``variants.Variant``: pooling, Dense, truncation, prompt, lowercasing,
+        special tokens, precision, normalisation), on the CPU (``variants.variant_encoder``)."""
+        from .variants import variant_encoder
+
+        return variant_encoder(self, variant, load)
 
     def _open(self):
         """(session, provider, head in the graph). On the GPU the session runs the graph with the sentence head

@@ -138,6 +138,20 @@ class ServedEncoder:
                         "pass --tokenizer PATH (the model's tokenizer.json or folder) to have it.", self.url)
         return ids
 
+    def encoded_as(self, texts: list[str], encoding_format: str) -> Any:
+        """``texts`` asked in one request with ``encoding_format`` "float" (the rows, float64) or "base64" (the
+        strings the server sent, in input order; None where it answered base64 with floats): drift's base64
+        parity compares the two. FastevalError where the server refuses."""
+        body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format})
+        if encoding_format == "float":
+            return read_rows(body, texts, "float").astype(np.float64)
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != len(texts) or not all(
+                isinstance(d, dict) and isinstance(d.get("embedding"), str) for d in data):
+            return None
+        data = sorted(data, key=lambda d: d["index"] if isinstance(d.get("index"), int) else 0)  # input order
+        return [d["embedding"] for d in data]
+
     def use_float(self) -> None:
         """Ask for float vectors from now on (a server whose base64 answers are not its float ones: drift's
         base64 parity)."""
@@ -147,9 +161,12 @@ class ServedEncoder:
         self.http.close()
 
     # --- one request of /embeddings ----------------------------------------------------------------------------
+    def _payload(self, batch: list[str]) -> dict[str, Any]:
+        """The body of a request of /embeddings for ``batch``, before its encoding format."""
+        return {"input": [self.prompt + t for t in batch] if self.prompt else list(batch), "model": self.model}
+
     def _send(self, batch: list[str]) -> np.ndarray:
-        payload: dict[str, Any] = {"input": [self.prompt + t for t in batch] if self.prompt else batch,
-                                   "model": self.model}
+        payload = self._payload(batch)
         if self._base64 is not False:
             payload["encoding_format"] = "base64"
         try:

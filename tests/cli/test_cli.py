@@ -189,7 +189,7 @@ def test_the_small_edges_of_the_fault_round(tmp_path, tiny_st_folder):
     import shutil
     import unicodedata
 
-    from fasteval.core.report.drift import pair_text
+    from fasteval.core.results.drift_findings import pair_text
     from fasteval.core.choices import did_you_mean
     from fasteval.core.errors import cut
 

@@ -9,6 +9,8 @@ import json
 import numpy as np
 import pytest
 
+from fasteval.core.results.drift_findings import Diagnosis, Norms
+
 from fakes import run_cli
 
 TEXTS = ["5 meters", "two kilograms", "0.25 seconds of Zürich", "A LONGER TEXT, WITH CAPITALS, 1000000 kelvin"]
@@ -20,9 +22,7 @@ def cls_folder(tiny_cls_folder):
 
 
 def _variant(reference, name):
-    from fasteval.core.runs.drift.diagnosis import _encoder, variants_of
-
-    return _encoder(reference, next(v for v in variants_of(reference) if v.name == name), None)
+    return reference.variant(next(v for v in reference.variants() if v.name == name))
 
 
 @pytest.mark.parametrize("mode, name", [("cls", "pooling=cls"), ("max", "pooling=max"),
@@ -42,19 +42,17 @@ def test_a_pooling_variant_is_sentence_transformers_with_that_pooling(tiny_st_fo
 def test_truncation_special_tokens_and_lowercase_are_those_misconfigurations(tiny_st_folder, tiny_encoder):
     from tokenizers import Tokenizer
 
-    from fasteval.core.runs.drift.diagnosis import variants_of
-
     assert tiny_encoder.folder.max_seq_length == 48 and not any(
-        v.name.startswith("max_tokens") for v in variants_of(tiny_encoder)), "none shorter than 48 tokens"
+        v.name.startswith("max_tokens") for v in tiny_encoder.variants()), "none shorter than 48 tokens"
     bare = _variant(tiny_encoder, "special_tokens=off")
     plain = Tokenizer.from_file(str(tiny_encoder.folder.tokenizer_file))
     assert bare.tokenizer.encode("5 meters").ids == plain.encode("5 meters", add_special_tokens=False).ids
     assert plain.encode("5 meters").ids != plain.encode("5 meters", add_special_tokens=False).ids
-    from fasteval.core.runs.drift.diagnosis import _lowercases, _tokenizer_spec
+    from fasteval.models.onnx.variants import lowercases
 
-    names = [v.name for v in variants_of(tiny_encoder)]
+    names = [v.name for v in tiny_encoder.variants()]
     assert "pooling=mean" not in names and "dense=off" not in names  # the reference's own pooling; no Dense
-    lowercases = _lowercases(_tokenizer_spec(tiny_encoder)["json"])
+    lowercases = lowercases(tiny_encoder.tokenizer_json["json"])
     flipped = f"lowercase={'off' if lowercases else 'on'}"
     assert flipped in names
     a, b = _variant(tiny_encoder, flipped).tokenizer, tiny_encoder.tokenizer
@@ -96,15 +94,13 @@ def test_where_no_variant_explains_it_the_closest_is_named(tiny_encoder):
     from fakes import FakeEncoder
 
     report = fasteval.drift(tiny_encoder, FakeEncoder(dim=32), invariance=False, resamples=0, conformance=False)
-    d = report.diagnosis
+    d = report.get(Diagnosis).said
     assert report.verdict == "drifts" and d["variant"] is None and d["closest"] == d["tried"][0]["variant"]
     names = [t["variant"] for t in d["tried"]]
     assert {"pooling=cls", "pooling=max", "pooling=last", "special_tokens=off", "precision=fp16",
             "precision=int8"} <= set(names) and any("+" in n for n in names)
     assert all("skipped" not in t for t in d["tried"]), d["tried"]
-    from fasteval.core.runs.drift.diagnosis import diagnosis_line
-
-    assert diagnosis_line(d).startswith(f"diagnosis: no usual misconfiguration explains it; closest {d['closest']}")
+    assert Diagnosis(d).line().startswith(f"diagnosis: no usual misconfiguration explains it; closest {d['closest']}")
 
 
 def _without_variants(source, dest) -> None:
@@ -147,8 +143,8 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
 
     candidate = fasteval.load_model(str(cls_folder), provider="cpu")
     folder = fasteval.drift(tiny_encoder, candidate, invariance=False, resamples=0)
-    assert folder.diagnosis["variant"] == "pooling=cls"
-    assert abs(folder.diagnosis["worst"] - saved["worst"]) <= 1e-3  # the receipt keeps float16 rows
+    assert folder.get(Diagnosis).said["variant"] == "pooling=cls"
+    assert abs(folder.get(Diagnosis).said["worst"] - saved["worst"]) <= 1e-3  # the receipt keeps float16 rows
     assert run_cli(["drift", "--save-receipt", bare, tiny_st_folder, *common, "--no-diagnose"],
                    env=env).returncode == 0
     assert bare.stat().st_size < receipt.stat().st_size
@@ -157,7 +153,7 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
                       (old, "the receipt holds no variants' vectors (saved before receipts carried them)")):
         report = fasteval.drift(str(path), candidate, invariance=False, resamples=0)
         assert report.verdict == "drifts" and abs(report.worst_cosine - folder.worst_cosine) <= 1e-6
-        assert report.diagnosis["variant"] is None and report.diagnosis["unavailable"] == why
+        assert report.get(Diagnosis).said["variant"] is None and report.get(Diagnosis).said["unavailable"] == why
         said = [ln.strip() for ln in drift_text(report).splitlines() if "diagnosis" in ln]
         assert said == [f"diagnosis: not available: {why}"], said
 
@@ -175,8 +171,8 @@ def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder,
         held = {k: data[k] for k in data.files}
     whole = ReceiptEncoder(receipt)
     names = json.loads(str(held["meta"]))["variants"]["names"]
-    assert whole.variants["names"] == names and len(whole.variants["texts"]) == held["variant_texts"].size
-    rows = whole.variants["rows"](names[0], whole.variants["texts"][:2])
+    assert whole.recorded_variants["names"] == names and len(whole.recorded_variants["texts"]) == held["variant_texts"].size
+    rows = whole.recorded_variants["rows"](names[0], whole.recorded_variants["texts"][:2])
     assert rows.shape == (2, whole.dim) and np.allclose(np.linalg.norm(rows, axis=1), 1, atol=1e-3)
     nan = held["variant_vectors"].copy()
     nan[1, 2, 3] = np.nan
@@ -197,7 +193,7 @@ def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_enc
     text to explain: the diagnosis does not run (before, the first variant that changed nothing on the conforming
     texts was named), and called on such texts it says there is nothing to name."""
     import fasteval
-    from fasteval.core.runs.drift.diagnosis import diagnose
+    from fasteval.core.runs.drift.checks.diagnosis import diagnose
 
     class Moving:
         name = "moving"
@@ -209,7 +205,7 @@ def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_enc
     report = fasteval.drift(tiny_encoder, Moving(), resamples=0, conformance=False, invariance_tier="bitwise")
     assert report.verdict == "drifts" and report.worst_cosine > 0.999
     assert report.reasons and all(r.startswith("bitwise:") for r in report.reasons), report.reasons
-    assert report.diagnosis is None
+    assert not report.has(Diagnosis)
     texts = ["5 meters", "two kilograms"]
     rows = dict(zip(texts, tiny_encoder.encode(texts)))
     said = diagnose(tiny_encoder, rows, {t: 1.0 for t in texts}, 0.99)
@@ -231,13 +227,13 @@ def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder
             return 3 * bare.encode(texts)
 
     report = fasteval.drift(tiny_encoder, bare, resamples=0, conformance=False, invariance=False)
-    assert report.worst_cosine > 0.9999 and report.verdict == "drifts" and report.diagnosis is None
-    norms = report.norms
+    assert report.worst_cosine > 0.9999 and report.verdict == "drifts" and not report.has(Diagnosis)
+    norms = report.get(Norms).said
     assert norms["reference_unit"] and not norms["candidate_unit"] and norms["variant"] == "normalize=off", norms
     assert abs(norms["normalize_off_ratio"] - 1) < 1e-4
     assert report.reasons == ["norms: " + norms["finding"]] and "does not normalise where the model does" in \
         norms["finding"]
-    scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).norms
+    scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).get(Norms).said
     assert "finding" in scaled and "variant" not in scaled and abs(scaled["normalize_off_ratio"] - 3) < 1e-3
 
 
@@ -258,5 +254,5 @@ def test_a_prompt_left_out_or_another_prompt_is_named(tiny_st_folder, tmp_path):
     query = fasteval.load_model(str(folder), provider="cpu", prompt_name="query")
     for reference, candidate, named in ((plain, query, "prompt=query"), (query, plain, "prompt=none")):
         report = fasteval.drift(reference, candidate, resamples=0, conformance=False, invariance=False)
-        assert report.verdict == "drifts" and report.diagnosis["variant"] == named, report.diagnosis
-        assert report.diagnosis["worst"] > 0.9999
+        assert report.verdict == "drifts" and report.get(Diagnosis).said["variant"] == named, report.get(Diagnosis).said
+        assert report.get(Diagnosis).said["worst"] > 0.9999

@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
+from fasteval.core.results.drift_findings import Collisions, Identity, PhysScore
 from fasteval.core.runs.drift.score import COLLISION_APART, COLLISION_SAME, score_drift
 from fasteval.core.protocol.conformance import TextGroup, conformance_groups
 
@@ -99,7 +100,7 @@ def test_scores_equal_an_independent_computation():
     assert report.groups["g1"].share_below == pytest.approx(np.mean(cos[:25] < 0.995))
     brute = [(i, j) for i in range(40) for j in range(i + 1, 40)
              if ua[i] @ ua[j] < COLLISION_APART and ub[i] @ ub[j] >= COLLISION_SAME]
-    assert brute == [(3, 7)] and [(c["text_a"], c["text_b"]) for c in report.collisions] == [("t3", "t7")]
+    assert brute == [(3, 7)] and [(c["text_a"], c["text_b"]) for c in report.get(Collisions).listed] == [("t3", "t7")]
     sa, sb = ua @ ua.T, ub @ ub.T
     agree = []
     for i in range(40):
@@ -111,9 +112,9 @@ def test_scores_equal_an_independent_computation():
 
 def test_an_encoder_against_itself_conforms():
     report = run(TextEncoder())
-    assert report.verdict == "conforms" and report.worst_cosine == pytest.approx(1.0) and not report.collisions
-    assert report.physscore["delta_tau"] == 0 and report.physscore["cells_changed"] == []
-    assert report.physscore["delta_tau_ci_low"] == report.physscore["delta_tau_ci_high"] == 0
+    assert report.verdict == "conforms" and report.worst_cosine == pytest.approx(1.0) and not report.get(Collisions).listed
+    assert report.get(PhysScore).said["delta_tau"] == 0 and report.get(PhysScore).said["cells_changed"] == []
+    assert report.get(PhysScore).said["delta_tau_ci_low"] == report.get(PhysScore).said["delta_tau_ci_high"] == 0
     names = {g.name for g in conformance_groups()}
     assert {"accents", "case", "unicode_forms", "whitespace", "scripts", "number_formats", "length", "edge"} <= names
     assert set(report.groups) == {"protocol", *names}
@@ -136,8 +137,8 @@ def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, co
     text = drift_text(report)
     assert f"{group}: " in text, "the worst texts are named with their group"
     if colliding:
-        pairs = {(c["text_a"], c["text_b"]) for c in report.collisions} | \
-                {(c["text_b"], c["text_a"]) for c in report.collisions}
+        pairs = {(c["text_a"], c["text_b"]) for c in report.get(Collisions).listed} | \
+                {(c["text_b"], c["text_a"]) for c in report.get(Collisions).listed}
         assert colliding in pairs
 
 
@@ -275,6 +276,8 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     candidate (its /models entry carries meta) whose known groups drifted gets the --accept that gates the rest,
     another candidate no hint, and once accepted no hint either."""
     from fasteval.core.report.drift import drift_text
+    from fasteval.core.results.drift_findings import Identity
+    from fasteval.core.runs.drift.checks.identity import known_differences
 
     report = run(ChangesHangul(), invariance=False)
     assert report.verdict == "drifts" and list(report.drifted_groups) == ["scripts"]
@@ -283,12 +286,13 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     assert plain[0] == f"fasteval drift: drifts, {n} reason{'s' * (n != 1)} (exit 1)"
     assert len(plain[0]) < 60 and plain[2:2 + len(report.reasons)] == [f"  reason: {r}" for r in report.reasons]
     assert not any("hint:" in line for line in plain)
-    report.identity["candidate"] = {"kind": "served", "model": "m", "server": {"id": "m", "meta": {"n_ctx": 512}}}
+    served = {"kind": "served", "model": "m", "server": {"id": "m", "meta": {"n_ctx": 512}}}
+    report.add(Identity({"candidate": served}, known_differences=known_differences(served)))
     hint = [line for line in drift_text(report).splitlines() if "hint:" in line]
     assert hint == ["  hint: llama.cpp is known to differ here (scripts: its WordPiece tokenizes Hangul differently); "
                     "if that is accepted, add --accept scripts to gate the rest"]
     accepted = run(ChangesHangul(), invariance=False, accept=["scripts"])
-    accepted.identity["candidate"] = report.identity["candidate"]
+    accepted.add(report.get(Identity))
     text = drift_text(accepted).splitlines()
     assert text[0] == "fasteval drift: conforms (exit 0)" and not any("hint:" in line for line in text)
     assert any(line.startswith("  accepted (--accept, shown, not gated): scripts ") for line in text)
@@ -388,12 +392,12 @@ def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(sto
     # (clipped), so its int8 floats sit a little further from the floats there (0.9876 at worst)
     report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=0.98 if int8 else 0.99)
     assert report.verdict == "conforms", report.reasons
-    assert report.identity["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
+    assert report.get(Identity).sides["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
                                                    else "dimensions"] == list(store.values())[-1]
-    assert "vectors" not in report.identity["reference"]
+    assert "vectors" not in report.get(Identity).sides["reference"]
     floats = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0).exams["exam1"].summary()
     kept = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0, **store).exams["exam1"].summary()
-    assert report.physscore["delta_tau"] == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
+    assert report.get(PhysScore).said["delta_tau"] == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
     if int8:
         assert 0.98 <= report.worst_cosine < 1.0, "an int8 vector is near its float, not equal to it"
     else:
@@ -425,5 +429,5 @@ def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():
     mine = ["2 meters", "café", "Zürich", "two kilograms", "0.5 seconds", "many words of a longer sentence here"]
     report = run(TextEncoder(), candidate_vectors={"vector_quantization": "int8", "calibration": mine},
                  invariance=False, threshold=0.5)
-    assert report.identity["candidate"]["vectors"]["calibration"].startswith("sha256:")
+    assert report.get(Identity).sides["candidate"]["vectors"]["calibration"].startswith("sha256:")
     assert report.worst_cosine < 0.99, "six calibration texts clip most of the others"

@@ -205,11 +205,12 @@ def test_a_receipts_variant_names_follow_the_grammar_and_its_words_lose_control_
         receipt, tiny_st_folder, fasteval_home, tmp_path):
     """A variant named "pooling=cls\\n::error title=x::pwned" wrote its own line into a CI log (item 6): refused;
     a name or identity with control characters is shown without them."""
-    from fasteval.core.runs.drift.diagnosis import pairs_of, variants_of
-    from fasteval.models.adapters.receipt import VARIANT_NAME, ReceiptEncoder
+    from fasteval.models.adapters.receipt import ReceiptEncoder
     from fasteval.models.loader import load_model
+    from fasteval.core.results.drift_findings import VARIANT_NAME
+    from fasteval.models.onnx.variants import pairs_of
 
-    singles = variants_of(load_model(str(tiny_st_folder), provider="cpu"))
+    singles = load_model(str(tiny_st_folder), provider="cpu").variants()
     assert singles and all(VARIANT_NAME.fullmatch(v.name) for v in [*singles, *pairs_of(singles)])
 
     def forge(meta):
@@ -392,7 +393,7 @@ def test_a_text_in_another_unicode_form_does_not_look_like_its_twin():
     """The worst-texts lines showed 'café' twice, NFC and NFD, alike (item 19)."""
     import unicodedata
 
-    from fasteval.core.report.drift import pair_text, shown_text
+    from fasteval.core.results.drift_findings import pair_text, shown_text
 
     nfc, nfd = "café", unicodedata.normalize("NFD", "café")
     assert shown_text(nfc) == "'café'" and shown_text(nfd) == "'cafe\\u0301' (NFD)" != shown_text(nfc)

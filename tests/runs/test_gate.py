@@ -79,7 +79,7 @@ def test_a_candidate_of_another_dimension_is_refused_in_one_line(servers, tmp_pa
 def test_a_nan_never_conforms():
     from fasteval.core.results.drift import DriftReport
 
-    report = DriftReport("a", "b", 0.99, 1, float("nan"), float("nan"), {}, [], [], float("nan"))
+    report = DriftReport("a", "b", 0.99, 1, float("nan"), float("nan"), {}, [], float("nan"))
     assert report.verdict == "drifts"
 
 

@@ -154,11 +154,10 @@ def test_one_rule_for_the_cache_root(tmp_path, monkeypatch):
     """None is this machine's FASTEVAL_HOME (the CLI no longer decides it), False no cache, a path that path: the
     same in a sweep and in drift."""
     from fasteval.core.runs.drift.gate import drift
-    from fasteval.core.runs.job import cache_folder
+    from fasteval.core.cache import embedding_cache_root as root
 
     monkeypatch.setenv("FASTEVAL_HOME", str(tmp_path / "home"))
-    assert (cache_folder(None), cache_folder(False), cache_folder(tmp_path / "x")) == \
-        (tmp_path / "home", None, tmp_path / "x")
+    assert (root(None), root(False), root(tmp_path / "x")) == (tmp_path / "home", None, tmp_path / "x")
     run_sweep([Job("org/cached", exams=(1,))], tmp_path / "a", lambda name, **o: CountingEncoder(name))
     assert len(list((tmp_path / "home" / "embeddings").glob("*.npz"))) == 1
     run_sweep([Job("org/uncached", exams=(1,))], tmp_path / "b", lambda name, **o: CountingEncoder(name),

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from fasteval.core.errors import InputError
-from fasteval.core.io import read_models_file
+from fasteval.core.io import read_entries_file
 from fasteval.core.runs.job import Job
 from fasteval.core.plan import embedding_key, result_key
 from fasteval.core.runs.sweep import run_sweep
@@ -89,9 +89,9 @@ def test_failing_model_does_not_stop_the_sweep(tmp_path):
 def test_models_file(tmp_path):
     f = tmp_path / "models.txt"
     f.write_text("# the paper's baseline\nall-MiniLM-L6-v2\n\n./my-model  # local\n")
-    assert read_models_file(f) == ["all-MiniLM-L6-v2", "./my-model"]
+    assert read_entries_file(f) == ["all-MiniLM-L6-v2", "./my-model"]
     with pytest.raises(InputError):
-        read_models_file(tmp_path / "missing.txt")
+        read_entries_file(tmp_path / "missing.txt")
 
 
 def test_library_api_is_lazy_and_works():
@@ -167,12 +167,12 @@ def test_cli_two_models_resume(tiny_st_folder, tiny_encoder, fasteval_home, tmp_
 
 
 def test_a_models_file_keeps_a_served_models_name_after_the_hash(tmp_path):
-    from fasteval.core.io import read_models_file
+    from fasteval.core.io import read_entries_file
 
     f = tmp_path / "models.txt"
     f.write_text("# served and local\nhttp://127.0.0.1:8080/v1#my-model  # the deployment\n"
                  "all-MiniLM-L6-v2#not a comment?\n./folder # a comment\n")
-    assert read_models_file(f) == ["http://127.0.0.1:8080/v1#my-model", "all-MiniLM-L6-v2#not a comment?", "./folder"]
+    assert read_entries_file(f) == ["http://127.0.0.1:8080/v1#my-model", "all-MiniLM-L6-v2#not a comment?", "./folder"]
 
 
 def test_a_served_run_is_labelled_by_where_it_is_served():

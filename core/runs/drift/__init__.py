@@ -1,9 +1,9 @@
 """Drift, a room of its own: does a deployment embed like its reference? (``fasteval drift``, a CI gate.)
 
-``gate.py`` runs it (a plan a side, the texts, the embedding, the verdict's parts; ``save_receipt``),
-``score.py`` scores two sides' embeddings into the typed report with its verdict (``core/results/drift.py``,
-beside the other result types, which reads a drift.json back), ``identity.py`` says who each side says it is and
-what precision it serves, ``invariance.py`` probes the candidate's batch and concurrency invariance. A receipt
-file is read by the one door (``fasteval.models.adapters.receipt``); what the CLI prints and writes of a report is
-``core/report/drift.py``.
+``gate.py`` runs it: a plan a side, the texts, each side embedded (``embed.py``), the cosines scored (``score.py``,
+into the typed report of ``core/results/drift.py``), then the checks' registry (``checks/``: identity, base64
+parity, the norm gate, token counts, invariance, behaviours, tokenization, the PhysScore side, the diagnosis; each
+a module returning a typed finding of ``core/results/drift_findings.py``). ``receipts.py`` writes a receipt, which
+the one door (``fasteval.models.adapters.receipt``) then takes as a reference. What the CLI prints and writes of a
+report is ``core/report/drift.py``.
 """

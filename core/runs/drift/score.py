@@ -1,7 +1,7 @@
 """Scoring drift: two encoders' embeddings of the same texts -> the drift report (``DriftReport``,
 ``core/results/drift.py``): per text the cosine, per group the mean, worst and share below the threshold, the
-collisions, the neighbourhood agreement, the PhysScore side (Table 1 of both and the paired bootstrap Δτ), and the
-drifted texts' tokenizations compared."""
+neighbourhood agreement and the collisions (one pass over the similarities finds both: the ``Collisions`` finding
+is made here). The other findings are the checks' (``checks/``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +10,8 @@ import numpy as np
 
 from ...errors import InputError
 from ...protocol.conformance import TextGroup
-from ...results.drift import PHYSSCORE_KEYS, DriftReport, GroupDrift, drifted_at
+from ...results.drift import DriftReport, GroupDrift, drifted_at
+from ...results.drift_findings import Collisions
 
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10
@@ -59,15 +60,15 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         for t in g.texts:
             group_of.setdefault(t, g.name)
     order = np.argsort(cos, kind="stable")
-    worst = [{"group": group_of[texts[i]], "text": _short(texts[i]), "cosine": float(cos[i])}
+    worst = [{"group": group_of[texts[i]], "text": short(texts[i]), "cosine": float(cos[i])}
              for i in order[:WORST_LISTED]]
     pairs, agreement, count = pairwise(a, b)
-    collisions = [{"text_a": _short(texts[i]), "text_b": _short(texts[j]), "reference_cosine": ra,
+    collisions = [{"text_a": short(texts[i]), "text_b": short(texts[j]), "reference_cosine": ra,
                    "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
                   for i, j, ra, cb in pairs]
     return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
-                       out_groups, worst, collisions, agreement, fail_on_collisions=fail_on_collisions,
-                       cosines=cosine, collision_count=count)
+                       out_groups, worst, agreement, findings=[Collisions(collisions, count, fail_on_collisions)],
+                       cosines=cosine)
 
 
 def check_dimensions(reference: str, candidate: str, ref_dim: int | None, cand_dim: int | None) -> None:
@@ -111,48 +112,7 @@ def pairwise(a: np.ndarray, b: np.ndarray, k: int = NEIGHBOURS, block: int = PAI
     return pairs, (agree / n if k >= 1 else float("nan")), count
 
 
-def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
-    """Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ (candidate −
-    reference, ×100) with its 95% interval."""
-    from ...exams.geometry import table1_row
-    from ...exams.statistics import percentile_interval, resample_exam1
-
-    r, c = table1_row(ref_exam1.cells), table1_row(cand_exam1.cells)
-    changed = [f"{x.quantity}/{x.range_name}" for x, y in zip(ref_exam1.cells, cand_exam1.cells) if x.tau != y.tau]
-    out = dict(zip(PHYSSCORE_KEYS, (r["tau"], c["tau"], r["pacc"], c["pacc"], c["tau"] - r["tau"], changed,
-                                    None, None)))
-    if resamples:
-        values = [np.asarray(x.values, dtype=np.float64) for x in ref_exam1.cells]
-        rows = [[np.asarray(ex.heatmaps[x.key][0], dtype=np.float64) for x in ex.cells]
-                for ex in (ref_exam1, cand_exam1)]
-        ta = resample_exam1(rows[0], resamples, values).table1()[0]
-        tb = resample_exam1(rows[1], resamples, values).table1()[0]
-        out["delta_tau_ci_low"], out["delta_tau_ci_high"] = percentile_interval(tb - ta)
-    return out
-
-
-def compare_tokenizations(texts: list[str], reference: list[list[int]], candidate: list[list[int]],
-                          examples: int = 3) -> dict[str, Any]:
-    """How two tokenizers' ids of the same ``texts`` compare: how many were compared, how many the candidate
-    tokenizes into other ids (``differ``), how many into the same ids cut at another length (``truncated``), and
-    the first few differing ones (text, both sides' first ids and their counts)."""
-    differ, truncated = 0, 0
-    shown: list[dict[str, Any]] = []
-    for text, a, b in zip(texts, reference, candidate):
-        if list(a) == list(b):
-            continue
-        n = min(len(a), len(b))
-        if list(a[:n]) == list(b[:n]):
-            truncated += 1
-            continue
-        differ += 1
-        if len(shown) < examples:
-            shown.append({"text": _short(text), "reference_ids": list(a[:12]), "candidate_ids": list(b[:12]),
-                          "reference_tokens": len(a), "candidate_tokens": len(b)})
-    return {"compared": len(texts), "differ": differ, "truncated": truncated, "examples": shown}
-
-
-def _short(text: str, limit: int = 80) -> str:
+def short(text: str, limit: int = 80) -> str:
     """A text as a report names it: long ones cut at a word's end, with their length."""
     from ...errors import cut
 

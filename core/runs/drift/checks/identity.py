@@ -1,8 +1,52 @@
-"""What each side of a drift says it is: a served model its id, URL, what /models and /info say, the longest
-input it takes and its parameters; a local model its name, dtype and content hashes (``identity_of``); and the
-weights' precision either states, in one name (``precision_of``), compared with what is expected
-(``precision_mismatch``)."""
+"""Identity: what each side of a drift says it is (a served model its id, URL, what /models and /info say, the
+longest input it takes and its parameters; a local model its name, dtype and content hashes: ``identity_of``), the
+model id the candidate must say it is (``--expect-model``: ``model_id_match``), the weights' precision either
+states, in one name (``precision_of``), compared with what is expected (``precision_mismatch``), and the groups the
+candidate's kind of server is known to move (``KNOWN_DIFFERENCES``: the report's --accept hint)."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ....embeddings import can
+from ....results.drift_findings import SIDES, Identity
+
+if TYPE_CHECKING:
+    from . import DriftRun
+
+STAGE = "scored"
+STEP = ("identity", "who each side says it is")
+
+
+def applies(run: DriftRun) -> bool:
+    return True
+
+
+def check(run: DriftRun) -> Identity:
+    sides = {side: identity_of(p.view) for side, p in zip(SIDES, run.plans)}
+    for side, s in zip(SIDES, run.scorings):  # what a store keeps of a side, where it is not the floats
+        if s.vectors is not None:
+            sides[side]["vectors"] = s.vectors.keyed()
+    said, expected = sides["candidate"].get("model"), run.options.expect_model
+    match = model_id_match(said, expected) if expected is not None else None
+    mismatch = (f"the candidate says it is {said!r}, expected {expected!r}"
+                if expected is not None and match is None else None)
+    precision = {side: precision_of(sides[side]) for side in SIDES}
+    return Identity(sides, match, mismatch, precision, precision_mismatch(precision, run.options.expect_precision),
+                    known_differences(sides["candidate"]))
+
+
+def model_id_match(said: Any, expected: str) -> str | None:
+    """How a served model's id (``said``) names the ``expected`` one: "exactly", or "as the last path component(s)
+    of 'models/all-MiniLM-L6-v2'" (infinity and others serve a model by its path); None when it names another."""
+    if not isinstance(said, str):
+        return None
+    if said == expected:
+        return "exactly"
+    tail = [part for part in expected.strip("/").split("/") if part]
+    parts = [part for part in said.strip("/").split("/") if part]
+    if tail and len(parts) > len(tail) and parts[-len(tail):] == tail:
+        return f"as the last path component{'s' if len(tail) > 1 else ''} of {said!r}"
+    return None
 
 
 def identity_of(view) -> dict:
@@ -10,10 +54,8 @@ def identity_of(view) -> dict:
     and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
     it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
     n_params. A receipt says its reference's, and names the file."""
-    from ....models.adapters.receipt import ReceiptEncoder
-
-    if isinstance(view.encoder, ReceiptEncoder):
-        return view.encoder.identity
+    if can(view.encoder, "require"):  # an encoder of a fixed text set (a receipt) says its reference's identity
+        return dict(view.encoder.identity)
     info = view.info
     deployment = info.get("deployment")
     if isinstance(deployment, dict):
@@ -96,8 +138,8 @@ def server_kind(identity: dict) -> str | None:
     return "llama.cpp" if isinstance(server.get("meta"), dict) else None
 
 
-def known_differences(identity: dict, drifted: list[str]) -> tuple[str | None, dict[str, str]]:
-    """(the server kind, {group: why}) for the drifted groups that this kind of server is known to move."""
+def known_differences(identity: dict) -> dict[str, Any]:
+    """What the kind of server ``identity`` comes from is known to move: {"server": its kind, "groups": {group: why}};
+    empty for another."""
     kind = server_kind(identity)
-    known = KNOWN_DIFFERENCES.get(kind or "", {})
-    return kind, {g: known[g] for g in drifted if g in known}
+    return {"server": kind, "groups": dict(KNOWN_DIFFERENCES[kind])} if kind in KNOWN_DIFFERENCES else {}

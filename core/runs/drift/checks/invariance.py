@@ -14,20 +14,38 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...embeddings import as_array, normalize_rows
-from ...errors import FastevalError, InputRefusedError, first_line
+from ....embeddings import as_array, normalize_rows
+from ....errors import FastevalError, InputRefusedError, first_line
+from ....results.drift_findings import Invariance
+
+if TYPE_CHECKING:
+    from . import DriftRun
 
 log = logging.getLogger(__name__)
 
+STAGE = "scored"
+STEP = ("invariance", "batch and concurrency invariance")
 PROBES = 6
 BATCH_SIZES = (2, 8, 32)
 IN_FLIGHT = 4
 
 
 SHUFFLE_SEED = 26282
+
+
+def applies(run: DriftRun) -> bool:
+    return run.options.invariance and not run.protocol_failed
+
+
+def check(run: DriftRun) -> Invariance:
+    """The candidate's invariance on the protocol's texts, beside the length group's long ones it did not refuse."""
+    long_texts = next((g.texts for g in run.groups if g.name == "length"), [])
+    return Invariance(invariance(run.candidate, run.groups[0].texts, [t for t in long_texts if t not in run.refused]),
+                      run.options.invariance_tier)
 
 
 def _raw(encoder, texts: list[str]) -> np.ndarray:
