@@ -33,7 +33,7 @@ _LAZY = {
     # what string similarity alone scores (docs/vectors.md): the surface-form baselines and their Table 1 rows
     "ByteCounts": (".models.baselines", "ByteCounts"),
     "CharTrigrams": (".models.baselines", "CharTrigrams"),
-    "surface_baselines": (".core.runs.baselines", "surface_baselines"),
+    "surface_baselines": (".core.protocol.baselines", "surface_baselines"),
     # the types a library user holds: what evaluate, check, drift and load_result return, and what they raise
     "ModelResult": (".core.results.model", "ModelResult"),
     "CheckResult": (".core.exams.quantity_check", "CheckResult"),

@@ -102,18 +102,11 @@ def table1(entries: list[LoadedResult]) -> Table | None:
 
 
 def surface_rows(result) -> list[dict[str, Any]]:
-    """The surface-form baselines' Table 1 rows on a result's protocol (``core.runs.baselines``; cos for binary
-    vectors); none for a protocol file."""
-    from ..choices import SIMILARITIES
-    from ..errors import FastevalError
-    from ..runs.baselines import surface_baselines
+    """The surface-form baselines' Table 1 rows beside a result (``core.protocol.baselines.baselines_of``), with
+    what Table 1 displays."""
+    from ..protocol.baselines import baselines_of
 
-    similarity = result.settings.get("similarity", "cos")
-    try:
-        found = surface_baselines(result.protocol, similarity if similarity in SIMILARITIES else "cos")
-    except (KeyError, FastevalError):
-        return []
-    return [{**b, "display": {k: b[k] for k in ("tau", "pacc", "avg")}} for b in found]
+    return [{**b, "display": {k: b[k] for k in ("tau", "pacc", "avg")}} for b in baselines_of(result)]
 
 
 def random_row(cell_values: list) -> dict[str, Any]:

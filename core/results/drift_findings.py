@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from ..errors import cut
 
 if TYPE_CHECKING:
     from .drift import DriftReport
@@ -382,8 +381,10 @@ class Tokenization(Finding):
 
     def cases(self, report: DriftReport) -> list[Case]:
         t = self.said
+        if not t:
+            return []
         return [Case("tokenizer", out=f"{t['differ']} of {t['compared']} drifted texts tokenized into other ids, "
-                                      f"{t['truncated']} cut at another length; examples: {t['examples']}")] if t else []
+                                      f"{t['truncated']} cut at another length; examples: {t['examples']}")]
 
 
 # --- invariance: the candidate's vectors in other batches, orders and states ---------------------------------------
@@ -488,7 +489,8 @@ class PhysScore(Finding):
         p = self.said
         if not p:
             return {}
-        ci = "" if p.get("delta_tau_ci_low") is None else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]"
+        ci = ("" if p.get("delta_tau_ci_low") is None
+              else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]")
         return {"details": ["", f"  PhysScore: Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f} "
                                 f"(delta {p['delta_tau']:+.2f}{ci}), "
                                 f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "

@@ -21,7 +21,6 @@ from typing import Any
 
 from .. import protocol as P
 from ..choices import DEFAULT_RESAMPLES, OVERWRITE, check_choice
-from ..errors import FastevalError
 from ..io import check_writable, clean_stale
 from ..plan import Scoring, plan, run, scoring
 from ..results.files import write_result
@@ -68,22 +67,12 @@ class Outcome:
     _read: Any = field(default=None, init=False, repr=False, compare=False)  # the folder's, once read back
 
     def baselines(self) -> list[dict[str, Any]]:
-        """The surface-form baselines' Table 1 rows (``baselines.surface_baselines``) on this result's protocol and
-        similarity (cos for binary vectors); none without Exam 1, for a protocol file, or where they cannot be
-        computed here."""
-        from ..choices import SIMILARITIES
+        """The surface-form baselines' Table 1 rows beside this result (``core.protocol.baselines.baselines_of``);
+        none for a failed model."""
+        from ..protocol.baselines import baselines_of
 
         result = self.read()
-        if result is None or "exam1" not in result.exams:
-            return []
-        from .baselines import surface_baselines
-
-        similarity = result.settings.get("similarity", "cos")
-        try:
-            return surface_baselines(result.protocol, similarity if similarity in SIMILARITIES else "cos")
-        except (KeyError, FastevalError) as err:
-            log.debug("no surface-form baselines for %s: %s", result.protocol, err)
-            return []
+        return [] if result is None else baselines_of(result)
 
     def read(self) -> Any:
         """The outcome's ModelResult: the one computed in this process, or its folder's, read back (a skipped

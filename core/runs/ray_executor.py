@@ -31,9 +31,10 @@ CONNECT_TIMEOUT_S = 5.0
 def _run_job_remote(job: Job, out: Path, surveyed: dict[str, str | None], loader: Callable[..., Any],
                     overwrite: str, cache_root: Path | bool | None) -> tuple[Outcome, dict[str, dict[str, str]]]:
     """``run_job`` as a Ray task, on whichever node Ray picks: skip or redo decided from the driver's ``survey``
-    of ``out``, the embedding cache by ``cache.embedding_cache_root``'s rule on the node (None: its own FASTEVAL_HOME), and
-    the result files returned (``model_id/key`` -> files) for the driver to write. A FastevalError becomes a
-    "failed" outcome (as in the local executor); the in-memory result stays on the worker (its files count)."""
+    of ``out``, the embedding cache by ``cache.embedding_cache_root``'s rule on the node (None: its own
+    FASTEVAL_HOME), and the result files returned (``model_id/key`` -> files) for the driver to write. A
+    FastevalError becomes a "failed" outcome (as in the local executor); the in-memory result stays on the worker
+    (its files count)."""
     folders = ShippedFolders(out, surveyed)
     try:
         outcome = run_job(job, folders, loader, overwrite, cache_root)

@@ -113,8 +113,8 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None 
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
     Ray task per model, ``address`` naming the cluster; ``ray_executor.py``). ``cache_root``: the embedding cache's
-    root, by one rule (``cache.embedding_cache_root``): None is FASTEVAL_HOME (on Ray each node's own), False no cache, a path
-    that path. ``on_model`` is called as each model finishes,
+    root, by one rule (``cache.embedding_cache_root``): None is FASTEVAL_HOME (on Ray each node's own), False no
+    cache, a path that path. ``on_model`` is called as each model finishes,
     ``on_step`` (local only) before each step of a model, ``on_request(done, total)`` (local only) as a served
     model's requests come back (its texts embedded so far); ``memory_of(job)`` (Ray only) the memory a job's model
     needs, which its task asks of Ray. ``loader``: what makes a job's encoder (default ``load_model``; on Ray a

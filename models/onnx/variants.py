@@ -150,5 +150,5 @@ def variant_encoder(model: OnnxEncoder, variant: Variant, load: Callable[..., An
     # that export's graph, or the same graph: its open session, not another one
     session = base.session if base is not None else model.shared_session()
     # packed batches (sorted by tokens, cut by a token budget): the long texts are not padded into the short ones'
-    return OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed", tokenizer=runs,
-                       session=session, lowercase=False if normalizer is not None else None)
+    return OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed",
+                       tokenizer=runs, session=session, lowercase=False if normalizer is not None else None)

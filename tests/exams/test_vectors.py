@@ -184,7 +184,7 @@ def test_the_surface_baselines_are_their_references():
     Table 1 a new user measured with a ten-line encoder (tau 36.0, PACC 55.4: tau earned by surface form)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from fasteval.core.runs.baselines import surface_baselines
+    from fasteval.core.protocol.baselines import surface_baselines
     from fasteval.models.baselines import ByteCounts, CharTrigrams
 
     corpus = [t for g in scoring(exams=(1,)).groups() for t in g]
@@ -198,15 +198,16 @@ def test_the_surface_baselines_are_their_references():
     assert (rows["surface: byte counts"]["tau"], rows["surface: byte counts"]["pacc"]) == (36.0, 55.42)
 
 
-def test_a_damaged_kept_baseline_is_computed_again(fasteval_home):
-    """The surface baselines kept in FASTEVAL_HOME/baselines heal: a file that does not read back (cut, not a list)
-    is computed again and written whole."""
-    from fasteval.core.runs.baselines import surface_baselines
+def test_the_shipped_surface_baselines_are_what_they_compute():
+    """The surface baselines a report shows are data shipped beside the protocols (a report runs no exam): every
+    built-in protocol under every similarity, equal to what the baselines compute today, to the last digit (a
+    changed protocol or baseline fails here: python -m fasteval.core.runs.baselines writes the file again)."""
+    from fasteval.core.protocol.baselines import SURFACE_FILE, surface_baselines
+    from fasteval.core.runs.baselines import computed
 
-    first = surface_baselines()
-    kept = sorted((fasteval_home / "baselines").glob("paper-*-cos-*.json"))
-    assert kept and json.loads(kept[0].read_text())[0][0] == "surface: byte counts"
-    for damage in ('[["surface: byte counts", 36.0', '{"not": "a list"}'):
-        kept[0].write_text(damage)
-        assert surface_baselines() == first
-        assert json.loads(kept[0].read_text())[0][1] == first[0]["tau"]
+    shipped = json.loads(SURFACE_FILE.read_text(encoding="utf-8"))
+    assert shipped == computed()
+    paper = next(k for k in shipped["protocols"] if k.startswith("paper-"))
+    assert surface_baselines("paper", "cos") == shipped["protocols"][paper]["cos"]
+    with pytest.raises(KeyError):
+        surface_baselines("not-a-protocol")

@@ -27,7 +27,7 @@ from fakes import FakeEncoder, one_line_error, run_cli
 DPI = 40  # small figures: the size check is figsize x dpi whatever the dpi
 
 
-# the surface-form baselines' rows, below the random row (core/runs/baselines.py)
+# the surface-form baselines' rows, below the random row (core/protocol/baselines.py)
 SURFACE = ["surface: byte counts", "surface: character 3-gram TF-IDF"]
 
 def half_up(value, digits: int) -> float:
@@ -112,7 +112,7 @@ def test_table1_rows_order_all_and_baseline(results, report):
     exact = random_baselines()  # the fixture's cells are the paper's
     assert float(rows[-3]["tau"]) == pytest.approx(exact["tau"]) and float(rows[-3]["pacc"]) == pytest.approx(
         exact["pacc"]) and float(rows[-3]["avg"]) == pytest.approx((exact["tau"] + exact["pacc"]) / 2)
-    from fasteval.core.runs.baselines import surface_baselines
+    from fasteval.core.protocol.baselines import surface_baselines
 
     assert [float(rows[k]["tau"]) for k in (-2, -1)] == [b["tau"] for b in surface_baselines()]
     assert "paper's printed random row is τ 0.00, PACC 50.00, AVG 25.00" in (rep.out / "table1.md").read_text()

@@ -171,8 +171,9 @@ def test_a_receipts_variants_are_checked_before_they_are_trusted(tiny_st_folder,
         held = {k: data[k] for k in data.files}
     whole = ReceiptEncoder(receipt)
     names = json.loads(str(held["meta"]))["variants"]["names"]
-    assert whole.recorded_variants["names"] == names and len(whole.recorded_variants["texts"]) == held["variant_texts"].size
-    rows = whole.recorded_variants["rows"](names[0], whole.recorded_variants["texts"][:2])
+    recorded = whole.recorded_variants
+    assert recorded["names"] == names and len(recorded["texts"]) == held["variant_texts"].size
+    rows = recorded["rows"](names[0], recorded["texts"][:2])
     assert rows.shape == (2, whole.dim) and np.allclose(np.linalg.norm(rows, axis=1), 1, atol=1e-3)
     nan = held["variant_vectors"].copy()
     nan[1, 2, 3] = np.nan

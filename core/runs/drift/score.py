@@ -4,7 +4,6 @@ neighbourhood agreement and the collisions (one pass over the similarities finds
 is made here). The other findings are the checks' (``checks/``)."""
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 

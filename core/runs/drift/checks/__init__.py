@@ -63,6 +63,13 @@ class DriftRun:
     report: DriftReport | None = None
 
     @property
+    def scored(self) -> DriftReport:
+        """The report as scored so far: what the "scored" and "verdict" stages' checks read."""
+        if self.report is None:
+            raise RuntimeError("drift's report is read before its texts are scored")
+        return self.report
+
+    @property
     def reference(self) -> Any:
         return self.plans[0].encoder
 

@@ -34,7 +34,7 @@ def check(run: DriftRun) -> Base64:
     return finding
 
 
-def parity(candidate: Any, texts: list[str], reference: tuple[str, str, int] | None = None) -> dict[str, Any]:
+def parity(candidate: Any, texts: list[str], reference: tuple[str, str, int | None] | None = None) -> dict[str, Any]:
     """``texts`` asked as floats and as base64: ``endianness`` (which reading matches: "little", "big"; None:
     neither), ``max_abs`` (little-endian's), a ``finding`` where little-endian does not match; ``base64:
     "ignored"`` for a server that answers base64 with floats. ``reference``: (its name, the candidate's, its

@@ -19,7 +19,7 @@ def applies(run: DriftRun) -> bool:
 
 
 def check(run: DriftRun) -> Behaviours:
-    identity = run.report.get(Identity).sides
+    identity = run.scored.get(Identity).sides
     out: dict[tuple[str, str], dict] = {}
     for text, hits in run.refused.items():
         for side, group, err in hits:

@@ -48,7 +48,7 @@ def applies(run: DriftRun) -> bool:
     """A drifting candidate, compared as floats, every group embedded, with texts that drifted outside the accepted
     groups (a candidate that drifts for its batches or its precision alone has no misconfiguration to name), and a
     reference that can run as its variants or recorded them (a receipt)."""
-    if not run.options.diagnose or run.report.verdict != "drifts" or not run.floats or run.failed:
+    if not run.options.diagnose or run.scored.verdict != "drifts" or not run.floats or run.failed:
         return False
     drifted = drifted_at(run.options.threshold)
     return (any(drifted(c) for c in _unexplained(run).values())
@@ -65,7 +65,7 @@ def check(run: DriftRun) -> Diagnosis:
 def _unexplained(run: DriftRun) -> dict[str, float]:
     """The cosines of the texts outside the accepted groups (their drift is known): what the diagnosis explains."""
     known = {t for g in run.groups if g.name in run.options.accept for t in g.texts}
-    return {t: c for t, c in run.report.cosines.items() if t not in known}
+    return {t: c for t, c in run.scored.cosines.items() if t not in known}
 
 
 def diagnosis_texts(cosines: dict[str, float], threshold: float, limit: int = DIAGNOSIS_TEXTS) -> list[str]:

@@ -28,7 +28,8 @@ def applies(run: DriftRun) -> bool:
 def drifted_texts(run: DriftRun) -> list[str]:
     """The drifted texts, NaN first, then the worst, at most MAX_TOKENIZED."""
     drifted = drifted_at(run.options.threshold)
-    worst = sorted(((c, t) for t, c in run.report.cosines.items() if drifted(c)), key=lambda ct: (ct[0] == ct[0], ct[0]))
+    worst = sorted(((c, t) for t, c in run.scored.cosines.items() if drifted(c)),
+                   key=lambda ct: (ct[0] == ct[0], ct[0]))
     return [t for _c, t in worst[:MAX_TOKENIZED]]
 
 
