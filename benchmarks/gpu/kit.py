@@ -85,8 +85,8 @@ def reassemble(parts: Path, dest: Path) -> Path:
     try:
         manifest = json.loads((parts / "MANIFEST.json").read_text())
     except (OSError, ValueError) as err:
-        raise KitError(f"no readable MANIFEST.json in {parts} ({type(err).__name__}): carry it with the parts.") \
-            from None
+        raise KitError(f"no readable MANIFEST.json in {parts} ({type(err).__name__}): carry it with the "
+                       "parts.") from None
     tmp = dest.with_name(dest.name + ".partial")
     digest = hashlib.sha256()
     with tmp.open("wb") as out:

@@ -32,8 +32,8 @@ def bench_evaluator(ctx: Ctx) -> list[Line]:
     tf, tg = alternate(lambda: ours(model), lambda: sts(model), runs)
     metrics = ours(model)
     row = fasteval.evaluate(model, exams=(1,), bootstrap=0).exams["exam1"].summary()
-    same = (round(metrics["physscore_tau"] * 100, 2), round(metrics["physscore_pacc"] * 100, 2)) == \
-        (row["tau_display"], row["pacc_display"])
+    same = ((round(metrics["physscore_tau"] * 100, 2), round(metrics["physscore_pacc"] * 100, 2))
+            == (row["tau_display"], row["pacc_display"]))
     return [Line("evaluator", f"one evaluation in a training loop: PhysScoreEvaluator (Exam 1, the paper's 1,319 "
                               f"texts) against EmbeddingSimilarityEvaluator ({STS_PAIRS} STS pairs)",
                  med(tf), med(tg), "EmbeddingSimilarityEvaluator (sentence-transformers, torch cpu)",

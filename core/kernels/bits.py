@@ -95,8 +95,8 @@ def hamming_similarity(a, b=None, bits: int | None = None, paired: bool = False)
     if a.shape[1] != b.shape[1]:
         raise InputError(f"a has {a.shape[1]} bytes a row and b {b.shape[1]}.", "pack vectors of one dimension.")
     bits = 8 * a.shape[1] if bits is None else bits
-    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 0 < bits <= 8 * a.shape[1] or \
-            bits <= 8 * (a.shape[1] - 1):
+    if (isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 0 < bits <= 8 * a.shape[1]
+            or bits <= 8 * (a.shape[1] - 1)):
         raise InputError(f"bits={bits!r} is not the dimension of rows of {a.shape[1]} bytes.",
                          f"pass the vectors' dimension (from {8 * a.shape[1] - 7} to {8 * a.shape[1]}).")
     if paired and a.shape[0] != b.shape[0]:

@@ -145,8 +145,8 @@ def _served_words(deployment: dict) -> str:
     parts = urlsplit(str(deployment.get("url", "")))
     where = parts.netloc or parts.path
     server = (deployment.get("server") or {}).get("owned_by")
-    return f"served: {server} @{where}" if server and server not in ("system", "organization-owner") \
-        else f"served @{where}"
+    owned = server and server not in ("system", "organization-owner")
+    return f"served: {server} @{where}" if owned else f"served @{where}"
 # Settings that never tell runs apart in a label (they follow from the others, or are bookkeeping).
 _NOT_A_RUN = {"key", "model", "source", "bootstrap", "exams", "prompt_name", "batch_tokens", "packing", "protocol",
               "source_sha256", "onnx_sha256"}

@@ -279,7 +279,7 @@ def report_tables(entries: list[LoadedResult]) -> list[Table]:
 
     tables = []
     for exam in registry():
-        built = [EXAM_TABLES[name](entries) for name in exam.report_tables] if exam.report_tables \
-            else [summary_table(exam, entries)]
+        built = ([EXAM_TABLES[name](entries) for name in exam.report_tables] if exam.report_tables
+                 else [summary_table(exam, entries)])
         tables += [t for t in built if t is not None]
     return tables + [t for t in (build(entries) for build in CROSS_TABLES) if t is not None]

@@ -77,8 +77,8 @@ class Outcome:
     def read(self) -> Any:
         """The outcome's ModelResult: the one computed in this process, or its folder's, read back (a skipped
         model's); None for a failed model or a folder without a readable result."""
-        if self.result is not None or self._read is not None or self.path is None \
-                or not (self.path / RESULT_FILE).is_file():
+        if (self.result is not None or self._read is not None or self.path is None
+                or not (self.path / RESULT_FILE).is_file()):
             return self.result if self.result is not None else self._read
         from ..results.read import load_result
 

@@ -68,8 +68,8 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         reason = "timed out" if isinstance(err, socket.timeout) else first_line(err)
         raise InputError(f"Nothing answers at the Ray address {public_address(address)} ({reason}).",
                          "start the cluster there (`ray start --head`), or pass its address with --address "
-                         "HOST:PORT (default port 6379), or leave --address out to start a local cluster.") \
-            from None
+                         "HOST:PORT (default port 6379), or leave --address out to start a local cluster."
+                         ) from None
 
 
 def _connect(ray, address: str | None) -> bool:
@@ -88,8 +88,8 @@ def _connect(ray, address: str | None) -> bool:
         where = f"the Ray cluster at {public_address(address)}" if address else "a local Ray cluster"
         said = first_line(err).replace(address, public_address(address)) if address else first_line(err)
         raise InputError(f"Cannot connect to {where}: {said}",
-                         "check --address (e.g. HOST:6379 or ray://HOST:10001) and that the cluster is up.") \
-            from None
+                         "check --address (e.g. HOST:6379 or ray://HOST:10001) and that the cluster is up."
+                         ) from None
     return True
 
 

