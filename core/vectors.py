@@ -10,8 +10,8 @@ The forms are sentence-transformers' own, and the tests hold them equal to it:
 - ``quantize_int8``: ``quantize_embeddings(x, "int8", calibration_embeddings=c)``, per-dimension ranges from the
   calibration embeddings (by default the texts of Table 1's 20 cells of the protocol in use), scored with the
   asked similarity of the integer vectors;
-- ``quantize_binary``: ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte, scored with
-  Hamming similarity (``kernels.bits``).
+- binary: ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte (``kernels.bits.pack_signs``),
+  scored with Hamming similarity (``kernels.bits``).
 """
 from __future__ import annotations
 
@@ -57,11 +57,6 @@ def dequantize_int8(q: np.ndarray, calibration: np.ndarray) -> np.ndarray:
     steps = (ranges[1, :] - ranges[0, :]) / 255
     steps = np.where(steps == 0, 1, steps)
     return (ranges[0, :] + (q.astype(np.float32) + 128 + 0.5) * steps).astype(np.float32)
-
-
-def quantize_binary(x: np.ndarray) -> np.ndarray:
-    """uint8 (n, ceil(d / 8)): the sign bits (x > 0), packed (sentence-transformers' "ubinary")."""
-    return np.packbits(np.asarray(x) > 0, axis=-1).reshape(np.asarray(x).shape[0], -1)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.choices import BATCHINGS, public_model
 from ..core.errors import ModelError
@@ -13,6 +14,9 @@ from .sources.home import usable_home
 from .sources.needs import require_fits
 from ..core.io import fasteval_home
 from .sources.registry import DEFAULT_MODEL, find_spec, source_folder, spec_for_served
+
+if TYPE_CHECKING:
+    from .served import ServedEncoder
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +41,7 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
                prompt_name: str | None = None, batching: str = BATCHINGS[0],
-               served: dict | None = None):
+               served: dict | None = None) -> OnnxEncoder | ServedEncoder:
     """An encoder for a registry name, a model folder, a Hugging Face id, or a served model's URL.
 
     A local model is an OnnxEncoder named for it and knowing its source and ONNX hashes (its ``.info`` holds

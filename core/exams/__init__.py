@@ -26,7 +26,7 @@ EXAM_MODULES = ("geometry", "lexical", "probe", "conversion")
 class ExamInputs:
     """What every exam runs on: one model's embeddings of the protocol's texts and the scoring settings."""
     table: Any  # EmbeddingTable
-    metric: str = "cos"
+    similarity: str = "cos"  # the scoring's similarity (choices.SIMILARITIES, or "hamming" for binary vectors)
     protocol: Any = None  # a Protocol (None: the paper's)
     bootstrap: int = 0
     token_ids: Callable[[list[str]], list[list[int]] | None] | None = None  # the model's own tokenizer
@@ -43,7 +43,7 @@ class ExamInputs:
             from .. import protocol as P
             from .cell_similarities import cell_similarities
 
-            self._similarities = cell_similarities(self.table, self.metric, P.protocol_cells(self.protocol))
+            self._similarities = cell_similarities(self.table, self.similarity, P.protocol_cells(self.protocol))
         return self._similarities
 
 

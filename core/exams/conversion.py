@@ -123,7 +123,7 @@ def _groups() -> list[list[str]]:
 
 
 def _run(inputs: ExamInputs) -> ConversionResult:
-    result = run_conversion(inputs.table, metric=inputs.metric)
+    result = run_conversion(inputs.table, metric=inputs.similarity)
     for row in result.rows:
         row.embedded_a, row.embedded_b, row.embedded_traps = (inputs.embedded(texts)
                                                               for texts in (row.texts_a, row.texts_b, row.traps))

@@ -354,7 +354,7 @@ def mteb_scores(result: Exam1Result) -> dict[str, float | None]:
 
 
 def _run(inputs: ExamInputs) -> Exam1Result:
-    result = run_exam1(inputs.table, metric=inputs.metric, similarities=inputs.similarities(),
+    result = run_exam1(inputs.table, metric=inputs.similarity, similarities=inputs.similarities(),
                        bootstrap=inputs.bootstrap, protocol=inputs.protocol)
     for cell in result.cells:
         cell.embedded = inputs.embedded(cell.texts)

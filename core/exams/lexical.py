@@ -138,7 +138,7 @@ def mteb_scores(result: Exam2Result) -> dict[str, float | None]:
 def _run(inputs: ExamInputs) -> Exam2Result:
     texts = P.exam2_groups()[0]
     seen = inputs.embedded(texts) or texts  # the texts the model saw
-    return run_exam2(inputs.table, inputs.token_ids(seen) if inputs.token_ids else None, metric=inputs.metric)
+    return run_exam2(inputs.table, inputs.token_ids(seen) if inputs.token_ids else None, metric=inputs.similarity)
 
 
 EXAM = Exam(

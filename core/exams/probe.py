@@ -174,7 +174,7 @@ def mteb_scores(result: Exam3Result) -> dict[str, float | None]:
 
 
 def _run(inputs: ExamInputs) -> Exam3Result:
-    return run_exam3(inputs.table, metric=inputs.metric, similarities=inputs.similarities())
+    return run_exam3(inputs.table, metric=inputs.similarity, similarities=inputs.similarities())
 
 
 EXAM = Exam(

@@ -15,8 +15,8 @@ uniform off the diagonal, 1 on it, as a model's self-similarity is), computed ex
 values (``random_baselines``), not a constant: the paper's τ credits every model with the anchor's self-pair,
 which always ranks first, so its expectation is Σ_j sign(v_j − v_0) / sqrt(n0 (n0 − n1)) per cell (2/n with
 distinct values above the anchor: 8.914 over the paper's 20 cells, PACC 54.457); the strict and all-anchors
-variants rank random similarities of fixed distances, so they expect exactly 0. ``simulated_random_baselines``
-draws the matrices, as a check of those closed forms.
+variants rank random similarities of fixed distances, so they expect exactly 0 (the tests draw the matrices, as
+a check of those closed forms).
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ from ..errors import InputError
 
 BOOTSTRAP_SEED = 20260521
 CI_LEVEL = 0.95
-RANDOM_BASELINE_SEED = 12345
 
 
 def bootstrap_settings(resamples: int) -> dict | None:
@@ -142,12 +141,6 @@ def paper_tau(values: np.ndarray, matrix: np.ndarray) -> float:
 VARIANTS = {"tau": paper_tau, "strict_tau": strict_tau, "all_anchors_tau": all_anchors_tau}
 
 
-def random_similarity(n: int, rng: np.random.Generator) -> np.ndarray:
-    """A symmetric random similarity matrix: uniform(0, 1) off the diagonal, 1 on it."""
-    upper = np.triu(rng.uniform(0, 1, size=(n, n)), k=1)
-    return upper + upper.T + np.eye(n)
-
-
 def expected_random_cell(values) -> dict[str, float]:
     """One cell's exact expected paper τ-b and PACC (0-1) under random similarities (self-similarity 1 ranks
     first; the other similarities are continuous, so they never tie): only the anchor's n - 1 pairs have a
@@ -175,24 +168,3 @@ def random_baselines(cell_values: list | None = None) -> dict[str, float]:
     cell_values = cell_values if cell_values is not None else [c.values for c in P.exam1_cells()]
     per_cell = [expected_random_cell(v) for v in cell_values]
     return {name: float(np.nanmean([c[name] for c in per_cell]) * 100) for name in (*VARIANTS, "pacc")}
-
-
-def simulated_random_baselines(cell_values: list, draws: int, seed: int = RANDOM_BASELINE_SEED
-                               ) -> tuple[dict[str, float], dict[str, float]]:
-    """``random_baselines`` by drawing ``draws`` random similarity matrices per cell: (means, standard errors),
-    ×100. The check of the closed forms (and what a variant without one would need)."""
-    from ..kernels.kendall import pairwise_accuracy
-
-    rng = np.random.default_rng(seed)
-    samples = {name: np.empty((len(cell_values), draws)) for name in (*VARIANTS, "pacc")}
-    for k, values in enumerate(cell_values):
-        values = np.asarray(values, dtype=np.float64)
-        for d in range(draws):
-            m = random_similarity(len(values), rng)
-            for name, variant in VARIANTS.items():
-                samples[name][k, d] = variant(values, m)
-            samples["pacc"][k, d] = pairwise_accuracy(values, m[0])
-    means = {name: float(np.nanmean(x) * 100) for name, x in samples.items()}
-    errors = {name: float(np.nanstd(np.nanmean(x, axis=0), ddof=1) / np.sqrt(draws) * 100)
-              for name, x in samples.items()}
-    return means, errors

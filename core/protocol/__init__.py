@@ -6,7 +6,7 @@ groups of each exam (``groups.py``). PROTOCOL.md beside this file is the protoco
 from .paper import (  # noqa: F401
     BareNumber, CONVERSION_PAIRS, CONVERSION_SIGMA, ConversionPair, DIGITS, EXAM2_N_FLOATS, EXAM2_N_INTS,
     EXAM2_SEED, PROBE_ALPHAS, PROBE_MIN_TEST, PROBE_N_SPLITS, PROBE_SEED, PROBE_TEST_FRACTION, PROTOCOL_VERSION,
-    QUANTITIES, RANGE_NAMES, WORDS, cell_texts, conversion_exam_texts, conversion_texts, conversion_values,
+    QUANTITIES, RANGE_NAMES, WORDS, conversion_exam_texts, conversion_texts, conversion_values,
     digits_words_texts, display_name, exam1_cells, exam2_items, format_quantity, model_id,
     plural_unit, probe_split, range_values,
 )

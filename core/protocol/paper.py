@@ -47,11 +47,6 @@ def format_quantity(value: float, unit: str) -> str:
     return f"{value:g} {plural_unit(value, unit)}"
 
 
-def cell_texts(quantity: str, range_name: str) -> list[str]:
-    """The strings of one (quantity, range) cell, in range order; one encode call in the paper."""
-    return [_PAPER.render(float(v), quantity, range_name, _VARIANT) for v in range_values(range_name)]
-
-
 @lru_cache(maxsize=1)
 def _exam1_cells() -> tuple:
     return tuple(_PAPER.cells())

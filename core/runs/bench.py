@@ -5,7 +5,7 @@ Throughput = distinct texts / median wall seconds of one ``encode`` call over al
 and longer sentences (deterministic, 30-60 words). Exam compute = ``evaluate`` run twice on one encoder;
 the first run pays one-off costs (JIT caches loaded, sessions warmed), the second is reported.
 
-Core never loads a model: the caller passes ``loader(name, **options) -> encoder`` (the CLI passes
+The model is loaded with the ``loader(name, **options) -> encoder`` given (by default, and from the CLI,
 ``fasteval.models.loader.load_model``), as for sweeps.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ normalisation, prompt, batch settings, the similarity, the exams and the protoco
 carries the key and the settings in clear, so a folder whose file is missing, corrupt or made under other
 settings is never taken as done.
 
-Core never loads a model: the caller passes ``loader(name, **options) -> encoder`` (the CLI passes
+A job loads its model with the ``loader(name, **options) -> encoder`` it is given (by default, and from the CLI,
 ``fasteval.models.loader.load_model``), which keeps a job usable with any encoder factory and picklable for
 remote executors. Both executors (``sweep.run_sweep`` here, ``ray_executor`` on a cluster) run ``run_job``.
 """

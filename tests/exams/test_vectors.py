@@ -16,7 +16,8 @@ import fasteval
 from fakes import CountingEncoder, FakeEncoder, one_line_error, run_cli
 from fasteval.core.errors import InputError
 from fasteval.core.plan import result_key, scoring
-from fasteval.core.vectors import quantize_binary, quantize_int8, truncate, vector_form
+from fasteval.core.kernels.bits import pack_signs
+from fasteval.core.vectors import quantize_int8, truncate, vector_form
 
 st_quantization = pytest.importorskip("sentence_transformers.quantization")
 
@@ -35,7 +36,7 @@ def test_int8_and_binary_are_sentence_transformers_own(x, cal_column, data):
     theirs = st_quantization.quantize_embeddings(x, "int8", calibration_embeddings=calibration)
     assert ours.dtype == np.int8 and theirs.dtype == np.int8
     np.testing.assert_array_equal(ours, theirs)
-    np.testing.assert_array_equal(quantize_binary(x), st_quantization.quantize_embeddings(x, "ubinary"))
+    np.testing.assert_array_equal(pack_signs(x), st_quantization.quantize_embeddings(x, "ubinary"))
 
 
 def test_truncation_is_sentence_transformers_truncate_dim(tiny_st_folder, tiny_encoder):

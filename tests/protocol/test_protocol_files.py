@@ -15,6 +15,11 @@ from fasteval.core.protocol.spec import ProtocolError
 from fakes import ROOT, TESTS, FakeEncoder, one_line_error, run_cli
 
 
+def cell_texts(quantity: str, range_name: str) -> list[str]:
+    """The paper's strings of one (quantity, range) cell, in range order, as Exam 1 embeds them."""
+    return next(c.texts for c in P.exam1_cells() if (c.quantity, c.range_name) == (quantity, range_name))
+
+
 def paper_values_by_formula(name: str) -> np.ndarray:
     """The paper's grids written out as PROTOCOL.md 1.1 states them (independent of the protocol file)."""
     return {
@@ -94,7 +99,7 @@ def _texts(spec, variant: str, quantity: str, range_name: str) -> list[str]:
 
 def test_multilingual_strings_follow_each_languages_grammar():
     spec = load_protocol("multilingual")
-    assert _texts(spec, "en", "meter", "local_0_10") == P.cell_texts("meter", "local_0_10")
+    assert _texts(spec, "en", "meter", "local_0_10") == cell_texts("meter", "local_0_10")
     assert _texts(spec, "de", "meter", "local_0_10")[:3] == ["0 Meter", "0,5 Meter", "1 Meter"]
     assert _texts(spec, "de", "second", "local_0_10")[2:4] == ["1 Sekunde", "1,5 Sekunden"]
     assert _texts(spec, "fr", "meter", "local_0_10")[:5] == ["0 mètre", "0,5 mètre", "1 mètre", "1,5 mètre",
@@ -114,7 +119,7 @@ def test_multilingual_strings_follow_each_languages_grammar():
 def test_in_context_and_formats_strings():
     ctx = load_protocol("in-context")
     assert _texts(ctx, "sentence-1", "kilogram", "local_0_10")[2] == "The parcel weighs 1 kilogram."
-    assert _texts(ctx, "bare", "kilogram", "local_0_10") == P.cell_texts("kilogram", "local_0_10")
+    assert _texts(ctx, "bare", "kilogram", "local_0_10") == cell_texts("kilogram", "local_0_10")
     fmt = load_protocol("formats")
     assert _texts(fmt, "thousands", "meter", "log_1_100k")[-3:] == ["38,312 meters", "61,897 meters",
                                                                     "100,000 meters"]
