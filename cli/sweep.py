@@ -83,20 +83,19 @@ def sweep(
                      "resumes from it."):
         set_quiet(quiet)
         from . import printing
-        from ..core.runs.sweep import models_to_run, sweep_jobs
+        from ..core.runs.sweep import models_to_run, plan_sweep
 
         names, everyone = models_to_run(model, models_file, shard)
         options = {"provider": provider.value, "batch_size": batch_size, "prompt": prompt,
                    "prompt_name": prompt_name, "dtype": dtype.value, "batching": batching.value,
                    "served": served}
-        # what is asked, validated once (a bad protocol file or exam selection fails here, before anything is written)
+        # what is asked, validated once (a bad protocol file, exam selection or ladder fails here, before anything is
+        # written)
         asked: dict[str, Any] = dict(exams=exams, similarity=similarity, protocol=protocol,
                                      normalize_quantities=normalize_quantities, bootstrap=bootstrap,
                                      dimensions=dimensions, vector_quantization=vector_quantization,
                                      calibration=calibration)
-        jobs = sweep_jobs(names, options, **asked)
-        if ladder is not None:  # the ladder's choice and exams checked now (no model is asked anything yet)
-            sweep_jobs([], options, **asked, ladder=ladder)
+        planned = plan_sweep(**asked, ladder=ladder)  # a ladder's choice and exams too (no model asked anything)
         if shard is not None:
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
             if not names:
@@ -106,8 +105,7 @@ def sweep(
 
             printing.print_needs(sweep_needs(names, dtype.value))
             return
-        if ladder is not None:  # one job a rung (each model's dimension asked of it now)
-            jobs = sweep_jobs(names, options, **asked, ladder=ladder)
+        jobs = planned.jobs(names, options)  # a ladder's: one job a rung (each model's dimension asked of it now)
         outcomes = _run_jobs(jobs, out, overwrite.value, executor.value, address, quiet, ladder=ladder is not None)
         if ladder is not None:
             from ..core.runs.sweep import sweep_ladders
@@ -242,13 +240,11 @@ def check_command(
 
         anchor, candidates = check_inputs(quantities, file)  # bad input fails before a model is loaded
         from . import printing
-        from ..models.loader import DEFAULT_MODEL, load_model
 
-        encoder = load_model(model or DEFAULT_MODEL, provider=provider.value, prompt=prompt,
-                             served=served)
-        result = check(encoder, anchor, candidates, similarity=similarity, dimensions=dimensions,
+        result = check(model, anchor, candidates, similarity=similarity, dimensions=dimensions,
                        vector_quantization=vector_quantization, calibration=calibration,
-                       normalize_quantities=normalize_quantities, all_discordant=all_discordant)
+                       normalize_quantities=normalize_quantities, all_discordant=all_discordant,
+                       provider=provider.value, prompt=prompt, served=served)
         if json_out:
             from ..core.io import dumps
 

@@ -25,6 +25,7 @@ import io
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -152,14 +153,33 @@ def mismatch(table: EmbeddingTable, encoder, rewrite=None, values: bool = True) 
     return None
 
 
-def verified(cache: EmbeddingCache, planned, finished: bool = False) -> tuple[EmbeddingTable, str | None]:
+class Planned(Protocol):
+    """What ``verified`` reads of a plan (``fasteval.core.plan.Plan``, a layer above the cache)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def encoder(self) -> Any: ...
+
+    @property
+    def scoring(self) -> Any: ...
+
+    @property
+    def embedding_key(self) -> str: ...
+
+    @property
+    def served(self) -> bool: ...
+
+
+def verified(cache: EmbeddingCache, planned: Planned, finished: bool = False) -> tuple[EmbeddingTable, str | None]:
     """The plan's cached embeddings, trusted once its encoder embeds their canaries as cached (a served model: their
     values too, else their dimension); else the entry is discarded (one warning line) and an empty table returned,
     so every text is embedded afresh. And, for a ``finished`` result of a served model, why it may no longer be
     its deployment's (None: it is): a server can change its vectors without changing what /models says, so such a
     result is trusted only when its canaries come back as cached (a local model is its content hashes, and needs
     no such check: it is never asked here, so a finished local model starts no session)."""
-    served = bool(planned.settings.get("deployment"))
+    served = planned.served
     reasons: list[str] = []
 
     def check(table: EmbeddingTable) -> str | None:

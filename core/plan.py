@@ -184,6 +184,12 @@ class Plan:
     def encoder(self) -> Any:
         return self.view.encoder
 
+    @property
+    def served(self) -> bool:
+        """Whether the model is a deployment a server answers for (its identity is what the server says): the one
+        place this is decided."""
+        return bool(self.settings.get("deployment"))
+
     def groups(self) -> list[list[str]]:
         """The encode calls: the protocol's groups, or every distinct text in one call when packed."""
         groups = self.scoring.groups()
@@ -283,7 +289,7 @@ def machine_of(planned: Plan) -> dict[str, Any]:
     served model's numbers came from its server (the client's machine is recorded, no provider)."""
     from ..models.machine import provenance
 
-    return provenance(None if planned.settings.get("deployment") else planned.settings.get("provider"))
+    return provenance(None if planned.served else planned.settings.get("provider"))
 
 
 def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, similarity: str = "cos",

@@ -126,11 +126,13 @@ def _junit_suite(report: DriftReport):
     return suite
 
 
-LADDER_COLUMNS = ["candidate", "verdict", "precision", "worst", "mean", "groups_below", "delta_tau",
-                  "delta_tau_ci_low", "delta_tau_ci_high", "cells_changed", "batch_worst", "diagnosis", "reasons"]
+# The several-candidate table (ladder.csv, the file's name since it first shipped; the vector ladder is
+# core/runs/ladder.py's)
+CANDIDATE_COLUMNS = ["candidate", "verdict", "precision", "worst", "mean", "groups_below", "delta_tau",
+                     "delta_tau_ci_low", "delta_tau_ci_high", "cells_changed", "batch_worst", "diagnosis", "reasons"]
 
 
-def ladder_rows(reports: list[DriftReport]) -> list[dict]:
+def candidate_rows(reports: list[DriftReport]) -> list[dict]:
     """One row per candidate of a several-candidate drift (a quantization ladder, say): its verdict, worst and
     mean cosine, how many groups drifted or failed, Δτ with its interval, the cells whose τ changed, and the worst
     invariance cosine."""
@@ -148,7 +150,7 @@ def ladder_rows(reports: list[DriftReport]) -> list[dict]:
     return rows
 
 
-def ladder_text(rows: list[dict], reference: str) -> str:
+def candidates_text(rows: list[dict], reference: str) -> str:
     """The several-candidate table as the terminal shows it."""
     def num(v, f="{:.5f}"):
         return "n/a" if v is None else f.format(v)
@@ -178,11 +180,11 @@ def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str,
 
     if len(reports) == 1:
         return reports[0].to_json(), drift_files(reports[0]), drift_text(reports[0])
-    rows = ladder_rows(reports)
+    rows = candidate_rows(reports)
     files = {f"{k + 1}/{name}": text for k, r in enumerate(reports) for name, text in drift_files(r).items()}
     files["ladder.json"] = dumps({"reference": reference, "ladder": rows})
-    files["ladder.csv"] = csv_text(rows, LADDER_COLUMNS)
-    text = "\n\n".join(drift_text(r) for r in reports) + "\n\n" + ladder_text(rows, reference)
+    files["ladder.csv"] = csv_text(rows, CANDIDATE_COLUMNS)
+    text = "\n\n".join(drift_text(r) for r in reports) + "\n\n" + candidates_text(rows, reference)
     return {"reference": reference, "candidates": [r.to_json() for r in reports], "ladder": rows}, files, text
 
 

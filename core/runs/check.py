@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..embeddings import Encoder, describe, embed_groups
+from ..embeddings import Encoder, embed_groups
 from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
 from ..vectors import vector_words
@@ -28,11 +28,13 @@ def check_inputs(quantities: list[str] | None = None, file: str | Path | None = 
     return texts[0], texts[1:]
 
 
-def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: str = "cos",
+def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, similarity: str = "cos",
           normalize_quantities: bool = False, name: str | None = None, all_discordant: bool = False,
           dimensions: int | None = None, vector_quantization: str | None = None,
-          calibration: Any = None) -> CheckResult:
-    """Score ``candidates`` against ``anchor`` with ``encoder`` (anything with ``encode(list[str])``).
+          calibration: Any = None, **load_options: Any) -> CheckResult:
+    """Score ``candidates`` against ``anchor`` with ``encoder`` (anything the one door takes: an object with
+    ``encode(list[str])``, a name, folder or URL loaded with ``load_options``; None: the default model), planned
+    as every run is (``core.plan``).
 
     The anchor and the candidates are embedded in one call (normalised rows, as the paper's exams);
     ``normalize_quantities`` gives the encoder each text's canonical form instead ("2 kilometers" ->
@@ -42,17 +44,19 @@ def check(encoder: Encoder, anchor: str, candidates: list[str], *, similarity: s
     ``calibration`` score the vectors a store keeps (``core.vectors``; int8 is calibrated on the paper's Table 1
     texts, embedded too, unless ``calibration`` names others).
     """
-    from ..encoders import as_encoder
     from ..kernels.small import similarity_matrix  # a few rows: numpy, no JIT to load
+    from ..plan import plan, scoring
     from ..quantities import canonical_text
-
-    from ..plan import scoring
 
     chosen = scoring(exams=(1,), similarity=similarity, bootstrap=0, dimensions=dimensions,
                      vector_quantization=vector_quantization, calibration=calibration)
     metric = chosen.similarity
     parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
-    view = describe(as_encoder(encoder), name)
+    if encoder is None:
+        from ...models.sources.registry import DEFAULT_MODEL
+
+        encoder = DEFAULT_MODEL
+    view = plan(encoder, chosen, name=name, **load_options).view
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
     table1 = chosen.table1_texts() if chosen.vectors is not None else []

@@ -168,7 +168,6 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
     """
     start = time.perf_counter()
     planned = plan(loader(job.model, **job.options), job.scoring)
-    served = bool(planned.settings.get("deployment"))
     for settle in (False, True):  # the planned folder, then (when it is not done) that of what will run
         if settle:
             settled = planned.settle()  # the GPU it was offered may fall back to the CPU: keys follow what runs
@@ -178,7 +177,8 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
         folder = folders.folder(planned.name, planned.key)
         exists = overwrite != "always" and folders.exists(folder)
         done = folders.finished(folder) if exists else None
-        if done == planned.key and not served:  # a local model is its content hashes: done, with no session started
+        # a local model is its content hashes: done, with no session started
+        if done == planned.key and not planned.served:
             return Outcome(planned.name, "skipped", folder, "already done under the same settings")
     cache = embedding_cache(planned.settings, embedding_cache_root(cache_root))
     table, changed = verified(cache, planned, finished=done is not None)  # changed: a served result, no longer its own

@@ -50,19 +50,26 @@ def model_dimension(model: str, options: dict[str, Any], loader: Callable[..., A
     return int(as_array(loader(model, **copy.deepcopy(options)).encode(["1 meter"])).shape[1])
 
 
-def ladder_jobs(models: Sequence[str], options: dict[str, Any], loader: Callable[..., Any], *, exams: Any = None,
-                similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
-                bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
-    """Each model's jobs, one a rung (its dimension asked of it first), each with its own copy of ``options``;
-    the scorings validated before anything runs. Exam 1 is run by every rung (the ladder is its table)."""
-    asked = dict(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                 bootstrap=bootstrap)
+def ladder_base(**asked: Any) -> Any:
+    """The scoring every rung builds on (``scoring(**asked)``), validated: Exam 1 is run by every rung (the ladder is
+    its table). InputError otherwise."""
     base = scoring(**asked)
     if 1 not in base.exams:
         from ..errors import InputError
 
         raise InputError("--ladder vectors compares Table 1 (Exam 1) across the rungs, and the exams asked leave it "
                          "out.", "add exam 1 (--exams 1, or leave --exams out).")
+    return base
+
+
+def ladder_jobs(models: Sequence[str], options: dict[str, Any], loader: Callable[..., Any], *, exams: Any = None,
+                similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
+                bootstrap: int = DEFAULT_RESAMPLES) -> list[Job]:
+    """Each model's jobs, one a rung (its dimension asked of it first), each with its own copy of ``options``;
+    the scorings validated before anything runs (``ladder_base``)."""
+    asked = dict(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
+                 bootstrap=bootstrap)
+    ladder_base(**asked)
     jobs = []
     for model in models:
         for rung in vector_rungs(model_dimension(model, options, loader)):

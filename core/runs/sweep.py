@@ -2,18 +2,20 @@
 other settings (each model is a ``job``: ``fasteval.core.runs.job``).
 
 ``models_to_run`` says which models a sweep runs (named, listed in a file, the default, a shard's share),
-``sweep_jobs`` makes their jobs, and ``run_sweep`` runs the jobs one after another here, or hands them to Ray
-(``ray_executor``); ``shard_of`` cuts a model list into the fixed shares an array job runs.
+``plan_sweep`` validates what it asks once and makes their jobs, and ``run_sweep`` runs the jobs one after another
+here, or hands them to Ray (``ray_executor``); ``shard_of`` cuts a model list into the fixed shares an array job runs.
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..choices import DEFAULT_RESAMPLES, EXECUTORS, check_choice, is_url, public_model
 from ..errors import FastevalError, InputError
-from ..plan import scoring
+from ..plan import Scoring, scoring
 from .job import Job, Outcome, ResultFolders, prepare_out, run_job
 
 
@@ -49,32 +51,52 @@ def sweep_needs(models: Sequence[str], dtype: str = "fp32") -> list[Any]:
     return [needs_of(name, dtype) for name in models]
 
 
-def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *, exams: Any = None,
-               similarity: str = "cos", protocol: Any = None, normalize_quantities: bool = False,
-               bootstrap: int = DEFAULT_RESAMPLES, dimensions: int | None = None,
-               vector_quantization: str | None = None, calibration: Any = None, ladder: str | None = None,
-               loader: Callable[..., Any] | None = None) -> list[Job]:
-    """One job a model, each with its own copy of the load ``options`` (a served model's client options
-    included) and one scoring, validated before any job runs (a bad protocol file or exam selection fails here,
-    before anything is written); the vector options as ``fasteval.evaluate`` takes them. ``ladder="vectors"``:
-    one job a rung of each model instead (``ladder.ladder_jobs``: each model's dimension is asked of it now,
-    with ``loader``, default ``load_model``); ``ladders`` makes their tables once they ran."""
-    import copy
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep asks, validated once before anything runs (``plan_sweep``): the scoring every model's job runs
+    (``scoring``), or, for a ladder, the ladder and what each rung's scoring is made of (``asked``)."""
+    scoring: Scoring | None
+    ladder: str | None = None
+    asked: dict[str, Any] = field(default_factory=dict)
 
-    if ladder is not None:
-        from .ladder import LADDERS, ladder_jobs
+    def jobs(self, models: Sequence[str], options: dict[str, Any] | None = None,
+             loader: Callable[..., Any] | None = None) -> list[Job]:
+        """One job a model, each with its own copy of the load ``options`` (a served model's client options
+        included); for a ladder, one job a rung of each model (``ladder.ladder_jobs``: each model's dimension is
+        asked of it now, with ``loader``, default ``load_model``)."""
+        if self.ladder is not None:
+            from .ladder import ladder_jobs
 
-        check_choice(ladder, LADDERS, "ladder", "--ladder")
-        if dimensions is not None or vector_quantization is not None or calibration is not None:
-            raise InputError("--ladder vectors scores every rung itself.",
-                             "leave out --dimensions, --vector-quantization and --calibration with --ladder.")
-        return ladder_jobs(models, options or {}, loader if loader is not None else _load_model(), exams=exams,
-                           similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                           bootstrap=bootstrap)
-    chosen = scoring(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
-                     bootstrap=bootstrap, dimensions=dimensions, vector_quantization=vector_quantization,
-                     calibration=calibration)
-    return [Job(name, copy.deepcopy(options or {}), scoring=chosen) for name in models]
+            return ladder_jobs(models, options or {}, loader if loader is not None else _load_model(), **self.asked)
+        return [Job(name, copy.deepcopy(options or {}), scoring=self.scoring) for name in models]
+
+
+def plan_sweep(*, exams: Any = None, similarity: str = "cos", protocol: Any = None,
+               normalize_quantities: bool = False, bootstrap: int = DEFAULT_RESAMPLES, dimensions: int | None = None,
+               vector_quantization: str | None = None, calibration: Any = None,
+               ladder: str | None = None) -> SweepPlan:
+    """What a sweep asks, validated before any model is named or loaded (a bad protocol file, exam selection or
+    ladder fails here, before anything is written); the vector options as ``fasteval.evaluate`` takes them.
+    ``ladder="vectors"``: every rung of the vector ladder instead (``ladder.ladder_scorings`` checks its exams)."""
+    asked = dict(exams=exams, similarity=similarity, protocol=protocol, normalize_quantities=normalize_quantities,
+                 bootstrap=bootstrap)
+    if ladder is None:
+        return SweepPlan(scoring(**asked, dimensions=dimensions, vector_quantization=vector_quantization,
+                                 calibration=calibration))
+    from .ladder import LADDERS, ladder_base
+
+    check_choice(ladder, LADDERS, "ladder", "--ladder")
+    if dimensions is not None or vector_quantization is not None or calibration is not None:
+        raise InputError("--ladder vectors scores every rung itself.",
+                         "leave out --dimensions, --vector-quantization and --calibration with --ladder.")
+    ladder_base(**asked)
+    return SweepPlan(None, ladder, asked)
+
+
+def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *,
+               loader: Callable[..., Any] | None = None, **asked: Any) -> list[Job]:
+    """``plan_sweep(**asked).jobs(models, options, loader)``: a sweep's jobs in one call."""
+    return plan_sweep(**asked).jobs(models, options, loader)
 
 
 def shard_of(models: Sequence[str], shard: str) -> list[str]:
