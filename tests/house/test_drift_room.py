@@ -72,6 +72,14 @@ def test_a_report_with_every_finding_reads_back_as_it_was_written():
                               "truncation: 1 drifted text(s) cut at another length (the reference takes 512 tokens, "
                               "the candidate 256)"]
     assert data["collision_count"] == 7 and data["invariance_tier"] == "bitwise" and data["delta_tau"] == -0.47
+    # every reason is a failing JUnit case (the norm gate's and the base64 parity's had none), read back too
+    from xml.etree import ElementTree as ET
+
+    from fasteval.core.report.drift import drift_junit
+
+    failed = {c.get("name") for c in ET.fromstring(drift_junit([back]).split("?>", 1)[1])
+              if c.find("failure") is not None}
+    assert failed == {"group protocol", "identity", "precision", "base64", "norms", "invariance in a batch of 2"}
 
 
 def test_drift_asks_encoders_and_names_none():
