@@ -98,8 +98,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
     options = DriftOptions(threshold, resamples, fail_on_collisions, expect_model, expect_precision, invariance,
                            invariance_tier, diagnose, tuple(accepted_groups(accept, groups)))
     timings: dict[str, float] = {}
-    plans = [plan(side, drift_scoring(**(vectors or {})))
-             for side, vectors in ((reference, reference_vectors), (candidate, candidate_vectors))]
+    plans = [plan(reference, drift_scoring(**(reference_vectors or {}))),
+             plan(candidate, drift_scoring(**(candidate_vectors or {})))]
     extra = _calibration_call(plans, calls)
     run = DriftRun(plans, list(labels) if labels else [p.name for p in plans], groups, calls + extra, options,
                    step_timer(on_step, timings))
