@@ -35,6 +35,24 @@ def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
         return None
 
 
+def long_files(entries: list[LoadedResult], warnings: list[str]) -> dict[str, str | bytes]:
+    """The long table of every result (``long.py``) as CSV, and as Parquet where pyarrow is installed (else a
+    warning line says how to have it)."""
+    from .long import LONG_CSV, LONG_PARQUET, long_csv, long_parquet, long_table
+
+    rows = long_table(entries)
+    files: dict[str, str | bytes] = {LONG_CSV: long_csv(rows)}
+    try:
+        files[LONG_PARQUET] = long_parquet(rows)
+    except ImportError:
+        import logging
+
+        logging.getLogger(__name__).warning("%s was not written: pyarrow is not installed", LONG_PARQUET)
+        warnings.append(f"{LONG_PARQUET} was not written: pyarrow is not installed (pip install 'fasteval[report]'); "
+                        f"{LONG_CSV} holds the same rows.")
+    return files
+
+
 def build_report(results_dir: Path, out: Path | None = None, models: Iterable[str] | None = None,
                  png: bool = True, dpi: int | None = None, resamples: int = DEFAULT_RESAMPLES,
                  heatmap_scale: str = HEATMAP_SCALES[0], on_step: Callable[[str], None] | None = None) -> Report:
@@ -79,6 +97,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
         if t.name != "sources":
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
+    files.update(long_files(entries, warnings))
     pngs = figures(entries, dpi, heatmap_scale, on_step=step) if png else []
     if png:
         from .compare import comparison_figure, forest_figure

@@ -552,3 +552,61 @@ def test_compare_counts_a_renamed_copy_of_a_model_as_that_model_and_says_p_below
     from fasteval.cli.printing import fmt_p
 
     assert (fmt_p(0.00002), fmt_p(0.1262)) == ("<0.0001", "0.1262")
+
+
+def test_the_long_table_holds_every_number_of_every_result_as_written(results, report):
+    """results-long.csv and results-long.parquet: one row a result x exam x cell (or "all") x metric, each value
+    the one results.json holds, bit for bit (the CSV's text reads back as the same float), with its interval where
+    the result has one and the result's provenance; every number of every result is there once."""
+    import json
+    import math
+
+    import pyarrow.parquet as pq
+
+    rep, _ = report
+    rows = read_csv(rep.out / "results-long.csv")
+    parquet = pq.read_table(rep.out / "results-long.parquet").to_pylist()
+    assert len(rows) == len(parquet) > 0 and [r["metric"] for r in rows] == [r["metric"] for r in parquet]
+    for r, p in zip(rows, parquet):
+        assert (float(r["value"]) == p["value"]) and (r["ci_low"] == "" or float(r["ci_low"]) == p["ci_low"])
+    counted = {}
+    for e in rep.entries:
+        data = json.loads(e.path.read_text())
+        mine = [p for p in parquet if p["result"] == str(e.path)]
+        assert {p["key"] for p in mine} == {data.get("key")} and {p["model"] for p in mine} == {e.label}
+        for p in mine:
+            body = data["exams"][p["exam"]]
+            if p["cell"] == "all":
+                record = body["summary"]
+            else:
+                record = next(r for v in body.values() if isinstance(v, list) for r in v if isinstance(r, dict)
+                              and "/".join(x for x in r.values() if isinstance(x, str)) == p["cell"])
+            assert record[p["metric"]] == p["value"] and not math.isnan(p["value"]), p
+            assert p["ci_low"] == record.get(p["metric"] + "_ci_low"), p
+        numbers = sum(1 for body in data["exams"].values()
+                      for record in [body.get("summary") or {}] + [r for v in body.values() if isinstance(v, list)
+                                                                   for r in v if isinstance(r, dict)]
+                      for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and not k.endswith(("_ci_low", "_ci_high", "_display")))
+        counted[e.label] = (len(mine), numbers)
+    assert all(a == b for a, b in counted.values()), counted
+    smooth = next(p for p in parquet if p["model"] == "fake-smooth" and p["exam"] == "exam1"
+                  and p["cell"] == "meter/local_0_10" and p["metric"] == "tau")
+    cell = results[1]["fake-smooth"].exams["exam1"].cells[0]
+    assert (smooth["value"], smooth["ci_low"], smooth["ci_high"]) == (cell.tau, cell.tau_ci_low, cell.tau_ci_high)
+    assert smooth["protocol"] == "paper-1" and smooth["similarity"] == "cos" and smooth["fasteval_version"]
+
+
+def test_without_pyarrow_the_long_table_is_csv_and_a_line_says_so(report, monkeypatch):
+    import sys
+
+    from fasteval.core.report.build import long_files
+
+    rep, _ = report
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as where the report extra is not installed
+    warnings: list[str] = []
+    files = long_files(rep.entries, warnings)
+    assert set(files) == {"results-long.csv"} and files["results-long.csv"] == (
+        rep.out / "results-long.csv").read_text()
+    assert warnings == ["results-long.parquet was not written: pyarrow is not installed (pip install "
+                        "'fasteval[report]'); results-long.csv holds the same rows."]
