@@ -10,6 +10,7 @@ from ..choices import DEFAULT_RESAMPLES, HEATMAP_SCALES
 from ..errors import InputError
 from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
+from .eee import eee_files
 from .entries import LoadedResult, load_results
 from .cross_tables import drift_table, find_ladders, ladder_table, sources_table
 from .table import Table
@@ -98,6 +99,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
             files[f"{t.name}.tex"] = t.latex()
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
     files.update(long_files(entries, warnings))
+    files.update(eee_files(entries, warnings))
     pngs = figures(entries, dpi, heatmap_scale, on_step=step) if png else []
     if png:
         from .compare import comparison_figure, forest_figure

@@ -47,7 +47,8 @@ def provenance(data: dict[str, Any], label: str, run: str, path: Path) -> dict[s
     """What every row of one results.json carries beside its value."""
     settings = data.get("settings") or {}
     machine = data.get("machine") or {}
-    deployment = settings.get("deployment") if isinstance(settings.get("deployment"), dict) else {}
+    said = settings.get("deployment")
+    deployment: dict[str, Any] = said if isinstance(said, dict) else {}
     return {"model": label, "model_id": data.get("model_id"), "run": run, "protocol": data.get("protocol"),
             "key": data.get("key") or settings.get("key"), "fasteval_version": data.get("fasteval_version"),
             "similarity": settings.get("similarity", "cos"), "dimensions": settings.get("dimensions"),

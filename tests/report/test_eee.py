@@ -1,0 +1,107 @@
+"""Every Eval Ever records of `fasteval report` (core/report/eee.py), held to the package's own validator: its
+`validate` command (strict JSON, the schema's pydantic models, the datastore's path, score and deployment rules)
+must pass them clean. The package needs Python >= 3.12 to install; where this Python is older, its pinned wheel is
+fetched from PyPI and its validator run from it (it runs on 3.11), and where neither works the test says why."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from fakes import FakeEncoder
+
+EEE_VERSION = "0.3.0"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """A report of two results: a model with an owner's id and the bootstrap, and a flat-named one without it."""
+    from fasteval import evaluate
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.results.files import result_files
+
+    root = tmp_path_factory.mktemp("results")
+    smooth = evaluate(FakeEncoder(noise=0.2, tokens="chars"), name="org/fake-smooth", bootstrap=200)
+    noisy = evaluate(FakeEncoder(noise=2.5, tokens=None), name="fake-noisy", bootstrap=0, exams=(1, 2))
+    write_result_folder(root / smooth.model_id, result_files(smooth, key="key-smooth"))
+    write_result_folder(root / noisy.model_id, result_files(noisy, key="key-noisy"))
+    rep = build_report(root, out=tmp_path_factory.mktemp("rep") / "report", png=False, resamples=0)
+    return rep, {"org/fake-smooth": smooth, "fake-noisy": noisy}
+
+
+@pytest.fixture(scope="module")
+def validator(tmp_path_factory):
+    """The command that runs every-eval-ever's validator: the installed package's, else its wheel's."""
+    try:
+        import every_eval_ever  # noqa: F401 (installed where Python >= 3.12)
+
+        return [sys.executable, "-m", "every_eval_ever", "validate"]
+    except ImportError:
+        pass
+    where = tmp_path_factory.mktemp("eee")
+    got = subprocess.run([sys.executable, "-m", "pip", "download", f"every-eval-ever=={EEE_VERSION}", "--no-deps",
+                          "--python-version", "3.12", "--only-binary=:all:", "-d", str(where), "-q"],
+                         capture_output=True, text=True)
+    wheels = list(where.glob("every_eval_ever-*.whl"))
+    if got.returncode != 0 or not wheels:
+        pytest.skip(f"every-eval-ever's validator needs Python >= 3.12 (this is {sys.version.split()[0]}) and its "
+                    f"wheel could not be fetched: {got.stderr.strip()[-200:]}")
+    with zipfile.ZipFile(wheels[0]) as z:
+        z.extractall(where / "site")
+    run = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from every_eval_ever.validator.validate import main; "
+           "sys.exit(main(sys.argv[1:]))")
+    return [sys.executable, "-c", run, str(where / "site")]
+
+
+def records(rep):
+    return {json.loads(p.read_text())["model_info"]["name"]: p
+            for p in sorted((rep.out / "every-eval-ever").rglob("*.json"))}
+
+
+def test_every_record_passes_the_validator_clean(report, validator):
+    rep, _ = report
+    found = records(rep)
+    assert set(found) == {"org/fake-smooth", "fake-noisy"}
+    # where the datastore keeps them: data/<collection>/<developer>/<model>/<UUID4>.json
+    assert {p.relative_to(rep.out / "every-eval-ever").parts[:4] for p in found.values()} == {
+        ("data", "physscore", "org", "fake-smooth"), ("data", "physscore", "local", "fake-noisy")}
+    proc = subprocess.run([*validator, "--format", "json", *map(str, found.values())], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    said = json.loads(proc.stdout)
+    assert len(said) == 2 and all(r["valid"] and not r["errors"] and not r["warnings"] for r in said), said
+
+
+def test_each_task_reports_its_main_score_and_every_sub_metric_as_the_result_holds_them(report):
+    from fasteval.core.results.mteb import scores_of, task_exams
+
+    rep, results = report
+    for name, path in records(rep).items():
+        record, result = json.loads(path.read_text()), results[name]
+        assert record["eval_library"]["name"] == "fasteval" and record["eval_library"]["version"]
+        assert record["eval_library"]["additional_details"]["protocol"] == "paper-1"
+        got = {(r["evaluation_name"], r["metric_config"]["metric_name"]): r for r in record["evaluation_results"]}
+        for task, exam in task_exams().items():
+            if exam.key not in result.exams:
+                assert not any(t == task for t, _ in got)
+                continue
+            scores = scores_of(exam, result.exams[exam.key])
+            main = [m for (t, m), r in got.items()
+                    if t == task and r["metric_config"]["additional_details"]["main_score"] == "true"]
+            assert main == [exam.main_score] and got[(task, exam.main_score)]["score_details"]["score"] == \
+                scores["main_score"]
+            want = {m: v for m, v in scores.items() if m != "main_score" and v is not None}
+            assert {m: got[(task, m)]["score_details"]["score"] for m in want} == want
+    smooth = json.loads(records(rep)["org/fake-smooth"].read_text())
+    tau = next(r for r in smooth["evaluation_results"] if r["evaluation_result_id"].endswith("Geometry/kendall_tau"))
+    summary = results["org/fake-smooth"].exams["exam1"].summary()
+    assert tau["score_details"]["uncertainty"]["confidence_interval"] == {
+        "lower": summary["tau_ci_low"] / 100, "upper": summary["tau_ci_high"] / 100, "confidence_level": 0.95,
+        "method": "percentile bootstrap over each cell's values"}
+    assert tau["score_details"]["uncertainty"]["num_bootstrap_samples"] == 200
+    noisy = json.loads(records(rep)["fake-noisy"].read_text())
+    assert not any("uncertainty" in r["score_details"] for r in noisy["evaluation_results"]), "no bootstrap, no CI"
