@@ -12,6 +12,7 @@ from .html import figures, html_page, summary_figure
 from ..io import write_output_folder
 from .eee import eee_files
 from .entries import LoadedResult, load_results
+from .hf_evals import hf_files
 from .cross_tables import drift_table, find_ladders, ladder_table, sources_table
 from .table import Table
 from .tables import REPORT_DIR, REPORT_HTML, report_tables
@@ -100,6 +101,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     files["tables.md"] = "# fasteval report\n\n" + "\n".join(t.markdown() for t in tables)
     files.update(long_files(entries, warnings))
     files.update(eee_files(entries, warnings))
+    files.update(hf_files(entries))
     pngs = figures(entries, dpi, heatmap_scale, on_step=step) if png else []
     if png:
         from .compare import comparison_figure, forest_figure

@@ -47,7 +47,7 @@ def _bounds(metric: str, similarity: str) -> tuple[Any, Any, bool]:
 LOCAL_DEVELOPER = "local"  # the datastore folder of a model known by no Hugging Face id (a folder's name)
 
 
-def _component(text: str) -> str:
+def path_component(text: str) -> str:
     """One portable path component of an identity, as the datastore spells it ("Qwen3:8b" -> "Qwen3_8b")."""
     return re.sub(r'[<>:"\\|?*\x00-\x1f/]', "_", text).strip(". ") or "model"
 
@@ -62,7 +62,7 @@ def record_path(record: dict[str, Any], key: str) -> str:
     parts = str(info["id"]).split("/")
     developer, model = (parts[0], "_".join(parts[1:])) if len(parts) > 1 else (info["developer"], parts[0])
     name = uuid.UUID(bytes=hashlib.sha256(key.encode()).digest()[:16], version=4)
-    return f"{EEE_FOLDER}/data/{HARNESS}/{_component(developer)}/{_component(model)}/{name}.json"
+    return f"{EEE_FOLDER}/data/{HARNESS}/{path_component(developer)}/{path_component(model)}/{name}.json"
 
 
 def _strings(values: dict[str, Any]) -> dict[str, str]:

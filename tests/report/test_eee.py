@@ -105,3 +105,20 @@ def test_each_task_reports_its_main_score_and_every_sub_metric_as_the_result_hol
     assert tau["score_details"]["uncertainty"]["num_bootstrap_samples"] == 200
     noisy = json.loads(records(rep)["fake-noisy"].read_text())
     assert not any("uncertainty" in r["score_details"] for r in noisy["evaluation_results"]), "no bootstrap, no CI"
+
+
+def test_the_hf_community_evals_file_holds_each_task_main_score(report):
+    """hf-eval-results/<model id>/physscore.yaml: the YAML list a model repository's .eval_results/ takes, one entry
+    a task, its value the task's MTEB main score, read back by a YAML parser as written."""
+    import yaml
+
+    from fasteval.core.results.mteb import scores_of, task_exams
+
+    rep, results = report
+    for model, result in results.items():
+        entries = yaml.safe_load((rep.out / "hf-eval-results" / model / "physscore.yaml").read_text())
+        want = {t: scores_of(e, result.exams[e.key])["main_score"] for t, e in task_exams().items()
+                if e.key in result.exams}
+        assert {e["dataset"]["task_id"]: e["value"] for e in entries} == want
+        assert all(e["dataset"]["id"] == f"fasteval/{e['dataset']['task_id']}" and e["source"]["name"] == "fasteval"
+                   and len(e["date"]) == 10 and "notes" not in e for e in entries)
