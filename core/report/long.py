@@ -83,7 +83,7 @@ def long_table(entries: Iterable[Any]) -> list[dict[str, Any]]:
     for e in entries:
         data = read_json(e.path)
         if isinstance(data, dict):
-            rows += long_rows(data, provenance(data, e.label, e.run, e.path))
+            rows += long_rows(data, provenance(data, e.label, e.run or "main", e.path))
     return rows
 
 
