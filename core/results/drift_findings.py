@@ -214,10 +214,10 @@ class Diagnosis(Finding):
         return self.said.get("variant")
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        return {"verdict": [f"  {line}" for line in [self.line(), *self.fixes()]]}
+        return {"verdict": [f"  {line}" for line in [self.line(), *self.fixes()]]} if self.said else {}
 
     def cases(self, report: DriftReport) -> list[Case]:
-        return [Case("diagnosis", out="\n".join([self.line(), *self.fixes()]))]
+        return [Case("diagnosis", out="\n".join([self.line(), *self.fixes()]))] if self.said else []
 
     def fixes(self) -> list[str]:
         """'Fix (change): ...' for each change of the variant it named (two for a pair); none where it named none."""

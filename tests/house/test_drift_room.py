@@ -82,6 +82,20 @@ def test_a_report_with_every_finding_reads_back_as_it_was_written():
     assert failed == {"group protocol", "identity", "precision", "base64", "norms", "invariance in a batch of 2"}
 
 
+def test_a_check_that_did_not_run_shows_nothing():
+    """A report whose checks did not run (a reference that cannot run as its variants: no diagnosis; no served
+    candidate: no base64 or token counts) shows no line and no JUnit case of them."""
+    from fasteval.core.report.drift import drift_junit, drift_text
+    from fasteval.core.results.drift import DriftReport, GroupDrift
+
+    report = DriftReport("ref", "cand", 0.99, 1, 0.5, 0.5, {"protocol": GroupDrift("protocol", "p", 1, 0.5, 0.5, 1.0,
+                                                                                    "5 m")}, [], 1.0)
+    text, junit = drift_text(report), drift_junit([report])
+    assert not any(word in text for word in ("diagnosis", "norms", "token counts", "tokenizer", "invariance",
+                                             "behaviour", "PhysScore", "collisions (apart"))
+    assert 'name="diagnosis"' not in junit and 'name="norms"' not in junit and 'name="base64"' not in junit
+
+
 def test_drift_asks_encoders_and_names_none():
     """No module of drift names an encoder class (it asks what an encoder can do: core.embeddings.can), and no module
     of the package writes another object's private field."""
