@@ -43,12 +43,11 @@ def _task_class(name: str):
         def _calculate_descriptive_statistics_from_split(self, split: str, *, hf_subset: str | None = None,
                                                          compute_overall: bool = False,
                                                          num_proc: int | None = None) -> Any:
-            """The number of texts and of encode calls (the texts are generated, so this is all there is)."""
-            self.load_data()
-            assert self.dataset is not None  # load_data made it
-            rows = self.dataset[SUBSET][split]
-            return {"num_samples": len(rows), "num_encode_calls": len(set(rows["group"])),
-                    "unique_texts": len(set(rows["text"]))}
+            """MTEB's standard statistics of the samples the task scores (``data.descriptive_statistics``: pairs
+            and scores for an STS task, texts and values for a regression task)."""
+            from .data import descriptive_statistics
+
+            return descriptive_statistics(name)
 
         def _evaluate_subset(self, model, data_split, *, hf_split: str, hf_subset: str, encode_kwargs,
                              **kwargs: Any) -> dict[str, float | None]:

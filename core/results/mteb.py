@@ -49,7 +49,10 @@ def task_exams() -> dict[str, Exam]:
     return {e.mteb_task: e for e in registry()}
 
 
-def _metadata_kwargs(name: str) -> dict[str, Any]:
+def metadata_kwargs(name: str) -> dict[str, Any]:
+    """What MTEB's TaskMetadata of one task is made of: its dataset (``fasteval/<task>``, pinned at the protocol's
+    version: the tag its Hub dataset carries), type and main score, license, citation, domains, how its samples
+    were made and annotated."""
     from .. import protocol as P
 
     exam = task_exams()[name]
@@ -67,7 +70,7 @@ def _metadata_kwargs(name: str) -> dict[str, Any]:
 def metadata_of(name: str):
     """The TaskMetadata of one PhysScore task."""
     mteb = require_mteb()
-    return mteb.TaskMetadata(**_metadata_kwargs(name))
+    return mteb.TaskMetadata(**metadata_kwargs(name))
 
 
 def scores_of(exam: Exam, result) -> dict[str, float | None]:
