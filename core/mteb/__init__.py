@@ -17,6 +17,9 @@ fasteval encoders, and result files MTEB loads.
   every entry point of fasteval applies it to any MTEB model by itself (``fasteval.core.encoders``).
 * ``task_results(result)`` turns a fasteval result into MTEB ``TaskResult`` objects (the ``mteb/`` files of a
   result folder hold the same, written without importing MTEB).
+* ``write_datasets(out)`` writes each task's samples as a Hugging Face dataset folder (``README.md`` and
+  ``test.jsonl``) ready to push as ``fasteval/<task>`` (``data.py``: the samples, their MTEB-standard descriptive
+  statistics and the dataset-quality rules; docs/mteb.md).
 
 The tasks are the exam registry's (``core/exams``): each exam's record names its task, description,
 main score and scores. Where each part lives: the tasks in ``task.py``; the adapter with the other kinds of
@@ -29,7 +32,7 @@ from __future__ import annotations
 # The public names, each from the module that defines it, loaded on first use (MTEB and numpy stay unloaded
 # until then): name -> module.
 _NAMES = {"tasks": ".task", "task_results": ".task", "MtebEncoder": "...models.adapters.mteb",
-          "metadata_of": "..results.mteb"}
+          "metadata_of": "..results.mteb", "write_datasets": ".data"}
 __all__ = list(_NAMES)
 
 

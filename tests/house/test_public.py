@@ -17,7 +17,7 @@ PUBLIC = ["evaluate", "check", "drift", "save_receipt", "load_model", "model_fol
           "CheckResult", "DriftReport", "EmbeddingTable", "Protocol",
           "FastevalError", "InputError", "ModelError", "SourceError", "OutputError", "ProtocolError", "mteb",
           "__version__"]
-PUBLIC_MTEB = ["tasks", "task_results", "MtebEncoder", "metadata_of"]
+PUBLIC_MTEB = ["tasks", "task_results", "MtebEncoder", "metadata_of", "write_datasets"]
 INTERNAL = re.compile(r"\bfasteval\.(core|models|cli)\b")
 
 

@@ -151,3 +151,25 @@ def test_the_tasks_data_statistics_and_results_under_mteb_core_without_torch(tmp
     said = json.loads(proc.stdout.strip().splitlines()[-1])
     assert said == {"core": True, "stats": {n: len(samples(n)) for n in TASKS},
                     "loaded": "PhysScoreMeasurementGeometry", "torch": False}
+
+
+def test_the_reference_runs_are_in_mtebs_results_format_and_agree_with_fasteval():
+    """benchmarks/mteb: MTEB's random encoder and the two reference models through mteb.evaluate, in MTEB's results
+    format (loaded by MTEB's own TaskResult), beside fasteval's own scores of the same models: equal on the rank
+    scores, within float32 rounding (torch against onnxruntime) elsewhere."""
+    from fakes import ROOT
+
+    folder = ROOT / "benchmarks" / "mteb"
+    table = json.loads((folder / "reference.json").read_text())
+    for model in ("mteb/baseline-random-encoder", "sentence-transformers/all-MiniLM-L6-v2",
+                  "sentence-transformers/all-mpnet-base-v2"):
+        runs = list((folder / "results" / "results" / model.replace("/", "__")).glob("*/"))
+        assert len(runs) == 1 and (runs[0] / "model_meta.json").is_file(), runs
+        scores = {t: mteb.TaskResult.from_disk(runs[0] / f"{t}.json").get_score() for t in TASKS}
+        said = table[model.split("/")[-1] if "random" not in model else model]
+        assert scores == {t: round(v, 6) for t, v in said.items()}, model  # MTEB writes 6 decimals
+    for name in ("all-MiniLM-L6-v2", "all-mpnet-base-v2"):
+        ours = table[f"{name} (fasteval)"]
+        assert ours["PhysScoreMeasurementGeometry"] == table[name]["PhysScoreMeasurementGeometry"]
+        assert all(abs(ours[t] - table[name][t]) < 1e-5 for t in TASKS), (ours, table[name])
+    assert round(table["all-MiniLM-L6-v2"]["PhysScoreMeasurementGeometry"] * 100, 2) == 36.97  # the paper's Table 1
