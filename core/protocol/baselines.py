@@ -25,9 +25,10 @@ def surface_baselines(protocol: str = "paper", similarity: str = "cos") -> list[
     PACC and AVG (x100, as Table 1 prints them). KeyError for a protocol that is not built in (a file's
     baselines are its own to run: ``fasteval.evaluate(fasteval.ByteCounts(), protocol=FILE)``) or a similarity the
     file does not hold."""
-    from .loading import builtin_names, load_protocol
+    from .loading import builtin_names, builtin_protocol
 
-    key = next((p.key for p in map(load_protocol, builtin_names()) if protocol in (p.key, p.name)), None)
+    # the built-ins themselves (a file named "paper" in the working folder is not the paper's protocol here)
+    key = next((p.key for p in map(builtin_protocol, builtin_names()) if protocol in (p.key, p.name)), None)
     if key is None:
         raise KeyError(protocol)
     return [dict(row) for row in _shipped()["protocols"][key][similarity]]

@@ -26,9 +26,9 @@ def computed() -> dict[str, Any]:
     """Every built-in protocol's surface-form baselines under each similarity, as the shipped file holds them."""
     from ...models.baselines import VERSION
     from ..choices import SIMILARITIES
-    from ..protocol.loading import builtin_names, load_protocol
+    from ..protocol.loading import builtin_names, builtin_protocol
 
-    protocols = [load_protocol(name) for name in builtin_names()]
+    protocols = [builtin_protocol(name) for name in builtin_names()]
     return {"baselines_version": VERSION,
             "protocols": {p.key: {s: rows(p, s) for s in SIMILARITIES} for p in protocols}}
 
