@@ -129,7 +129,8 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str =
     """What a caller asked for, validated once: ``protocol`` a built-in's name, a protocol file or a Protocol
     (None: the paper's); ``exams`` a selection (None: the paper's exams the protocol supports); ``similarity`` cos,
     dot or l2 (aliases accepted); ``bootstrap`` >= 0; the vectors scored (``core.vectors``): ``dimensions`` kept,
-    ``vector_quantization`` "int8" or "binary" (Hamming similarity), int8's ``calibration`` texts or file.
+    ``vector_quantization`` one of ``core.vectors.FORMS`` (the one-bit ones scored with Hamming similarity), a
+    calibrated form's ``calibration`` texts or file.
     InputError (or ProtocolError) naming the fix."""
     from .exams import for_protocol
     from .exams.statistics import bootstrap_settings
@@ -143,10 +144,10 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str =
     chosen = for_protocol(resolved, exams)
     similarity = choices.similarity(similarity)
     vectors = vector_form(dimensions, vector_quantization, calibration)
-    if vectors is not None and vectors.quantization == "binary":
+    if vectors is not None and vectors.bits == 1:
         if similarity != "cos":
-            raise InputError(f"binary vectors are scored with Hamming similarity, not {similarity}.",
-                             "leave --similarity out with --vector-quantization binary.")
+            raise InputError(f"{vectors.quantization} vectors are scored with Hamming similarity, not {similarity}.",
+                             f"leave --similarity out with --vector-quantization {vectors.quantization}.")
         similarity = vectors.similarity(similarity)
     resampled = bootstrap_settings(bootstrap)  # refuses a negative count
     keyed: dict[str, Any] = {"similarity": similarity, "exams": list(chosen), "protocol": resolved.key}

@@ -1,9 +1,9 @@
-"""What a vector store keeps of an embedding: the first N dimensions (a Matryoshka model's truncation), int8
-scalar quantization, or one bit a dimension (binary). Applied to the float embeddings after the cache (the unit rows
-the exams score, the paper's ``normalize_embeddings=True``), so every form of one model is scored from one
-embedding run; each form is keyed apart, only when asked for.
+"""What a vector store keeps of an embedding: the first N dimensions (a Matryoshka model's truncation), int8 or int4
+scalar quantization, or one bit a dimension (binary, or binary of the centred vectors). Applied to the float
+embeddings after the cache (the unit rows the exams score, the paper's ``normalize_embeddings=True``), so every form
+of one model is scored from one embedding run; each form is keyed apart, only when asked for.
 
-The forms are sentence-transformers' own, and the tests hold them equal to it:
+The first forms are sentence-transformers' own, and the tests hold them equal to it:
 
 - ``truncate``: the first N dimensions, then L2-normalised (``SentenceTransformer(truncate_dim=N)`` with
   ``normalize_embeddings=True``, as Matryoshka models are meant to be used);
@@ -11,7 +11,17 @@ The forms are sentence-transformers' own, and the tests hold them equal to it:
   calibration embeddings (by default the texts of Table 1's 20 cells of the protocol in use), scored with the
   asked similarity of the integer vectors;
 - binary: ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte (``kernels.bits.pack_signs``),
-  scored with Hamming similarity (``kernels.bits``).
+  scored with Hamming similarity (``kernels.bits``);
+
+and two the stores ship beside them, on the same calibration set as int8:
+
+- ``int4``: int8's arithmetic with 16 levels a dimension (``quantize_int(x, calibration, 4)``), two dimensions a
+  byte, scored as int8 is;
+- ``binary-centred``: the sign bits of the vectors less the calibration set's mean (the centring Qdrant's docs
+  recommend before binary quantization: a dimension that is positive for every text carries no bit), scored with
+  Hamming similarity.
+
+``FORMS`` says each quantization's bits a dimension and whether it is calibrated.
 """
 from __future__ import annotations
 
@@ -26,8 +36,25 @@ from .choices import VECTOR_QUANTIZATIONS, check_choice
 from .embeddings import EmbeddingTable, normalize_rows
 from .errors import InputError
 
-# What int8 is calibrated on when no file is given (a result records it): the texts of Table 1's 20 cells.
+# What int8 (and every calibrated form) is calibrated on when no file is given (a result records it): the texts of
+# Table 1's 20 cells.
 TABLE1_CALIBRATION = "table1"
+
+
+@dataclass(frozen=True)
+class Quantization:
+    bits: int  # a dimension's bits in the store (1: scored with Hamming similarity)
+    calibrated: bool  # ranges (or a centre) taken from a calibration set
+
+
+# Each quantization ``--vector-quantization`` takes (choices.VECTOR_QUANTIZATIONS names them), by name
+FORMS = {"int8": Quantization(8, True), "int4": Quantization(4, True), "binary": Quantization(1, False),
+         "binary-centred": Quantization(1, True)}
+
+
+def calibrated(quantization: str | None) -> bool:
+    """Whether a quantization takes a calibration set (int8, int4, binary-centred)."""
+    return quantization is not None and FORMS[quantization].calibrated
 
 
 def truncate(x: np.ndarray, dimensions: int) -> np.ndarray:
@@ -40,30 +67,39 @@ def int8_ranges(calibration: np.ndarray) -> np.ndarray:
     return np.vstack((np.min(calibration, axis=0), np.max(calibration, axis=0)))
 
 
-def quantize_int8(x: np.ndarray, calibration: np.ndarray) -> np.ndarray:
-    """int8 (n, d): each dimension's calibration range cut into 256 buckets, values outside it clipped to the end
-    buckets (sentence-transformers' arithmetic, in float32 as it does it)."""
+def quantize_int(x: np.ndarray, calibration: np.ndarray, bits: int = 8) -> np.ndarray:
+    """int8 (n, d) holding ``bits``-bit integers: each dimension's calibration range cut into 2**bits buckets,
+    values outside it clipped to the end buckets, centred on 0 (bits=8: sentence-transformers' int8 arithmetic, in
+    float32 as it does it; bits=4: the same with 16 levels, -8..7)."""
+    levels = 1 << bits
     ranges = int8_ranges(calibration)
     starts = ranges[0, :]
-    steps = (ranges[1, :] - ranges[0, :]) / 255
+    steps = (ranges[1, :] - ranges[0, :]) / (levels - 1)
     steps = np.where(steps == 0, 1, steps)
-    buckets = np.clip(np.floor((x - starts) / steps), 0, 255)
-    return (buckets - 128).astype(np.int8)
+    buckets = np.clip(np.floor((x - starts) / steps), 0, levels - 1)
+    return (buckets - levels // 2).astype(np.int8)
 
 
-def dequantize_int8(q: np.ndarray, calibration: np.ndarray) -> np.ndarray:
-    """The floats int8 vectors stand for: each bucket's centre in its dimension's calibration range (float32)."""
+def quantize_int8(x: np.ndarray, calibration: np.ndarray) -> np.ndarray:
+    """``quantize_embeddings(x, "int8", calibration_embeddings=calibration)``."""
+    return quantize_int(x, calibration, 8)
+
+
+def dequantize_int(q: np.ndarray, calibration: np.ndarray, bits: int = 8) -> np.ndarray:
+    """The floats ``bits``-bit integer vectors stand for: each bucket's centre in its dimension's calibration range
+    (float32)."""
+    levels = 1 << bits
     ranges = int8_ranges(calibration)
-    steps = (ranges[1, :] - ranges[0, :]) / 255
+    steps = (ranges[1, :] - ranges[0, :]) / (levels - 1)
     steps = np.where(steps == 0, 1, steps)
-    return (ranges[0, :] + (q.astype(np.float32) + 128 + 0.5) * steps).astype(np.float32)
+    return (ranges[0, :] + (q.astype(np.float32) + levels // 2 + 0.5) * steps).astype(np.float32)
 
 
 @dataclass(frozen=True)
 class VectorForm:
-    """The vectors scored instead of the model's float ones: ``dimensions`` (None: all), ``quantization`` (None,
-    "int8" or "binary") and, for int8, the calibration texts (None: Table 1's texts of the protocol in use) and
-    what a result records of them (``calibration``)."""
+    """The vectors scored instead of the model's float ones: ``dimensions`` (None: all), ``quantization`` (None or
+    one of ``FORMS``) and, for a calibrated one, the calibration texts (None: Table 1's texts of the protocol in
+    use) and what a result records of them (``calibration``)."""
     dimensions: int | None = None
     quantization: str | None = None
     calibration_texts: tuple[str, ...] | None = None
@@ -77,24 +113,29 @@ class VectorForm:
             out["dimensions"] = self.dimensions
         if self.quantization is not None:
             out["vector_quantization"] = self.quantization
-        if self.quantization == "int8":
+        if calibrated(self.quantization):
             out["calibration"] = self.calibration
         return out
 
+    @property
+    def bits(self) -> int:
+        """A dimension's bits in the store (32 for the floats)."""
+        return FORMS[self.quantization].bits if self.quantization is not None else 32
+
     def similarity(self, asked: str) -> str:
-        """The similarity the exams score with: Hamming for binary vectors, else the one asked."""
-        return "hamming" if self.quantization == "binary" else asked
+        """The similarity the exams score with: Hamming for one-bit vectors, else the one asked."""
+        return "hamming" if self.bits == 1 else asked
 
     def calibration_of(self, table1_texts: Sequence[str]) -> list[str]:
-        """The texts int8 is calibrated on (none for another form)."""
-        if self.quantization != "int8":
+        """The texts a calibrated form is calibrated on (none for another form)."""
+        if not calibrated(self.quantization):
             return []
         return list(self.calibration_texts) if self.calibration_texts is not None else list(table1_texts)
 
     def bytes_per_vector(self, dim: int) -> int:
-        """What a store keeps of one vector: 4 bytes a float, 1 an int8, 1 bit a dimension packed."""
+        """What a store keeps of one vector: 4 bytes a float, else its bits a dimension, packed."""
         kept = min(dim, self.dimensions or dim)
-        return {None: 4 * kept, "int8": kept, "binary": -(-kept // 8)}[self.quantization]
+        return -(-kept * self.bits // 8)
 
     def apply(self, table: EmbeddingTable, table1_texts: Sequence[str]) -> EmbeddingTable:
         """The table of these vectors: every text's row truncated, then quantized (an int8 vector as its integers
@@ -108,23 +149,46 @@ class VectorForm:
                                  f"{rows.shape[1]}.", f"pass fewer than {rows.shape[1]} dimensions, or leave "
                                                       "--dimensions out for all of them.")
             rows = truncate(rows, self.dimensions)
-        if self.quantization == "int8":
-            calibration = table[self.calibration_of(table1_texts)]
-            if self.dimensions is not None:
-                calibration = truncate(calibration, self.dimensions)
-            flat = np.flatnonzero(np.ptp(calibration, axis=0) == 0)
-            if flat.size:
-                source = self.calibration_source or "Table 1's texts"
-                raise InputError(f"int8's calibration on {source} gives {flat.size} of {calibration.shape[1]} "
-                                 f"dimensions no range (dimension {int(flat[0])} is the same in every text): "
-                                 "nothing to cut into 256 levels.",
-                                 "calibrate on texts that differ (a few hundred of your own, say).")
-            rows = quantize_int8(rows, calibration).astype(np.float32)
-        elif self.quantization == "binary":
-            rows = (rows > 0).astype(np.float32)
+        if self.quantization is not None:
+            rows = self.quantized(rows, self.calibration_rows(table, table1_texts))
         out = EmbeddingTable()
         out.add(texts, rows, who="the vector form")
         return out
+
+
+    def calibration_rows(self, table: EmbeddingTable, table1_texts: Sequence[str]) -> np.ndarray | None:
+        """The calibration set's rows as this form keeps them (truncated), None for a form without one; InputError
+        where an integer form's calibration gives a dimension no range."""
+        if not calibrated(self.quantization):
+            return None
+        calibration = table[self.calibration_of(table1_texts)]
+        if self.dimensions is not None:
+            calibration = truncate(calibration, self.dimensions)
+        flat = np.flatnonzero(np.ptp(calibration, axis=0) == 0)
+        if self.bits > 1 and flat.size:
+            source = self.calibration_source or "Table 1's texts"
+            raise InputError(f"{self.quantization}'s calibration on {source} gives {flat.size} of "
+                             f"{calibration.shape[1]} dimensions no range (dimension {int(flat[0])} is the same in "
+                             f"every text): nothing to cut into {1 << self.bits} levels.",
+                             "calibrate on texts that differ (a few hundred of your own, say).")
+        return calibration
+
+    def quantized(self, rows: np.ndarray, calibration: np.ndarray | None) -> np.ndarray:
+        """``rows`` (truncated already) as the store keeps them, in float32: an integer form's integers, a one-bit
+        form's 0/1 bits (whose sign bits are the packed ones)."""
+        if self.bits == 1:
+            centre = calibration.mean(axis=0) if calibration is not None else 0.0
+            return ((rows - centre) > 0).astype(np.float32)
+        assert calibration is not None  # every integer form is calibrated
+        return quantize_int(rows, calibration, self.bits).astype(np.float32)
+
+    def stands_for(self, rows: np.ndarray, calibration: np.ndarray | None) -> np.ndarray:
+        """The floats a store's vectors stand for, beside another side's (drift's common space): an integer
+        form's bucket centres; a one-bit form's +-1 signs (of the centred rows for binary-centred)."""
+        if self.bits == 1:
+            return np.where(self.quantized(rows, calibration) > 0, 1.0, -1.0).astype(np.float32)
+        assert calibration is not None
+        return dequantize_int(quantize_int(rows, calibration, self.bits), calibration, self.bits)
 
 
 def vector_words(settings: dict[str, Any]) -> str:
@@ -140,7 +204,8 @@ def vector_words(settings: dict[str, Any]) -> str:
 
 def vector_form(dimensions: int | None = None, quantization: str | None = None,
                 calibration: str | Sequence[str] | None = None) -> VectorForm | None:
-    """The vector form asked for, validated (None: the model's float vectors). ``calibration``: int8's texts, a
+    """The vector form asked for, validated (None: the model's float vectors). ``calibration``: a calibrated form's
+    texts (int8, int4, binary-centred), a
     file of them (one a line, '#' comments) or a list; None: Table 1's. InputError naming the fix."""
     if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, (int, np.integer))
                                    or dimensions < 1):
@@ -149,13 +214,14 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
     if quantization is not None:
         quantization = check_choice(str(quantization).strip().lower(), VECTOR_QUANTIZATIONS,
                                     "vector quantization", "--vector-quantization")
-    if calibration is not None and quantization != "int8":
-        raise InputError("--calibration calibrates int8 vectors only.",
-                         "pass --vector-quantization int8 with it, or leave --calibration out.")
+    if calibration is not None and not calibrated(quantization):
+        raise InputError("--calibration calibrates int8, int4 and binary-centred vectors only.",
+                         "pass --vector-quantization int8 (int4, binary-centred) with it, or leave --calibration "
+                         "out.")
     if dimensions is None and quantization is None:
         return None
     texts: tuple[str, ...] | None = None
-    label = TABLE1_CALIBRATION if quantization == "int8" else None
+    label = TABLE1_CALIBRATION if calibrated(quantization) else None
     source: str | None = None
     if calibration is not None:
         if isinstance(calibration, str) or hasattr(calibration, "__fspath__"):
@@ -170,7 +236,7 @@ def vector_form(dimensions: int | None = None, quantization: str | None = None,
             source = "the calibration texts"
         distinct = len(set(texts))
         if distinct < 2:
-            raise InputError(f"int8 needs at least 2 distinct calibration texts; {source} has {distinct}"
+            raise InputError(f"{quantization} needs at least 2 distinct calibration texts; {source} has {distinct}"
                              + (f" (in {len(texts)} lines)." if len(texts) > distinct else "."),
                              "pass a file with one text a line (a few hundred of your own texts, say).")
         label = "sha256:" + hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
@@ -181,11 +247,19 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
                table1_texts: Sequence[str]) -> list[EmbeddingTable]:
     """Two sides' float tables brought into one space, so each text's vectors can be compared side by side (drift
     with a vector form on either side): both truncated to the fewer dimensions either keeps; where either side is
-    binary, both as their sign bits (+-1: the cosine of two such rows is 1 - 2 Hamming / d); else an int8 side as
-    the floats its integers stand for (``dequantize_int8``), beside the other side's floats."""
+    one bit a dimension, both as their sign bits (+-1: the cosine of two such rows is 1 - 2 Hamming / d; centred
+    first where a side is binary-centred, by its calibration mean, the other side by the same mean: centring is the
+    store's shift, not a loss); else an integer side as the floats its integers stand for, beside the other side's
+    floats."""
     kept = [f.dimensions for f in forms if f is not None and f.dimensions is not None]
     dims = min(kept) if kept else None
-    binary = any(f is not None and f.quantization == "binary" for f in forms)
+    one_bit = any(f is not None and f.bits == 1 for f in forms)
+    shared = None  # a binary-centred side's centre, which a side of another form is centred by too
+    for table, form in zip(tables, forms):
+        if form is not None and form.quantization == "binary-centred":
+            shared = VectorForm(dims, form.quantization, form.calibration_texts).calibration_rows(
+                table, table1_texts).mean(axis=0)
+            break
     out = []
     for table, form in zip(tables, forms):
         texts = [t for t, _ in table.items()]
@@ -195,14 +269,15 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
                 raise InputError(f"--dimensions {dims} is not below the model's dimension {rows.shape[1]}.",
                                  f"pass fewer than {rows.shape[1]} dimensions.")
             rows = truncate(rows, dims)
-        if binary:
-            rows = np.where(rows > 0, 1.0, -1.0).astype(np.float32)
-        elif form is not None and form.quantization == "int8":
-            calibration = table[form.calibration_of(table1_texts)]
-            calibration = truncate(calibration, dims) if dims is not None else calibration
-            rows = dequantize_int8(quantize_int8(rows, calibration), calibration)
+        # each side's own form at the dimensions both keep: with one bit on either side, every side's signs (a
+        # binary-centred side's of its centred rows); else an integer side's bucket centres, a float side's floats
+        mine = VectorForm(dims, form.quantization if form is not None else None,
+                          form.calibration_texts if form is not None else None)
+        if mine.bits == 1 or (mine.quantization is not None and not one_bit):
+            rows = mine.stands_for(rows, mine.calibration_rows(table, table1_texts))
+        elif one_bit:
+            rows = np.where(rows - (0.0 if shared is None else shared) > 0, 1.0, -1.0).astype(np.float32)
         same = EmbeddingTable()
         same.add(texts, rows, who="the vector form")
         out.append(same)
     return out
-

@@ -182,6 +182,7 @@ def ladder_table(root: Path) -> Table | None:
                  ["Model", "Rung", "Bytes", "τ", "τ low", "τ high", "PACC", "AVG", "Δτ", "Δτ low", "Δτ high"],
                  rows, digits=2,
                  note="From `fasteval sweep --ladder vectors` (OUT/ladders): each rung scores the vectors a store "
-                      "keeps (the first N dimensions L2-normalised; int8; binary with Hamming similarity) from the "
-                      "same embeddings; Δτ is the rung less the float vectors, by the paired bootstrap.")
+                      "keeps (the first N dimensions L2-normalised; int8 and int4; binary and binary-centred with "
+                      "Hamming similarity) from the same embeddings; Δτ is the rung less the float vectors, by the "
+                      "paired bootstrap.")
 

@@ -1,6 +1,6 @@
 """The vector ladder (``fasteval sweep --ladder vectors``): one model scored as a vector store keeps it, rung by rung
-(the float vectors, the first 512/256/128/64 dimensions, int8, binary, and 256 dimensions in binary), from one
-embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and AVG with their
+(the float vectors, the first 512/256/128/64 dimensions, int8, int4, binary, binary-centred, and 256 dimensions in
+binary), from one embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and AVG with their
 bootstrap intervals, the paired Δτ against the float vectors with its interval, and the bytes a store keeps a
 vector (``core.vectors``).
 """
@@ -25,7 +25,7 @@ LADDER_COLUMNS = ["model", "rung", "dimensions", "quantization", "bytes_per_vect
 
 @dataclass(frozen=True)
 class Rung:
-    label: str  # "full", "256", "int8", "binary", "256+binary"
+    label: str  # "full", "256", "int8", "int4", "binary", "binary-centred", "256+binary"
     dimensions: int | None
     quantization: str | None
     bytes_per_vector: int  # what a store keeps of one vector
@@ -37,8 +37,8 @@ def vector_rungs(dim: int) -> list[Rung]:
 
     asked: list[tuple[str, int | None, str | None]] = [("full", None, None)]
     asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
-    asked += [("int8", None, "int8"), ("binary", None, "binary")] + ([("256+binary", 256, "binary")] if 256 < dim
-                                                                     else [])
+    asked += [(q, None, q) for q in ("int8", "int4", "binary", "binary-centred")]
+    asked += [("256+binary", 256, "binary")] if 256 < dim else []
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
 
 

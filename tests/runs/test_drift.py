@@ -381,17 +381,20 @@ def test_a_receipt_follows_the_umask_as_every_output_does(tiny_st_folder, fastev
 
 
 @pytest.mark.parametrize("store", [{"vector_quantization": "int8"}, {"vector_quantization": "binary"},
-                                   {"dimensions": 32}, {"dimensions": 32, "vector_quantization": "binary"}])
+                                   {"dimensions": 32}, {"dimensions": 32, "vector_quantization": "binary"},
+                                   {"vector_quantization": "int4"}, {"vector_quantization": "binary-centred"}])
 def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(store):
     """"My store's vectors against the model's floats": each text compared in the space both keep (int8 as the floats
     its integers stand for, binary as sign bits, truncation at the fewer dimensions) conforms for the same model;
     the PhysScore side is the store's own Table 1 (evaluate's, with the same options) against the floats'."""
     import fasteval
 
-    int8 = store.get("vector_quantization") == "int8"
+    integers = store.get("vector_quantization") in ("int8", "int4")
     # int8 is calibrated on Table 1's texts: this encoder's random dimensions put other texts outside those ranges
-    # (clipped), so its int8 floats sit a little further from the floats there (0.9876 at worst)
-    report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=0.98 if int8 else 0.99)
+    # (clipped), so its int8 floats sit a little further from the floats there (0.9876 at worst); int4's 16 levels
+    # further still
+    threshold = {"int8": 0.98, "int4": 0.8}.get(store.get("vector_quantization"), 0.99)
+    report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=threshold)
     assert report.verdict == "conforms", report.reasons
     assert report.get(Identity).sides["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
                                                    else "dimensions"] == list(store.values())[-1]
@@ -399,8 +402,8 @@ def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(sto
     floats = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0).exams["exam1"].summary()
     kept = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0, **store).exams["exam1"].summary()
     assert report.get(PhysScore).said["delta_tau"] == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
-    if int8:
-        assert 0.98 <= report.worst_cosine < 1.0, "an int8 vector is near its float, not equal to it"
+    if integers:
+        assert threshold <= report.worst_cosine < 1.0, "an integer vector is near its float, not equal to it"
     else:
         assert report.worst_cosine == pytest.approx(1.0), "the same bits, the same truncated rows"
 
@@ -420,7 +423,7 @@ def test_cli_drift_takes_a_stores_options_on_either_side(tiny_st_folder, fasteva
     data = json.loads(proc.stdout)
     assert data["verdict"] == "conforms" and data["identity"]["candidate"]["vectors"] == {
         "vector_quantization": "binary"} and data["identity"]["reference"]["vectors"] == {"dimensions": 16}
-    bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "int4",
+    bad = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "int3",
                    "--provider", "cpu"], env=env)
     assert bad.returncode == 2
     one_line_error(bad, "vector quantization")
@@ -430,7 +433,7 @@ def test_cli_drift_takes_a_stores_options_on_either_side(tiny_st_folder, fasteva
     dropped = run_cli(["drift", tiny_st_folder, tiny_st_folder, "--candidate-vector-quantization", "binary",
                        "--calibration", texts, "--provider", "cpu"], env=env)
     assert dropped.returncode == 2
-    one_line_error(dropped, "--calibration calibrates int8 vectors only")
+    one_line_error(dropped, "--calibration calibrates int8, int4 and binary-centred vectors only")
 
 
 def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():

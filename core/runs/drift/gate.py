@@ -136,18 +136,20 @@ def drift_candidates(reference: Any, candidates: list[Any], *, labels: list[str]
     one door with its ``load_model`` options (``reference_load``, ``candidate_load``: provider, dtype, prompt,
     batch size, served settings): ``labels`` the reference's and each candidate's names in the reports,
     ``on_step_for(label)`` each one's progress; what a
-    store keeps of each side as flags (``calibration``: the int8 side's, refused where neither side is int8);
+    store keeps of each side as flags (``calibration``: the calibrated sides', refused where no side is calibrated);
     ``options`` as ``drift`` takes them."""
     from ...encoders import as_encoder
-    from ...vectors import vector_form
+    from ...vectors import calibrated, vector_form
 
     asked = [(reference_dimensions, reference_vector_quantization), (candidate_dimensions,
                                                                      candidate_vector_quantization)]
-    if calibration is not None and all(q != "int8" for _d, q in asked):
+    forms = [vector_form(d, q) for d, q in asked]  # validated (a name is checked, and spelled, once)
+    quantizations = [f.quantization if f is not None else None for f in forms]
+    if calibration is not None and not any(map(calibrated, quantizations)):
         vector_form(calibration=calibration)  # refuses it, in the words every command uses
     stores = [None if d is None and q is None else
-              {"dimensions": d, "vector_quantization": q, "calibration": calibration if q == "int8" else None}
-              for d, q in asked]
+              {"dimensions": d, "vector_quantization": q, "calibration": calibration if calibrated(q) else None}
+              for (d, _), q in zip(asked, quantizations)]
     names = labels or [str(side) for side in (reference, *candidates)]
     ref = as_encoder(reference, **(reference_load or {}))
     return [drift(ref, as_encoder(candidate, **(candidate_load or {})), reference_vectors=stores[0],
