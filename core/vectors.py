@@ -256,9 +256,10 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
     one_bit = any(f is not None and f.bits == 1 for f in forms)
     shared = None  # a binary-centred side's centre, which a side of another form is centred by too
     for table, form in zip(tables, forms):
-        if form is not None and form.quantization == "binary-centred":
-            shared = VectorForm(dims, form.quantization, form.calibration_texts).calibration_rows(
-                table, table1_texts).mean(axis=0)
+        centred = VectorForm(dims, form.quantization, form.calibration_texts) if form is not None else None
+        calibration = centred.calibration_rows(table, table1_texts) if centred is not None else None
+        if centred is not None and centred.quantization == "binary-centred" and calibration is not None:
+            shared = calibration.mean(axis=0)
             break
     out = []
     for table, form in zip(tables, forms):

@@ -1,8 +1,8 @@
 """The vector ladder (``fasteval sweep --ladder vectors``): one model scored as a vector store keeps it, rung by rung
 (the float vectors, the first 512/256/128/64 dimensions, int8, int4, binary, binary-centred, and 256 dimensions in
-binary), from one embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and AVG with their
-bootstrap intervals, the paired Δτ against the float vectors with its interval, and the bytes a store keeps a
-vector (``core.vectors``).
+binary), from one embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and
+AVG with their bootstrap intervals, the paired Δτ against the float vectors with its interval, and the bytes a store
+keeps a vector (``core.vectors``).
 """
 from __future__ import annotations
 
