@@ -86,12 +86,13 @@ def print_ladder(rows: list[dict], baselines=()) -> None:
     def interval(low, high) -> str:
         return "" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"
 
+    width = max(11, *(len(r["rung"]) + 1 for r in rows))
     echo(f"\nVector ladder of {rows[0]['model']} (x100; Δτ: the rung less the float vectors, paired bootstrap)")
-    echo(f"  {'rung':<11} {'bytes':>6} {'tau':>6} {'95% interval':>16} {'PACC':>6} {'AVG':>6} {'Δτ':>6} "
+    echo(f"  {'rung':<{width}} {'bytes':>6} {'tau':>6} {'95% interval':>16} {'PACC':>6} {'AVG':>6} {'Δτ':>6} "
          f"{'95% interval':>16}")
     for r in rows:
         delta = "" if r["rung"] == "full" else f"{r['delta_tau']:>6.2f}"
-        echo(f"  {r['rung']:<11} {r['bytes_per_vector']:>6} {r['tau']:>6.2f} "
+        echo(f"  {r['rung']:<{width}} {r['bytes_per_vector']:>6} {r['tau']:>6.2f} "
              f"{interval(r['tau_ci_low'], r['tau_ci_high']):>16} {r['pacc']:>6.2f} {r['avg']:>6.2f} {delta:>6} "
              f"{interval(r['delta_tau_ci_low'], r['delta_tau_ci_high']):>16}")
     for b in baselines:  # what string similarity alone scores, beside the rungs
