@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
+
+F = TypeVar("F", bound="Finding")
 
 
-if TYPE_CHECKING:
-    from .drift import DriftReport
+class DriftReport(Protocol):
+    """What a finding reads of the report holding it (``drift.DriftReport``: the report imports the findings, so
+    they name it by what they read)."""
+    accepted: list[str]
+
+    @property
+    def drifted_groups(self) -> dict[str, str]: ...
+
+    @property
+    def verdict(self) -> str: ...
+
+    def get(self, kind: type[F]) -> F: ...
 
 # a text's cosine in another batch to itself alone below this: the candidate depends on the batch
 INVARIANCE_MIN = 0.999

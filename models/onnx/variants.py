@@ -22,12 +22,9 @@ import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.errors import ModelError
-
-if TYPE_CHECKING:
-    from .encoder import OnnxEncoder
 
 TRUNCATIONS = (128, 256, 512)
 POOLINGS = {"mean": "mean", "cls": "cls", "max": "max", "lasttoken": "last"}
@@ -41,7 +38,7 @@ class Variant:
     changes: tuple[tuple[str, Any], ...]  # (setting, value), applied in order
 
 
-def variants_of(model: OnnxEncoder) -> list[Variant]:
+def variants_of(model: Any) -> list[Variant]:
     """The usual misconfigurations of ``model``, each one change away from it, the cheapest first (its own graph,
     then its other exports)."""
     folder = model.folder
@@ -104,13 +101,13 @@ def _with_lowercase(data: dict, on: bool) -> dict:
     return data
 
 
-def variant_encoder(model: OnnxEncoder, variant: Variant, load: Callable[..., Any] | None = None) -> OnnxEncoder:
-    """``model`` with ``variant``'s changes applied, on the CPU (numpy's pooling). ``load``: how a precision change
+def variant_encoder(model: Any, variant: Variant, load: Callable[..., Any] | None = None) -> Any:
+    """``model`` (an ``OnnxEncoder``) with ``variant``'s changes applied, on the CPU (numpy's pooling), as another
+    encoder of its class. ``load``: how a precision change
     loads the model's other export (``load_model``'s signature; drift's diagnosis passes one that loads each once)."""
     from tokenizers import Tokenizer
 
     from ..sources.folder import PoolingConfig
-    from .encoder import OnnxEncoder
 
     spec = model.tokenizer_json
     folder, prompt, precision, base = model.folder, model.prompt, None, None
@@ -150,5 +147,5 @@ def variant_encoder(model: OnnxEncoder, variant: Variant, load: Callable[..., An
     # that export's graph, or the same graph: its open session, not another one
     session = base.session if base is not None else model.shared_session()
     # packed batches (sorted by tokens, cut by a token budget): the long texts are not padded into the short ones'
-    return OnnxEncoder(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed",
+    return type(model)(folder, provider="cpu", prompt=prompt or None, name=variant.name, batching="packed",
                        tokenizer=runs, session=session, lowercase=False if normalizer is not None else None)
