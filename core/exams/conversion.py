@@ -85,14 +85,11 @@ def score_pair(sims: np.ndarray, trap_sims: np.ndarray) -> dict[str, Any]:
 
 def run_conversion(table: EmbeddingTable, metric: str = "cos") -> ConversionResult:
     """Score every pair of PROTOCOL.md 1.8 with pint's conversions."""
-    from ..kernels.similarity import paired_similarity, similarity_matrix
-
     rows = []
     for pair in P.CONVERSION_PAIRS:
         a_texts, b_texts, traps = P.conversion_exam_texts(pair)
-        a = table[a_texts]
-        sims = similarity_matrix(a, table[b_texts], metric=metric).astype(np.float64)
-        trap_sims = paired_similarity(a, table[traps], metric=metric).astype(np.float64)
+        sims = table.similarities(a_texts, b_texts, metric).astype(np.float64)
+        trap_sims = table.paired(a_texts, traps, metric).astype(np.float64)
         rows.append(ConversionRow(pair.panel, pair.unit_a, pair.unit_b, len(a_texts), **score_pair(sims, trap_sims),
                                   texts_a=list(a_texts), texts_b=list(b_texts), traps=list(traps)))
     return ConversionResult(metric=metric, rows=rows)

@@ -181,7 +181,6 @@ def table1_row(cells: list[CellResult]) -> dict[str, Any]:
 
 def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[AlignmentRow]:
     """Each non-reference variant's cells against the reference variant's (same quantity and range)."""
-    from ..kernels.similarity import similarity_matrix
 
     reference = protocol.reference_variant()
     if reference is None:
@@ -192,7 +191,7 @@ def alignment_rows(table: EmbeddingTable, protocol, cells, metric: str) -> list[
         if c.variant == reference.label:
             continue
         ref = by_key[(c.quantity, c.range_name, reference.label)]
-        sims = similarity_matrix(table[c.texts], table[ref.texts], metric=metric).astype(np.float64)
+        sims = table.similarities(c.texts, ref.texts, metric).astype(np.float64)
         diagonal = np.diag(sims)
         best = (sims >= diagonal[:, None]).sum(axis=1) == 1  # its own value strictly the most similar
         rows.append(AlignmentRow(c.variant, c.quantity, c.range_name, len(c.texts), float(best.mean()),
@@ -237,7 +236,6 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
 
     from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
     from ..kernels.small import gaussian_smooth
-    from ..kernels.similarity import paired_similarity, similarity_matrix
 
     cells = P.protocol_cells(protocol)
     similarities = similarities or cell_similarities(table, metric, cells)
@@ -293,18 +291,17 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
                 digits, words = protocol.digits_words_texts(q.name, variant)
                 if digits:
                     key = q.name if variant.label is None else f"{q.name}/{variant.label}"
-                    result.digits_words[key] = similarity_matrix(table[words], table[digits],
-                                                                 metric=metric).tolist()
+                    result.digits_words[key] = table.similarities(words, digits, metric).tolist()
                     result.digits_words_texts[key] = [list(words), list(digits)]
         return result
     for quantity in P.QUANTITIES:
         digits, words = P.digits_words_texts(quantity)
-        result.digits_words[quantity] = similarity_matrix(table[words], table[digits], metric=metric).tolist()
+        result.digits_words[quantity] = table.similarities(words, digits, metric).tolist()
         result.digits_words_texts[quantity] = [list(words), list(digits)]
     x = P.conversion_values()
     for pair in P.CONVERSION_PAIRS:
         a_texts, b_texts = P.conversion_texts(pair)
-        raw = paired_similarity(table[a_texts], table[b_texts], metric=metric).astype(np.float64)
+        raw = table.paired(a_texts, b_texts, metric).astype(np.float64)
         smoothed = gaussian_smooth(raw, sigma=P.CONVERSION_SIGMA)
         result.conversions.append(ConversionCurve(pair.panel, pair.unit_a, pair.unit_b, x.tolist(), raw.tolist(),
                                                   smoothed.tolist()))

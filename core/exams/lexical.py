@@ -89,10 +89,9 @@ def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | 
 def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: str = "cos") -> Exam2Result:
     """tau-b = kendalltau(similarity, -distance) for every subset and reference (PROTOCOL.md 2.3)."""
     from ..kernels.kendall import kendall_tau_b
-    from ..kernels.similarity import similarity_matrix
 
     texts = P.exam2_groups()[0]
-    sims = similarity_matrix(table[texts], metric=metric)
+    sims = table.similarities(texts, None, metric)
     i, j = np.triu_indices(len(texts), k=1)
     pair_sims = sims[i, j].astype(np.float64)
     distances = pair_distances(token_ids)

@@ -44,7 +44,6 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     ``calibration`` score the vectors a store keeps (``core.vectors``; int8 is calibrated on the paper's Table 1
     texts, embedded too, unless ``calibration`` names others).
     """
-    from ..kernels.small import similarity_matrix  # a few rows: numpy, no JIT to load
     from ..plan import plan, scoring
     from ..quantities import canonical_text
 
@@ -64,7 +63,7 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
     if chosen.vectors is not None:
         table = chosen.vectors.apply(table, table1)
-    sims = similarity_matrix(table[list(candidates)], table[[anchor]], metric=metric)[:, 0]
+    sims = table.similarities(list(candidates), [anchor], metric, small=True)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
     words = vector_words(chosen.vectors.keyed()) if chosen.vectors is not None else ""
     result = score_check(parsed_anchor, parsed, sims, model=view.name + (f" [{words}]" if words else ""),
