@@ -19,7 +19,8 @@ SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
 INVARIANCE_TIERS: tuple[str, ...] = ("cosine", "bitwise")
 # What a vector store may keep instead of the float vectors (core/vectors.py): sentence-transformers' int8 and
 # ubinary (scored with Hamming similarity).
-VECTOR_QUANTIZATIONS: tuple[str, ...] = ("int8", "int4", "binary", "binary-centred")  # core.vectors.FORMS
+VECTOR_QUANTIZATIONS: tuple[str, ...] = ("int8", "int4", "binary", "binary-centred", "binary-asymmetric",
+                                          "turboquant4", "turboquant2")  # core.vectors.FORMS
 SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",
                       "inner_product": "dot", "euclidean": "l2", "euclid": "l2"}
 # What a sweep does with a result folder that exists.

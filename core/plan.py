@@ -144,9 +144,11 @@ def scoring(*, exams: Iterable[int | str] | str | None = None, similarity: str =
     chosen = for_protocol(resolved, exams)
     similarity = choices.similarity(similarity)
     vectors = vector_form(dimensions, vector_quantization, calibration)
-    if vectors is not None and vectors.bits == 1:
+    if vectors is not None and (vectors.bits == 1 or vectors.asymmetric):
         if similarity != "cos":
-            raise InputError(f"{vectors.quantization} vectors are scored with Hamming similarity, not {similarity}.",
+            how = ("as the store scores a float query against them" if vectors.asymmetric else
+                   "with Hamming similarity")
+            raise InputError(f"{vectors.quantization} vectors are scored {how}, not with {similarity}.",
                              f"leave --similarity out with --vector-quantization {vectors.quantization}.")
         similarity = vectors.similarity(similarity)
     resampled = bootstrap_settings(bootstrap)  # refuses a negative count

@@ -43,13 +43,17 @@ TABLE1_CALIBRATION = "table1"
 
 @dataclass(frozen=True)
 class Quantization:
-    bits: int  # a dimension's bits in the store (1: scored with Hamming similarity)
+    bits: int  # a dimension's bits in the store (1 and symmetric: scored with Hamming similarity)
     calibrated: bool  # ranges (or a centre) taken from a calibration set
+    asymmetric: bool = False  # scored as the store scores a float query against the stored vectors
 
 
 # Each quantization ``--vector-quantization`` takes (choices.VECTOR_QUANTIZATIONS names them), by name
 FORMS = {"int8": Quantization(8, True), "int4": Quantization(4, True), "binary": Quantization(1, False),
-         "binary-centred": Quantization(1, True)}
+         "binary-centred": Quantization(1, True), "binary-asymmetric": Quantization(1, False, True),
+         "turboquant4": Quantization(4, False, True), "turboquant2": Quantization(2, False, True)}
+# What an asymmetric form's scores are recorded as: the float query's inner product with the stored vector
+ASYMMETRIC_SIMILARITY = "query-dot"
 
 
 def calibrated(quantization: str | None) -> bool:
@@ -115,6 +119,8 @@ class VectorForm:
             out["vector_quantization"] = self.quantization
         if calibrated(self.quantization):
             out["calibration"] = self.calibration
+        if self.quantization is not None and self.quantization.startswith("turboquant"):
+            out["turbovec"] = _turbovec().__version__  # its codes and search are the scores
         return out
 
     @property
@@ -122,8 +128,15 @@ class VectorForm:
         """A dimension's bits in the store (32 for the floats)."""
         return FORMS[self.quantization].bits if self.quantization is not None else 32
 
+    @property
+    def asymmetric(self) -> bool:
+        return self.quantization is not None and FORMS[self.quantization].asymmetric
+
     def similarity(self, asked: str) -> str:
-        """The similarity the exams score with: Hamming for one-bit vectors, else the one asked."""
+        """The similarity the exams score with: a store's float query against its vectors for an asymmetric form,
+        Hamming for one-bit vectors, else the one asked."""
+        if self.asymmetric:
+            return ASYMMETRIC_SIMILARITY
         return "hamming" if self.bits == 1 else asked
 
     def calibration_of(self, table1_texts: Sequence[str]) -> list[str]:
@@ -149,6 +162,8 @@ class VectorForm:
                                  f"{rows.shape[1]}.", f"pass fewer than {rows.shape[1]} dimensions, or leave "
                                                       "--dimensions out for all of them.")
             rows = truncate(rows, self.dimensions)
+        if self.asymmetric and self.quantization is not None:
+            return stored_table(texts, rows, self.quantization, self.bits)
         if self.quantization is not None:
             rows = self.quantized(rows, self.calibration_rows(table, table1_texts))
         out = EmbeddingTable()
@@ -187,8 +202,73 @@ class VectorForm:
         form's bucket centres; a one-bit form's +-1 signs (of the centred rows for binary-centred)."""
         if self.bits == 1:
             return np.where(self.quantized(rows, calibration) > 0, 1.0, -1.0).astype(np.float32)
+        if self.asymmetric:  # TurboQuant: the vectors its codes decode to (turbovec's search of the unit vectors)
+            return turbo_scores(rows, rows, self.bits)[1]
         assert calibration is not None
         return dequantize_int(quantize_int(rows, calibration, self.bits), calibration, self.bits)
+
+
+class StoredTable(EmbeddingTable):
+    """A store's vectors as it scores them against a float query (an asymmetric form): ``table[texts]`` the stored
+    vectors (the +-1 signs, the vectors TurboQuant's codes decode to: what the probe and drift read of them);
+    ``similarities(rows, cols)`` the store's score of each text of ``rows`` as the query against each of ``cols``
+    as stored, precomputed for every pair of the table's texts (not symmetric: the query is the float one)."""
+
+    def __init__(self, texts: list[str], stored: np.ndarray, scores: np.ndarray):
+        super().__init__()
+        self.add(texts, stored, who="the vector form")
+        self._at = {t: k for k, t in enumerate(texts)}
+        self._scores = np.ascontiguousarray(scores, dtype=np.float32)
+
+    def similarities(self, rows: Sequence[str], cols: Sequence[str] | None = None, metric: str = "cos",
+                     small: bool = False) -> np.ndarray:
+        at = [self._at[t] for t in rows]
+        return self._scores[np.ix_(at, at if cols is None else [self._at[t] for t in cols])]
+
+    def paired(self, a: Sequence[str], b: Sequence[str], metric: str = "cos") -> np.ndarray:
+        return self._scores[[self._at[t] for t in a], [self._at[t] for t in b]]
+
+
+def stored_table(texts: list[str], rows: np.ndarray, quantization: str, bits: int) -> StoredTable:
+    """The store's table of ``rows`` (unit floats, one a text) under an asymmetric form: binary-asymmetric keeps
+    their signs (+-1) and scores a query by its dot product with them; TurboQuant keeps turbovec's codes and scores
+    a query by the inner products turbovec's search returns."""
+    queries = np.ascontiguousarray(rows, dtype=np.float32)
+    if quantization == "binary-asymmetric":
+        stored = np.where(queries > 0, 1.0, -1.0).astype(np.float32)
+        return StoredTable(texts, stored, (queries.astype(np.float64) @ stored.T.astype(np.float64)))
+    scores, stored = turbo_scores(queries, queries, bits)
+    return StoredTable(texts, stored, scores)
+
+
+def _turbovec():
+    """turbovec, or one line saying how to install it."""
+    try:
+        import turbovec
+    except ImportError:
+        raise InputError("The TurboQuant forms score with turbovec, which is not installed.",
+                         "pip install 'fasteval[stores]'.") from None
+    return turbovec
+
+
+def turbo_scores(queries: np.ndarray, stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, decoded): turbovec's TurboQuantIndex at ``bits`` holding ``stored`` (unit rows), the inner products
+    its search returns for each float query against every stored row (queries x stored, float32), and the vectors
+    the stored codes decode to (its search of the unit basis vectors: (stored, dim))."""
+    if stored.shape[1] % 8:
+        raise InputError(f"TurboQuant (turbovec) takes dimensions in multiples of 8; these vectors have "
+                         f"{stored.shape[1]}.", "keep a multiple of 8 with --dimensions, or another quantization.")
+    index = _turbovec().TurboQuantIndex(dim=stored.shape[1], bit_width=bits)
+    index.add(np.ascontiguousarray(stored, dtype=np.float32))
+    n = len(stored)
+
+    def every(q: np.ndarray) -> np.ndarray:
+        found, at = index.search(np.ascontiguousarray(q, dtype=np.float32), k=n)
+        out = np.empty((len(q), n), dtype=np.float32)
+        np.put_along_axis(out, np.asarray(at, dtype=np.int64), np.asarray(found, dtype=np.float32), axis=1)
+        return out
+
+    return every(queries), every(np.eye(stored.shape[1], dtype=np.float32)).T.copy()
 
 
 def vector_words(settings: dict[str, Any]) -> str:

@@ -98,7 +98,8 @@ def _range_title(range_name: str) -> str:
 
 def _similarity_label(metric: str) -> str:
     return {"cos": "Cosine similarity", "dot": "Dot-product similarity", "l2": "-L2 distance",
-            "hamming": "Hamming similarity"}.get(metric, f"{metric} similarity")
+            "hamming": "Hamming similarity", "query-dot": "Float query . stored vector"}.get(metric,
+                                                                                           f"{metric} similarity")
 
 
 def _digits_words_labels(exam1: Exam1Result, quantity: str) -> tuple[list[str], list[str]]:

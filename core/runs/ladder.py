@@ -1,12 +1,13 @@
 """The vector ladder (``fasteval sweep --ladder vectors``): one model scored as a vector store keeps it, rung by rung
-(the float vectors, the first 512/256/128/64 dimensions, int8, int4, binary, binary-centred, and 256 dimensions in
-binary), from one embedding run (the rungs share the float embeddings' cache), into one table: Table 1's τ, PACC and
-AVG with their bootstrap intervals, the paired Δτ against the float vectors with its interval, and the bytes a store
-keeps a vector (``core.vectors``).
+(the float vectors, the first 512/256/128/64 dimensions, int8, int4, binary, binary-centred, binary-asymmetric,
+TurboQuant at 4 and 2 bits, and 256 dimensions in binary), from one embedding run (the rungs share the float
+embeddings' cache), into one table: Table 1's τ, PACC and AVG with their bootstrap intervals, the paired Δτ against
+the float vectors with its interval, and the bytes a store keeps a vector (``core.vectors``).
 """
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 from ..choices import DEFAULT_RESAMPLES
 from ..plan import scoring
 from .job import Job, Outcome
+
+log = logging.getLogger(__name__)
 
 LADDERS = ("vectors",)
 # The truncations tried, where below the model's dimension, and the common store setting tried beside them.
@@ -25,7 +28,7 @@ LADDER_COLUMNS = ["model", "rung", "dimensions", "quantization", "bytes_per_vect
 
 @dataclass(frozen=True)
 class Rung:
-    label: str  # "full", "256", "int8", "int4", "binary", "binary-centred", "256+binary"
+    label: str  # "full", "256", "int8", "int4", "binary", "binary-centred", "turboquant4", ..., "256+binary"
     dimensions: int | None
     quantization: str | None
     bytes_per_vector: int  # what a store keeps of one vector
@@ -37,9 +40,21 @@ def vector_rungs(dim: int) -> list[Rung]:
 
     asked: list[tuple[str, int | None, str | None]] = [("full", None, None)]
     asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
-    asked += [(q, None, q) for q in ("int8", "int4", "binary", "binary-centred")]
+    asked += [(q, None, q) for q in ("int8", "int4", "binary", "binary-centred", "binary-asymmetric")]
+    # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8)
+    asked += [(q, None, q) for q in ("turboquant4", "turboquant2") if dim % 8 == 0 and _has_turbovec()]
     asked += [("256+binary", 256, "binary")] if 256 < dim else []
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
+
+
+def _has_turbovec() -> bool:
+    """Whether turbovec (the stores extra) is installed: the TurboQuant rungs are left out where it is not."""
+    import importlib.util
+
+    if importlib.util.find_spec("turbovec") is not None:
+        return True
+    log.info("the TurboQuant rungs are left out: turbovec is not installed (pip install 'fasteval[stores]')")
+    return False
 
 
 def model_dimension(model: str, options: dict[str, Any], loader: Callable[..., Any]) -> int:

@@ -170,26 +170,26 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
 
     jobs = sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader)
     assert [j.rung.label for j in jobs] == ["full", "256", "128", "64", "int8", "int4", "binary", "binary-centred",
-                                            "256+binary"]
+                                            "binary-asymmetric", "256+binary"]  # 300: no TurboQuant (8 | dim)
     out = tmp_path / "out"
     home = tmp_path / "home"
     outcomes = run_sweep(jobs, out, loader, cache_root=home)
-    assert [o.status for o in outcomes] == ["done"] * 9
+    assert [o.status for o in outcomes] == ["done"] * 10
     assert loaded[0].calls == [["1 meter"]]  # the model's dimension, asked of it once
     # one embedding run (the full rung's); each later rung embeds only the cache's canary (one text, checked
     # against the cached row before the cache is trusted)
-    assert len(loaded) == 10 and sum(map(len, loaded[1].calls)) > 800
+    assert len(loaded) == 11 and sum(map(len, loaded[1].calls)) > 800
     assert all([len(c) for c in enc.calls] == [1] for enc in loaded[2:]), [enc.calls for enc in loaded[2:]]
     assert set(scoring(exams=(1,)).table1_texts()) <= {t for call in loaded[1].calls for t in call}
     (rows, path, baselines), = sweep_ladders(jobs, outcomes, out)
     assert [b["model"] for b in baselines] == ["surface: byte counts", "surface: character 3-gram TF-IDF"]
-    assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 150, 38, 38, 32]
+    assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 150, 38, 38, 38, 32]
     assert rows[0]["delta_tau"] == 0.0 and rows[1]["delta_tau_ci_low"] <= rows[1]["delta_tau"] \
         <= rows[1]["delta_tau_ci_high"]
     assert json.loads((out / "ladders" / "m.json").read_text())["rows"] == json.loads(json.dumps(rows))
     again = run_sweep(sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader), out,
                       loader, cache_root=home)
-    assert [o.status for o in again] == ["skipped"] * 9
+    assert [o.status for o in again] == ["skipped"] * 10
     assert sweep_ladders(jobs, again, out)[0][0] == rows
 
 
@@ -257,3 +257,39 @@ def test_int4_is_int8s_arithmetic_with_16_levels(calibration, data):
     step = (hi - lo) / 15
     back = dequantize_int(q, calibration, 4)
     assert (np.abs(back - x)[inside] <= np.broadcast_to(step, x.shape)[inside] * 1.5 + 1e-30).all()
+
+
+def test_the_asymmetric_forms_score_as_the_store_scores_a_float_query():
+    """binary-asymmetric: the float query's dot product with the stored +-1 vector (numpy's); TurboQuant: exactly
+    the inner products turbovec's own search returns (an index of its own, queried independently), the query
+    against every stored text; neither is symmetric, and each is keyed and recorded as such."""
+    from fasteval.core.vectors import StoredTable
+
+    turbovec = pytest.importorskip("turbovec")
+    rng = np.random.default_rng(7)
+    x = unit(rng.normal(size=(40, 64))).astype(np.float32)
+    texts = [f"t{k}" for k in range(40)]
+    table = EmbeddingTable()
+    table.add(texts, x)
+    signs = vector_form(None, "binary-asymmetric").apply(table, texts)
+    assert isinstance(signs, StoredTable)
+    np.testing.assert_allclose(signs.similarities(texts[:5], texts), x[:5] @ np.where(x > 0, 1.0, -1.0).T,
+                               rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(signs[texts], np.where(x > 0, 1.0, -1.0))
+    for bits in (4, 2):
+        stored = vector_form(None, f"turboquant{bits}").apply(table, texts)
+        index = turbovec.TurboQuantIndex(dim=64, bit_width=bits)
+        index.add(x)
+        scores, at = index.search(x[:7], k=40)
+        got = stored.similarities(texts[:7], texts)
+        assert np.array_equal(np.take_along_axis(got, np.asarray(at, dtype=np.int64), axis=1), scores)
+        assert not np.allclose(got, stored.similarities(texts, texts[:7]).T), "a float query, stored codes"
+        np.testing.assert_array_equal(stored.paired(texts[:3], texts[5:8]), got[[0, 1, 2], [5, 6, 7]])
+    result = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0, vector_quantization="turboquant4")
+    assert result.settings["similarity"] == "query-dot" and result.settings["turbovec"] == turbovec.__version__
+    floats = fasteval.evaluate(FakeEncoder(), exams=(1,), bootstrap=0)
+    assert [c.tau for c in result.exams["exam1"].cells] != [c.tau for c in floats.exams["exam1"].cells]
+    with pytest.raises(InputError, match="as the store scores a float query"):
+        scoring(similarity="dot", vector_quantization="turboquant4")
+    with pytest.raises(InputError, match="multiples of 8"):
+        fasteval.evaluate(FakeEncoder(dim=30), exams=(1,), bootstrap=0, vector_quantization="turboquant2")

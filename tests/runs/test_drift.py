@@ -382,18 +382,19 @@ def test_a_receipt_follows_the_umask_as_every_output_does(tiny_st_folder, fastev
 
 @pytest.mark.parametrize("store", [{"vector_quantization": "int8"}, {"vector_quantization": "binary"},
                                    {"dimensions": 32}, {"dimensions": 32, "vector_quantization": "binary"},
-                                   {"vector_quantization": "int4"}, {"vector_quantization": "binary-centred"}])
+                                   {"vector_quantization": "int4"}, {"vector_quantization": "binary-centred"},
+                                   {"vector_quantization": "binary-asymmetric"}, {"vector_quantization": "turboquant4"}])
 def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(store):
     """"My store's vectors against the model's floats": each text compared in the space both keep (int8 as the floats
     its integers stand for, binary as sign bits, truncation at the fewer dimensions) conforms for the same model;
     the PhysScore side is the store's own Table 1 (evaluate's, with the same options) against the floats'."""
     import fasteval
 
-    integers = store.get("vector_quantization") in ("int8", "int4")
+    integers = store.get("vector_quantization") in ("int8", "int4", "turboquant4")  # near their floats
     # int8 is calibrated on Table 1's texts: this encoder's random dimensions put other texts outside those ranges
     # (clipped), so its int8 floats sit a little further from the floats there (0.9876 at worst); int4's 16 levels
     # further still
-    threshold = {"int8": 0.98, "int4": 0.8}.get(store.get("vector_quantization"), 0.99)
+    threshold = {"int8": 0.98, "int4": 0.8, "turboquant4": 0.9}.get(store.get("vector_quantization"), 0.99)
     report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=threshold)
     assert report.verdict == "conforms", report.reasons
     assert report.get(Identity).sides["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
