@@ -383,7 +383,8 @@ def test_a_receipt_follows_the_umask_as_every_output_does(tiny_st_folder, fastev
 @pytest.mark.parametrize("store", [{"vector_quantization": "int8"}, {"vector_quantization": "binary"},
                                    {"dimensions": 32}, {"dimensions": 32, "vector_quantization": "binary"},
                                    {"vector_quantization": "int4"}, {"vector_quantization": "binary-centred"},
-                                   {"vector_quantization": "binary-asymmetric"}, {"vector_quantization": "turboquant4"}])
+                                   {"vector_quantization": "binary-asymmetric"},
+                                   {"vector_quantization": "turboquant4"}])
 def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(store):
     """"My store's vectors against the model's floats": each text compared in the space both keep (int8 as the floats
     its integers stand for, binary as sign bits, truncation at the fewer dimensions) conforms for the same model;
