@@ -97,6 +97,11 @@ def print_ladder(rows: list[dict], baselines=()) -> None:
              f"{interval(r['delta_tau_ci_low'], r['delta_tau_ci_high']):>16}")
     for b in baselines:  # what string similarity alone scores, beside the rungs
         echo(f"  {b['model']}: tau {b['tau']:.2f}, PACC {b['pacc']:.2f}, AVG {b['avg']:.2f}")
+    from ..core.runs.ladder import bytes_matched
+
+    for budget, same in bytes_matched(rows).items():  # at equal bytes: fewer dimensions, or fewer bits?
+        echo(f"  at {budget} bytes a vector: " + "; ".join(
+            f"{r['rung']} {r['tau']:.2f} ({r['delta_tau']:+.2f})" for r in same))
 
 
 def print_needs(needs) -> None:

@@ -39,7 +39,7 @@ EMBEDDING_SETTINGS = ("source_sha256", "onnx_sha256", "provider", "dtype", "batc
 # ... and those that change a number only downstream of the embeddings (a served model's local tokenizer
 # changes Exam 2's token Levenshtein).
 SCORING_SETTINGS = ("similarity", "exams", "protocol", "bootstrap", "tokenizer", "pacc_value_ties", "dimensions",
-                    "vector_quantization", "calibration")
+                    "vector_quantization", "calibration", "turbovec")
 # What never enters a key: names and paths (a model is keyed by its content hashes, wherever it lies and whatever it
 # is called), a prompt's name (its text is keyed), a protocol file's description (its content is in "protocol"), and
 # a finished result's own key. Every other setting does: those named above, and any other an encoder's ``info``
@@ -48,7 +48,7 @@ NEVER_KEYED = ("model", "source", "name", "prompt_name", "protocol_file", "key")
 # Settings that enter a key only when set (options at their default leave it as it was before they existed:
 # a finished paper sweep is never redone for an option it does not use).
 KEYED_WHEN_SET = ("normalize_quantities", "bootstrap", "batching", "batch_tokens", "packing", "deployment",
-                  "tokenizer", "pacc_value_ties", "dimensions", "vector_quantization", "calibration")
+                  "tokenizer", "pacc_value_ties", "dimensions", "vector_quantization", "calibration", "turbovec")
 
 
 def _digest(obj: Any, length: int = 16) -> str:

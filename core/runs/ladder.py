@@ -44,7 +44,38 @@ def vector_rungs(dim: int) -> list[Rung]:
     # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8)
     asked += [(q, None, q) for q in ("turboquant4", "turboquant2") if dim % 8 == 0 and _has_turbovec()]
     asked += [("256+binary", 256, "binary")] if 256 < dim else []
+    asked += _bytes_matched(dim, {(n or dim, q) for _, n, q in asked})
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
+
+
+# The bytes a vector at which the ladder asks: fewer dimensions, or fewer bits? (the bytes-matched view)
+BYTE_BUDGETS = (48, 96, 192)
+
+
+def _bytes_matched(dim: int, have: set[tuple[int, str | None]]) -> list[tuple[str, int | None, str | None]]:
+    """The rungs that keep exactly each of BYTE_BUDGETS a vector, one a form (the floats' first N dimensions, or N
+    dimensions in a quantization: 48 bytes is 12 floats, 48 int8, 96 int4 or TurboQuant at 4 bits, 192 at 2, 384
+    bits), where the model has N dimensions (and TurboQuant takes them), and not a rung already."""
+    from ..vectors import FORMS
+
+    out: list[tuple[str, int | None, str | None]] = []
+    for budget in BYTE_BUDGETS:
+        for q in (None, *FORMS):
+            bits = 32 if q is None else FORMS[q].bits
+            n = budget * 8 // bits
+            turbo = q is not None and q.startswith("turboquant")
+            if n > dim or n < 8 or (n, q) in have or (turbo and (n % 8 or not _has_turbovec())):
+                continue
+            have.add((n, q))
+            out.append((str(n) if q is None else f"{n}+{q}", None if n == dim else n, q))
+    return out
+
+
+def bytes_matched(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """The ladder's rows at each of BYTE_BUDGETS bytes a vector, the best Table 1 τ first: at equal bytes, which
+    keeps the geometry better, fewer dimensions or fewer bits."""
+    return {b: sorted((r for r in rows if r["bytes_per_vector"] == b), key=lambda r: -r["tau"])
+            for b in BYTE_BUDGETS if any(r["bytes_per_vector"] == b for r in rows)}
 
 
 def _has_turbovec() -> bool:
@@ -148,7 +179,8 @@ def write_ladder(out: Path, model_id: str, rows: list[dict[str, Any]],
 
     folder = Path(out) / "ladders"
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / f"{model_id}.json", dumps({"ladder": "vectors", "rows": rows,
+    matched = {str(b): [r["rung"] for r in same] for b, same in bytes_matched(rows).items()}
+    atomic_write(folder / f"{model_id}.json", dumps({"ladder": "vectors", "rows": rows, "bytes_matched": matched,
                                                      "surface_baselines": list(baselines)}))
     atomic_write(folder / f"{model_id}.csv", csv_text(rows, LADDER_COLUMNS))
     return folder / f"{model_id}.csv"

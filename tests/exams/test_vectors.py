@@ -169,27 +169,37 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
         return enc
 
     jobs = sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader)
-    assert [j.rung.label for j in jobs] == ["full", "256", "128", "64", "int8", "int4", "binary", "binary-centred",
-                                            "binary-asymmetric", "256+binary"]  # 300: no TurboQuant (8 | dim)
+    assert [j.rung.label for j in jobs] == [
+        "full", "256", "128", "64", "int8", "int4", "binary", "binary-centred", "binary-asymmetric", "256+binary",
+        # no TurboQuant of all 300 dimensions (8 | dim); then the bytes-matched rungs: 48, 96 and 192 bytes a vector
+        "12", "48+int8", "96+int4", "96+turboquant4", "192+turboquant2", "24", "96+int8", "192+int4",
+        "192+turboquant4", "48", "192+int8"]
     out = tmp_path / "out"
     home = tmp_path / "home"
     outcomes = run_sweep(jobs, out, loader, cache_root=home)
-    assert [o.status for o in outcomes] == ["done"] * 10
+    assert [o.status for o in outcomes] == ["done"] * 21
     assert loaded[0].calls == [["1 meter"]]  # the model's dimension, asked of it once
     # one embedding run (the full rung's); each later rung embeds only the cache's canary (one text, checked
     # against the cached row before the cache is trusted)
-    assert len(loaded) == 11 and sum(map(len, loaded[1].calls)) > 800
+    assert len(loaded) == 22 and sum(map(len, loaded[1].calls)) > 800
     assert all([len(c) for c in enc.calls] == [1] for enc in loaded[2:]), [enc.calls for enc in loaded[2:]]
     assert set(scoring(exams=(1,)).table1_texts()) <= {t for call in loaded[1].calls for t in call}
     (rows, path, baselines), = sweep_ladders(jobs, outcomes, out)
     assert [b["model"] for b in baselines] == ["surface: byte counts", "surface: character 3-gram TF-IDF"]
-    assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 150, 38, 38, 38, 32]
+    assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 150, 38, 38, 38, 32,
+                                                               48, 48, 48, 48, 48, 96, 96, 96, 96, 192, 192]
+    matched = json.loads((out / "ladders" / "m.json").read_text())["bytes_matched"]
+    assert {b: sorted(labels) for b, labels in matched.items()} == {
+        "48": ["12", "192+turboquant2", "48+int8", "96+int4", "96+turboquant4"],
+        "96": ["192+int4", "192+turboquant4", "24", "96+int8"], "192": ["192+int8", "48"]}
+    by = {r["rung"]: r for r in rows}
+    assert all(by[a]["tau"] >= by[b]["tau"] for labels in matched.values() for a, b in zip(labels, labels[1:]))
     assert rows[0]["delta_tau"] == 0.0 and rows[1]["delta_tau_ci_low"] <= rows[1]["delta_tau"] \
         <= rows[1]["delta_tau_ci_high"]
     assert json.loads((out / "ladders" / "m.json").read_text())["rows"] == json.loads(json.dumps(rows))
     again = run_sweep(sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader), out,
                       loader, cache_root=home)
-    assert [o.status for o in again] == ["skipped"] * 10
+    assert [o.status for o in again] == ["skipped"] * 21
     assert sweep_ladders(jobs, again, out)[0][0] == rows
 
 
