@@ -1,7 +1,7 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
     .venv/bin/python -m benchmarks [--quick]
-        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,served,drift]
+        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,vectors,served,drift]
         [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
