@@ -80,7 +80,7 @@ def print_summary(outcomes) -> None:
              f"{fmt(s.get('avg_display'))}   {o.path or o.message}")
 
 
-def print_ladder(rows: list[dict], baselines=()) -> None:
+def print_ladder(rows: list[dict], baselines=(), matched=None) -> None:
     """One model's vector ladder: a rung a line, τ with its interval, PACC, AVG, Δτ against the float vectors with
     its paired interval, and the bytes a store keeps a vector."""
     def interval(low, high) -> str:
@@ -97,9 +97,7 @@ def print_ladder(rows: list[dict], baselines=()) -> None:
              f"{interval(r['delta_tau_ci_low'], r['delta_tau_ci_high']):>16}")
     for b in baselines:  # what string similarity alone scores, beside the rungs
         echo(f"  {b['model']}: tau {b['tau']:.2f}, PACC {b['pacc']:.2f}, AVG {b['avg']:.2f}")
-    from ..core.runs.ladder import bytes_matched
-
-    for budget, same in bytes_matched(rows).items():  # at equal bytes: fewer dimensions, or fewer bits?
+    for budget, same in (matched or {}).items():  # at equal bytes (the library's view): fewer dimensions or bits?
         echo(f"  at {budget} bytes a vector: " + "; ".join(
             f"{r['rung']} {r['tau']:.2f} ({r['delta_tau']:+.2f})" for r in same))
 

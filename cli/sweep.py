@@ -110,8 +110,8 @@ def sweep(
         if ladder is not None:
             from ..core.runs.sweep import sweep_ladders
 
-            for rows, path, baselines in sweep_ladders(jobs, outcomes, out):
-                printing.print_ladder(rows, baselines)
+            for rows, path, baselines, matched in sweep_ladders(jobs, outcomes, out):
+                printing.print_ladder(rows, baselines, matched)
                 typer.echo(f"Ladder written to {path}")
         if len(outcomes) > 1 and ladder is None:  # a ladder's table is its summary
             printing.print_summary(outcomes)

@@ -125,10 +125,11 @@ def ladder_jobs(models: Sequence[str], options: dict[str, Any], loader: Callable
 
 
 def ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path,
-            resamples: int = DEFAULT_RESAMPLES) -> list[tuple[list[dict[str, Any]], Path, list[dict[str, Any]]]]:
+            resamples: int = DEFAULT_RESAMPLES) -> list[tuple[list[dict[str, Any]], Path, list[dict[str, Any]],
+                                                              dict[int, list[dict[str, Any]]]]]:
     """The ladders of a ladder sweep's ``jobs`` and their ``outcomes`` (in job order): each model's rows
-    (``ladder_rows``), written to ``OUT/ladders/<model_id>.csv`` and ``.json``, and the surface-form baselines'
-    Table 1 rows beside them (in the JSON too)."""
+    (``ladder_rows``), written to ``OUT/ladders/<model_id>.csv`` and ``.json``, the surface-form baselines' Table 1
+    rows beside them (in the JSON too), and its bytes-matched view (``bytes_matched``)."""
     from ..protocol import model_id
 
     by_model: dict[str, list[tuple[Rung, Outcome]]] = {}
@@ -140,7 +141,8 @@ def ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome], out: Path,
         rows = ladder_rows(rungs, resamples)
         if rows:
             baselines = rungs[0][1].baselines()
-            made.append((rows, write_ladder(out, model_id(rows[0]["model"]), rows, baselines), baselines))
+            made.append((rows, write_ladder(out, model_id(rows[0]["model"]), rows, baselines), baselines,
+                         bytes_matched(rows)))
     return made
 
 

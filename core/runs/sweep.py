@@ -117,9 +117,10 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
 
 
 def sweep_ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome],
-                  out: Path) -> list[tuple[list[dict], Path, list[dict]]]:
+                  out: Path) -> list[tuple[list[dict], Path, list[dict], dict[int, list[dict]]]]:
     """The ladder tables of a ladder sweep (``sweep_jobs(..., ladder="vectors")``), written under ``OUT/ladders``:
-    each model's rows, the CSV's path and the surface-form baselines (none for a sweep without rungs)."""
+    each model's rows, the CSV's path, the surface-form baselines and the bytes-matched view (none for a sweep
+    without rungs)."""
     from .ladder import ladders
 
     resamples = next((j.scoring.bootstrap for j in jobs if j.scoring is not None), DEFAULT_RESAMPLES)

@@ -184,7 +184,7 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
     assert len(loaded) == 22 and sum(map(len, loaded[1].calls)) > 800
     assert all([len(c) for c in enc.calls] == [1] for enc in loaded[2:]), [enc.calls for enc in loaded[2:]]
     assert set(scoring(exams=(1,)).table1_texts()) <= {t for call in loaded[1].calls for t in call}
-    (rows, path, baselines), = sweep_ladders(jobs, outcomes, out)
+    (rows, path, baselines, view), = sweep_ladders(jobs, outcomes, out)
     assert [b["model"] for b in baselines] == ["surface: byte counts", "surface: character 3-gram TF-IDF"]
     assert [r["bytes_per_vector"] for r in rows] == [1200, 1024, 512, 256, 300, 150, 38, 38, 38, 32,
                                                                48, 48, 48, 48, 48, 96, 96, 96, 96, 192, 192]
@@ -192,6 +192,7 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
     assert {b: sorted(labels) for b, labels in matched.items()} == {
         "48": ["12", "192+turboquant2", "48+int8", "96+int4", "96+turboquant4"],
         "96": ["192+int4", "192+turboquant4", "24", "96+int8"], "192": ["192+int8", "48"]}
+    assert {str(b): [r["rung"] for r in same] for b, same in view.items()} == matched
     by = {r["rung"]: r for r in rows}
     assert all(by[a]["tau"] >= by[b]["tau"] for labels in matched.values() for a, b in zip(labels, labels[1:]))
     assert rows[0]["delta_tau"] == 0.0 and rows[1]["delta_tau_ci_low"] <= rows[1]["delta_tau"] \
