@@ -26,7 +26,7 @@ and two the stores ship beside them, on the same calibration set as int8:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,7 +203,7 @@ class VectorForm:
         if self.bits == 1:
             return np.where(self.quantized(rows, calibration) > 0, 1.0, -1.0).astype(np.float32)
         if self.asymmetric:  # TurboQuant: the vectors its codes decode to (turbovec's search of the unit vectors)
-            return turbo_scores(rows, rows, self.bits)[1]
+            return turbo_decoded(turbo_search(rows, self.bits), rows.shape[1])
         assert calibration is not None
         return dequantize_int(quantize_int(rows, calibration, self.bits), calibration, self.bits)
 
@@ -237,8 +237,8 @@ def stored_table(texts: list[str], rows: np.ndarray, quantization: str, bits: in
     if quantization == "binary-asymmetric":
         stored = np.where(queries > 0, 1.0, -1.0).astype(np.float32)
         return StoredTable(texts, stored, (queries.astype(np.float64) @ stored.T.astype(np.float64)))
-    scores, stored = turbo_scores(queries, queries, bits)
-    return StoredTable(texts, stored, scores)
+    search = turbo_search(queries, bits)
+    return StoredTable(texts, turbo_decoded(search, queries.shape[1]), search(queries))
 
 
 def _turbovec():
@@ -251,10 +251,9 @@ def _turbovec():
     return turbovec
 
 
-def turbo_scores(queries: np.ndarray, stored: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, decoded): turbovec's TurboQuantIndex at ``bits`` holding ``stored`` (unit rows), the inner products
-    its search returns for each float query against every stored row (queries x stored, float32), and the vectors
-    the stored codes decode to (its search of the unit basis vectors: (stored, dim))."""
+def turbo_search(stored: np.ndarray, bits: int) -> Callable[[np.ndarray], np.ndarray]:
+    """turbovec's TurboQuantIndex at ``bits`` holding ``stored`` (unit rows), as a function: float queries -> the
+    inner products its search returns for each against every stored row (queries x stored, float32)."""
     if stored.shape[1] % 8:
         raise InputError(f"TurboQuant (turbovec) takes dimensions in multiples of 8; these vectors have "
                          f"{stored.shape[1]}.", "keep a multiple of 8 with --dimensions, or another quantization.")
@@ -262,13 +261,18 @@ def turbo_scores(queries: np.ndarray, stored: np.ndarray, bits: int) -> tuple[np
     index.add(np.ascontiguousarray(stored, dtype=np.float32))
     n = len(stored)
 
-    def every(q: np.ndarray) -> np.ndarray:
-        found, at = index.search(np.ascontiguousarray(q, dtype=np.float32), k=n)
-        out = np.empty((len(q), n), dtype=np.float32)
+    def search(queries: np.ndarray) -> np.ndarray:
+        found, at = index.search(np.ascontiguousarray(queries, dtype=np.float32), k=n)
+        out = np.empty((len(queries), n), dtype=np.float32)
         np.put_along_axis(out, np.asarray(at, dtype=np.int64), np.asarray(found, dtype=np.float32), axis=1)
         return out
 
-    return every(queries), every(np.eye(stored.shape[1], dtype=np.float32)).T.copy()
+    return search
+
+
+def turbo_decoded(search: Callable[[np.ndarray], np.ndarray], dim: int) -> np.ndarray:
+    """The vectors an index's stored codes decode to, (stored, dim): its search of the unit basis vectors."""
+    return search(np.eye(dim, dtype=np.float32)).T.copy()
 
 
 def vector_words(settings: dict[str, Any]) -> str:
@@ -336,10 +340,10 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
     one_bit = any(f is not None and f.bits == 1 for f in forms)
     shared = None  # a binary-centred side's centre, which a side of another form is centred by too
     for table, form in zip(tables, forms):
-        centred = VectorForm(dims, form.quantization, form.calibration_texts) if form is not None else None
-        calibration = centred.calibration_rows(table, table1_texts) if centred is not None else None
-        if centred is not None and centred.quantization == "binary-centred" and calibration is not None:
-            shared = calibration.mean(axis=0)
+        if form is not None and form.quantization == "binary-centred":
+            calibration = VectorForm(dims, form.quantization, form.calibration_texts).calibration_rows(
+                table, table1_texts)
+            shared = None if calibration is None else calibration.mean(axis=0)
             break
     out = []
     for table, form in zip(tables, forms):

@@ -25,6 +25,7 @@ def main() -> int:
     from sentence_transformers import SentenceTransformer
 
     import fasteval
+    from fasteval.core.results.mteb import scores_of, task_exams
     from fasteval.models.sources.registry import find_spec, source_folder
 
     cache = mteb.ResultCache(cache_path=HERE / "results")
@@ -41,8 +42,6 @@ def main() -> int:
         table[name] = {r.task_name: r.get_score() for r in result.task_results}
     for name in MODELS:  # the same tasks as fasteval's sweep scores them
         swept = fasteval.evaluate(name, bootstrap=0, exams=(1, 2, 3, "conversion"))
-        from fasteval.core.results.mteb import scores_of, task_exams
-
         table[f"{name} (fasteval)"] = {t: scores_of(e, swept.exams[e.key])["main_score"]
                                        for t, e in task_exams().items()}
     (HERE / "reference.json").write_text(json.dumps(table, indent=1) + "\n")

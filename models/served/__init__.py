@@ -142,7 +142,8 @@ class ServedEncoder:
         """``texts`` asked in one request with ``encoding_format`` "float" (the rows, float64) or "base64" (the
         strings the server sent, in input order; None where it answered base64 with floats): drift's base64
         parity compares the two. FastevalError where the server refuses."""
-        body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format})
+        body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format},
+                                 limit=answer_limit(len(texts), self.dim))
         if encoding_format == "float":
             return read_rows(body, texts, "float").astype(np.float64)
         data = body.get("data") if isinstance(body, dict) else None
