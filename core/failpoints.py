@@ -3,7 +3,9 @@ process), to hold the promises that a crash leaves nothing half-written, a rerun
 
 ``FASTEVAL_TEST_HOOK="POINT:ACTION"`` arms one point; unset (always, outside the tests), ``failpoint`` returns at
 once. The points: ``staged`` and ``between-renames`` (core/io.py's staged writer), ``export-checked`` (an export
-once its cache was checked, models/onnx/export.py). tests/runs/test_faults.py and tests/runs/test_heal.py arm them.
+once its cache was checked) and ``export-reading`` (an export reading its own copy of the folder; both in
+models/onnx/export.py). tests/runs/test_faults.py, tests/runs/test_heal.py and tests/models/test_folder_inputs.py
+arm them.
 """
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from pathlib import Path
 
 
 def failpoint(point: str) -> None:
-    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill", "POINT:sleep=SECONDS" or "POINT:wait=PATH"):
-    a SIGKILL, a pause, or a wait until PATH exists (two minutes at most) at a named point (of the staged writer; an
-    export once its cache was checked), as a crash, a slow disk or another process would. Unset, it does nothing."""
+    """Fault injection for the tests (FASTEVAL_TEST_HOOK="POINT:kill", "POINT:sleep=SECONDS", "POINT:wait=PATH" or
+    "POINT:pause=DIR"): a SIGKILL, a pause, a wait until PATH exists, or a handshake (DIR/reached is created, then
+    DIR/go is waited for; two minutes at most) at a named point (of the staged writer; an export), as a crash, a
+    slow disk or another process would. Unset, it does nothing."""
     hook = os.environ.get("FASTEVAL_TEST_HOOK", "")
     name, _, action = hook.partition(":")
     if name != point:
@@ -27,9 +30,14 @@ def failpoint(point: str) -> None:
         import time
 
         time.sleep(float(action.split("=", 1)[1]))
-    elif action.startswith("wait="):
+    elif action.startswith(("wait=", "pause=")):
         import time
 
+        kind, _, where = action.partition("=")
+        go = Path(where)
+        if kind == "pause":
+            (go / "reached").touch()
+            go = go / "go"
         deadline = time.monotonic() + 120
-        while not Path(action.split("=", 1)[1]).exists() and time.monotonic() < deadline:
+        while not go.exists() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -47,7 +47,7 @@ class OnnxEncoder:
             raise ModelError(f"Unknown batch order {order!r}.", f"use one of {', '.join(BATCH_ORDERS)}.")
         if batch_size < 1:
             raise ModelError(f"batch_size must be >= 1, got {batch_size}.", "pass a positive batch size.")
-        from tokenizers import Tokenizer
+        from ..sources.bounds import read_tokenizer
 
         self.folder = folder
         self.batching = check_choice(batching, BATCHINGS, "batching", "--batching")
@@ -60,7 +60,7 @@ class OnnxEncoder:
         self.prompt_name = prompt_name or ""
         self.name = name or folder.path.name
         self.identity = dict(identity or {})
-        self.tokenizer = self.configured(tokenizer or Tokenizer.from_file(str(folder.tokenizer_file)))
+        self.tokenizer = self.configured(tokenizer or read_tokenizer(folder.tokenizer_file))
         self.do_lower_case = folder.do_lower_case if lowercase is None else lowercase
         self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0

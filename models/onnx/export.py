@@ -7,9 +7,11 @@ Normalize, max length, prompts), Dense weights as ``.npz``, and ``fasteval_expor
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
+import os
 import shutil
 import time
 from typing import Any
@@ -20,6 +22,7 @@ from ...core.errors import FastevalError, ModelError, OutputError, first_line, w
 from ...core.failpoints import failpoint
 from ...core.io import staged_folder
 from .. import installed_version
+from ..sources.bounds import check_depth, read_json_file, read_tokenizer
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 
 log = logging.getLogger(__name__)
@@ -392,20 +395,27 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     refuse_code_from_elsewhere(folder, config)
     _refuse_custom_code(folder, config)
     _exporter_ready(folder)
+    check_depth(folder.transformer_path, config)  # before torch builds anything (the snapshot must hash the same)
+    read_tokenizer(folder.tokenizer_file)
     log.info("exporting %s to ONNX (%s) with torch.onnx, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()
     if dest.exists():
         if out is None:  # another process finished this very export meanwhile (a shared cache): take it
             return export(folder, cache_root, dtype)
         dest.rmdir()  # an empty --out folder: the staged export takes its place
-    weights = folder.transformer_path
-    if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
-        _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle is one line, not transformers' trace
     with staged_folder(dest, replace=False, what="the ONNX export") as staging:
         try:
+            # the export reads its own copy of what was hashed: a folder that changes meanwhile (an editor's save, a
+            # git checkout, a re-download) cannot put another model's graph under this hash
+            source = _snapshot(folder, source_hash, staging / ".source")
+            failpoint("export-reading")
+            weights = source.transformer_path
+            if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
+                _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle: one line, not a trace
             with _quiet_exporters():
-                record = _torch_export(folder, staging)
-            _copy_st_files(folder, staging)
+                record = _torch_export(source, staging)
+            _copy_st_files(source, staging)
+            shutil.rmtree(staging / ".source")
         except FastevalError:
             raise
         except Exception as err:  # torch and transformers raise many types; the user needs one line.
@@ -424,11 +434,34 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     return dest
 
 
+def _snapshot(folder: ModelFolder, source_hash: str, target: Path) -> ModelFolder:
+    """``folder`` copied to ``target`` (every file the content hash covers), checked to hash to ``source_hash``
+    (the key the export is kept under), as a ModelFolder there. One line when the folder changed since it was
+    hashed."""
+    from ..sources.folder import files_of, tree_hash
+
+    for rel, file in files_of(folder.path):
+        copy = target / rel
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, copy)
+    if tree_hash(target) != source_hash:
+        raise ModelError(f"{folder.path} changed while fasteval read it for the export (its files no longer hash "
+                         "to what they hashed to a moment before).",
+                         "let whatever writes to the folder (an editor, a download, a git checkout) finish, then "
+                         "run again.")
+    root = os.path.abspath(folder.path)  # lexically: a file may be a link into a Hub cache's blobs
+
+    def moved(path: Path) -> Path:
+        return target / os.path.relpath(os.path.abspath(path), root)
+
+    return dataclasses.replace(folder, path=target, transformer_path=moved(folder.transformer_path),
+                               tokenizer_file=moved(folder.tokenizer_file))
+
+
 def _read_config(folder: ModelFolder) -> dict:
-    try:
-        config = json.loads((folder.transformer_path / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    """config.json, bounded and parsed ({} where there is none: transformers says what is missing)."""
+    path = folder.transformer_path / "config.json"
+    config = read_json_file(path) if path.exists() else {}
     return config if isinstance(config, dict) else {}
 
 
@@ -489,7 +522,8 @@ def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: P
     fusions of onnxscript and onnxruntime's float16 conversion; the recipes above), cached beside it (``<source
     hash>-<dtype>``), its configs copied. An entry made with another recipe (an older one) is made again."""
     recipe, doing, make = _DERIVED[dtype]
-    source_hash = content_hash(folder.path)
+    # the fp32 export's own source hash: the folder is not hashed a second time (it may have changed since)
+    source_hash = export_info(fp32).get("source_sha256") or content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
     info = export_info(dest)
     intact = (info.get("source_sha256") == source_hash and info.get("dtype") == dtype

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,11 +117,11 @@ class ModelFolder:
                 "dense": [asdict(d) for d in self.dense]}
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ModelError(f"Cannot read {path}: {err}.", "repair or re-download the model folder.") from None
+def _read_json(path: Path) -> Any:
+    """A model folder's JSON file, bounded and parsed (``bounds.read_json_file``)."""
+    from .bounds import read_json_file
+
+    return read_json_file(path)
 
 
 def configured_prompts(st_config: Any) -> dict[str, str]:
@@ -171,6 +172,30 @@ def _max_seq_length(st_dir: Path, tf_dir: Path) -> int | None:
     return limit
 
 
+def _module_path(root: Path, module: Any, modules_file: Path) -> Path:
+    """A module's folder as modules.json names it, refused in one line unless it is inside ``root`` (as
+    sentence-transformers refuses it): a path that leaves the folder would be read, and exported, without being
+    part of the folder's content hash."""
+    if not isinstance(module, dict):
+        raise ModelError(f"{modules_file} lists {str(module)[:60]!r}, not a module.",
+                         "repair or re-download the model folder.")
+    rel = module.get("path", "")
+    if not isinstance(rel, str):
+        raise ModelError(f"{modules_file} gives a module the path {rel!r}, not a folder name.",
+                         "repair or re-download the model folder.")
+    target = root / rel
+    inside = not Path(rel).is_absolute() and not os.path.normpath(rel).startswith("..")
+    try:
+        target.resolve().relative_to(root.resolve())
+    except ValueError:
+        inside = False
+    if not inside:
+        raise ModelError(f"{modules_file} sends the {module.get('type')} module to {rel!r}, outside the model "
+                         "folder.", "keep every module's folder inside the model folder (sentence-transformers "
+                         "refuses such a path too).")
+    return target
+
+
 def load_folder(path: str | Path) -> ModelFolder:
     """Read a model folder; raise ModelError naming the missing piece and the fix."""
     path = Path(path).expanduser()
@@ -192,8 +217,8 @@ def load_folder(path: str | Path) -> ModelFolder:
     if modules_file.exists():
         modules = _read_json(modules_file)
         for module in modules:
+            mpath = _module_path(path, module, modules_file)
             kind = str(module.get("type", "")).rsplit(".", 1)[-1]
-            mpath = path / module.get("path", "")
             if kind == "Transformer":
                 transformer_path = mpath
             elif kind == "Pooling":
@@ -214,6 +239,9 @@ def load_folder(path: str | Path) -> ModelFolder:
     if not tokenizer_file.exists():
         raise ModelError(f"No tokenizer.json in {path}.",
                          "save the tokenizer with `tokenizer.save_pretrained(folder)` (a fast tokenizer).")
+    from .bounds import MAX_TOKENIZER_BYTES, checked_file
+
+    checked_file(tokenizer_file, MAX_TOKENIZER_BYTES)
     prompts, default_prompt_name = {}, None
     if (path / "config_sentence_transformers.json").exists():
         st_cfg = _read_json(path / "config_sentence_transformers.json")
@@ -229,7 +257,8 @@ def load_folder(path: str | Path) -> ModelFolder:
     return folder
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
+def files_of(root: Path) -> list[tuple[str, Path]]:
+    """(relative path, file) of every file below ``root`` that a content hash covers (hidden ones skipped), sorted."""
     files = []
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = file.relative_to(root).as_posix()
@@ -293,14 +322,14 @@ def _memoized(kind: str, path: Path, stats: list, compute) -> str:
 def content_hash(path: str | Path) -> str:
     """sha256 over the sorted relative paths and bytes of every file below ``path`` (hidden files skipped)."""
     root = Path(path)
-    files = _files(root)
+    files = files_of(root)
     stats = [[rel, *_signature(f)] for rel, f in files]
     return _memoized("tree", root, stats, lambda: _content_hash(files))
 
 
 def tree_hash(path: str | Path) -> str:
     """``content_hash`` computed now, never memoized (for a folder that is about to move)."""
-    return _content_hash(_files(Path(path)))
+    return _content_hash(files_of(Path(path)))
 
 
 def _content_hash(files: list[tuple[str, Path]], chunk: int = 1 << 20) -> str:

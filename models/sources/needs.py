@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,20 +109,15 @@ def machine_memory() -> int | None:
 def folder_params(folder: Path) -> int | None:
     """The parameters of a model folder's weights, read from its safetensors headers (no tensor is loaded); for
     .bin or ONNX weights only, their bytes / 4 (fp32); None when it has no weights."""
+    from .bounds import safetensors_header
+
     total = 0
     for path in sorted(Path(folder).glob("*.safetensors")):
-        try:
-            with path.open("rb") as f:
-                (size,) = struct.unpack("<Q", f.read(8))
-                header = json.loads(f.read(size))
-        except (OSError, ValueError, struct.error):
-            return None
-        for name, tensor in header.items():
-            if name != "__metadata__" and isinstance(tensor, dict):
-                count = 1
-                for dim in tensor.get("shape", []):
-                    count *= int(dim)
-                total += count
+        for tensor in safetensors_header(path).values():  # its form checked: one line for a broken header
+            count = 1
+            for dim in tensor["shape"]:
+                count *= dim
+            total += count
     if total:
         return total
     other = [p for pattern in ("*.bin", "model.onnx", "model.onnx_data", "*.onnx.data") for p in folder.glob(pattern)]
