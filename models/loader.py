@@ -61,7 +61,7 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
         spec = spec_for_served(encoder.model)
         if spec is not None and spec.prompts and not prompt:
             log.info("note: %s is %s in the registry, whose card recommends prompts (%s); the server is sent the "
-                     "texts as they are (the paper passed none): pass --prompt TEXT to send one", encoder.model,
+                     "texts as they are (the paper passed none): pass --prompt TEXT to send one", encoder.name,
                      spec.name, spec.prompts)
         return encoder
     usable_home()

@@ -36,6 +36,7 @@ class Faults:
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
     count_characters: bool = False  # usage.prompt_tokens is the texts' characters (as infinity's is)
     echo: bool = False  # its errors repeat the request line and the Authorization header, as some gateways do
+    echo_in_names: bool = False  # its /models id and answers' "model" repeat the query and Authorization header
     inflate: int = 0  # answers on inflate_route: this many bytes of JSON whitespace, gzip-encoded (a few MB)
     inflate_route: str = "/embeddings"
 
@@ -127,7 +128,8 @@ class FakeServer:
             return self._bomb(h)
         path = h.path.split("?")[0]
         if path.endswith("/models"):
-            return self._send(h, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
+            return self._send(h, 200, {"object": "list", "data": [{"id": self._named(h), "object": "model",
+                                                                   "owned_by": self._named(h)}]})
         if not path.endswith("/embeddings") or body is None:
             return self._send(h, 404, {"error": "not found"})
         texts = body["input"]
@@ -143,6 +145,13 @@ class FakeServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _named(self, h) -> str:
+        """The model's id, as a gateway that names it after the request says it (echo_in_names)."""
+        if not self.faults.echo_in_names:
+            return self.model
+        query = h.path.partition("?")[2]
+        return f"{self.model}{'?' + query if query else ''} {h.headers.get('authorization') or ''}".strip()
 
     def _embed(self, h, texts: list[str], body: dict) -> None:
         f = self.faults
@@ -162,5 +171,5 @@ class FakeServer:
                  if b64 else r.tolist()}
                 for i, r in enumerate(rows)]
         tokens = sum(len(t) for t in texts) if f.count_characters else 1
-        self._send(h, 200, {"data": data, "model": self.model,
+        self._send(h, 200, {"data": data, "model": self._named(h),
                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})

@@ -91,10 +91,12 @@ class ServedEncoder:
         self._local_tokenizer = _load_tokenizer(tokenizer) if tokenizer else None
         self._tokenizer_source = str(tokenizer) if tokenizer else None
         log.debug("%s: credentials sent: %s", self.url, self.endpoint.auth_kind)
-        self.model, entry = self._choose_model(model or from_url)
-        self.name = self.model
-        self.deployment = {"url": self.url, "model": self.model, "server": model_entry_identity(entry),
-                           **({"info": info} if (info := self._server_info()) else {})}
+        self.model, entry = self._choose_model(model or from_url)  # sent as it is; shown and written as name
+        self.name = self.endpoint.public_model_id(self.model)
+        # everything the server said that is kept is masked: a gateway may echo the credentials it was sent
+        self.deployment = {"url": self.url, "model": self.name,
+                           "server": self.endpoint.masked(model_entry_identity(entry)),
+                           **({"info": self.endpoint.masked(info)} if (info := self._server_info()) else {})}
 
     @property
     def batch_size(self) -> int:
@@ -185,7 +187,7 @@ class ServedEncoder:
             elif rows.shape[1] != self.dim:
                 raise ModelError(f"{shown} changed the dimension from {self.dim} to {rows.shape[1]}.",
                                  "check that one model serves every request (a load balancer over two models?).")
-        count_usage(self.usage, body, rows)
+        count_usage(self.usage, body, rows, self.endpoint.public_model_id)
         if "encoding_format" in payload:
             self._base64 = True
         return rows
@@ -203,14 +205,16 @@ class ServedEncoder:
         if wanted is not None:
             if wanted in ids or not ids:
                 return wanted, next((e for e in entries if e.get("id") == wanted), {"id": wanted})
-            raise InputError(f"{self.url} serves no model {wanted!r} (it serves {', '.join(ids)}).",
-                             f"name one of them after #, e.g. {self.url}#{ids[0]}.")
+            shown = [self.endpoint.public_model_id(i) for i in ids]
+            raise InputError(f"{self.url} serves no model {self.endpoint.public_model_id(wanted)!r} (it serves "
+                             f"{', '.join(shown)}).", f"name one of them after #, e.g. {self.url}#{shown[0]}.")
         if len(ids) == 1:
             return ids[0], entries[0]
         if not ids:
             raise InputError(f"{self.url}/models lists no model.", f"name the model after #: {self.url}#MODEL.")
-        raise InputError(f"{self.url} serves {len(ids)} models: {', '.join(ids)}.",
-                         f"name one after #, e.g. {self.url}#{ids[0]}.")
+        shown = [self.endpoint.public_model_id(i) for i in ids]
+        raise InputError(f"{self.url} serves {len(ids)} models: {', '.join(shown)}.",
+                         f"name one after #, e.g. {self.url}#{shown[0]}.")
 
     def _server_info(self) -> dict | None:
         """What the server says of its deployment at a route of its own (TEI's /info), where it has one."""

@@ -77,13 +77,13 @@ def read_rows(body: Any, texts: list[str], shown: str) -> np.ndarray:
     return rows.astype(np.float32)
 
 
-def count_usage(usage: Usage, body: dict, rows: np.ndarray) -> None:
-    """Add an answer's token counts, model and raw norms to ``usage``; counts that are not whole numbers are
-    left out (a server that answers "n/a" is not an error)."""
+def count_usage(usage: Usage, body: dict, rows: np.ndarray, shown=str) -> None:
+    """Add an answer's token counts, model (as ``shown`` makes it fit to show: masked, reduced) and raw norms to
+    ``usage``; counts that are not whole numbers are left out (a server that answers "n/a" is not an error)."""
     reported = body.get("usage")
     reported = reported if isinstance(reported, dict) else {}
     tokens = {k: v for k in ("prompt_tokens", "total_tokens")
               if isinstance(v := reported.get(k), int) and not isinstance(v, bool) and v >= 0}
     usage.add(texts=len(rows), norm_sum=float(np.linalg.norm(rows.astype(np.float64), axis=1).sum()), **tokens)
     if isinstance(body.get("model"), str):
-        usage.response_model = body["model"]
+        usage.response_model = shown(body["model"])

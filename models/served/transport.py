@@ -125,6 +125,26 @@ class Endpoint:
                 text = text.replace(form, MASK)
         return _CREDENTIAL.sub(lambda m: m.group(1) + MASK, text)
 
+    def masked(self, value: Any) -> Any:
+        """What a server sent that fasteval keeps or shows (a /models entry, /info, an answer's ``model``), every
+        string in it (keys included) masked as ``mask`` masks text."""
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask(str(k)): self.masked(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.masked(v) for v in value]
+        return value
+
+    def public_model_id(self, model_id: str) -> str:
+        """A served model's id as it may name things (folders, files, result rows, the terminal): masked, cut
+        before any query (``?api_key=...``) or fragment, and every run of characters other than letters, digits
+        and ``. _ - + : /`` made one ``_`` (a gateway that names the model after the request echoes whatever it
+        was sent). The id itself is sent to the server as it is, and written nowhere."""
+        shown = re.split(r"[?#]", self.mask(model_id), maxsplit=1)[0]
+        shown = re.sub(r"[^0-9A-Za-z._+:/-]+", "_", shown).strip("_/")
+        return shown or "served-model"
+
     def roots(self) -> list[str]:
         """Where a server's own routes (/info, /tokenize, /props) may be: the base, and its root when it ends
         in /v1."""

@@ -101,6 +101,32 @@ def test_a_servers_echo_of_the_key_is_masked_on_the_terminal_in_drift_json_and_j
     assert any(KEY in headers.get("Authorization", "") for _, headers in candidate.seen), "the key was sent"
 
 
+def test_credentials_a_server_echoes_into_its_model_names_reach_no_file_name_or_output(servers, tmp_path):
+    """A gateway that names the model after the request (issue 66, item 2): its /models id and every answer's
+    "model" repeat the query's key and the Authorization header (Basic: the password in base64). The sweep and
+    the report keep and show neither, in no file's content, no file's or folder's name, and not on the terminal;
+    the model is named by what is left of its id."""
+    import base64
+
+    server = servers(echo_in_names=True)
+    url = server.url.replace("://", f"://alice:{PASSWORD}@") + f"?api_key={QUERY_KEY}"
+    env = {"FASTEVAL_HOME": str(tmp_path / "home")}
+    out, report = tmp_path / "out", tmp_path / "report"
+    swept = run_cli(["sweep", "--model", url, "--out", out, "--exams", "1", "--bootstrap", "0"], env=env)
+    assert swept.returncode == 0, swept.stderr
+    reported = run_cli(["report", out, "--out", report], env=env)
+    assert reported.returncode == 0, reported.stderr
+    basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert any(basic in headers.get("Authorization", "") for _, headers in server.seen), "Basic auth was sent"
+    texts = _everything_written(swept, tmp_path / "out") + _everything_written(reported, report)
+    names = "\n".join(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.parts[-1] != "home")
+    for secret in (PASSWORD, QUERY_KEY, basic, basic[:12]):
+        assert secret not in texts and secret not in names, secret
+    assert "?" not in names and "=" not in names, names
+    result = json.loads(next(out.rglob("results.json")).read_text())
+    assert "fake-model" in json.dumps(result), "the model is still named by what is left of its id"
+
+
 # --- 4. the natural CI layout keeps its verdict and its JUnit file ------------------------------------------------
 @pytest.mark.parametrize("earlier", [False, True], ids=["new-folder", "earlier-output"])
 def test_drift_out_with_its_junit_inside_keeps_the_verdict_and_the_file(earlier, servers, tmp_path):
