@@ -195,8 +195,12 @@ def user_errors(on_interrupt: str = "nothing half-written was kept.", exit_code:
     except (typer.Exit, typer.Abort, typer.exceptions.TyperException):  # typer's own way out, and its usage errors
         raise
     except Exception as err:
-        if exit_code is None or os.environ.get("FASTEVAL_DEBUG"):
-            raise  # main() reports it (exit 1), or the user asked for the traceback
+        if exit_code is None:
+            raise  # main() reports it (exit 1; the traceback under FASTEVAL_DEBUG=1)
+        if os.environ.get("FASTEVAL_DEBUG"):  # the traceback the user asked for, and still the command's code
+            import traceback
+
+            traceback.print_exc()
         typer.echo(internal_error_line(err), err=True)
         raise typer.Exit(exit_code) from None
 

@@ -36,6 +36,7 @@ class Faults:
     delay: float = 0.0  # every /embeddings answer takes this many seconds (a slow or hosted server)
     count_characters: bool = False  # usage.prompt_tokens is the texts' characters (as infinity's is)
     echo: bool = False  # its errors repeat the request line and the Authorization header, as some gateways do
+    refuse: int = 0  # every /embeddings request answered with this HTTP status ("model not found")
     echo_in_names: bool = False  # its /models id and answers' "model" repeat the query and Authorization header
     inflate: int = 0  # answers on inflate_route: this many bytes of JSON whitespace, gzip-encoded (a few MB)
     inflate_route: str = "/embeddings"
@@ -155,6 +156,8 @@ class FakeServer:
 
     def _embed(self, h, texts: list[str], body: dict) -> None:
         f = self.faults
+        if f.refuse:
+            return self._send(h, f.refuse, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
         if f.max_batch and len(texts) > f.max_batch:
             return self._send(h, 413, {"error": "too many inputs"})
         if f.max_chars and any(len(t) > f.max_chars for t in texts):

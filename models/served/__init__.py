@@ -39,7 +39,7 @@ from ...core.choices import API_KEY_ENV, SERVED_CONCURRENCY, SERVED_RETRIES, SER
 from ...core.choices import is_url, public_url  # noqa: F401 (re-exported)
 from ...core.errors import InputError, ModelError, first_line
 from .answers import Usage, count_usage, read_rows
-from .batching import Batcher, InputRefused  # noqa: F401 (InputRefused re-exported)
+from .batching import Batcher, InputRefused, refused  # noqa: F401 (InputRefused re-exported)
 from .dialects import DIALECTS, model_entry_identity
 from .transport import Endpoint, Refused, Transport, answer_limit
 
@@ -144,8 +144,11 @@ class ServedEncoder:
         """``texts`` asked in one request with ``encoding_format`` "float" (the rows, float64) or "base64" (the
         strings the server sent, in input order; None where it answered base64 with floats): drift's base64
         parity compares the two. FastevalError where the server refuses."""
-        body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format},
-                                 limit=answer_limit(len(texts), self.dim))
+        try:
+            body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format},
+                                     limit=answer_limit(len(texts), self.dim))
+        except Refused as err:  # a wrong model name, an input limit: one line, as an encode's refusal is
+            raise refused(f"{self.url}/embeddings", err) from None
         if encoding_format == "float":
             return read_rows(body, texts, "float").astype(np.float64)
         data = body.get("data") if isinstance(body, dict) else None

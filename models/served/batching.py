@@ -49,11 +49,11 @@ class Batcher:
             return send(batch)
         except Refused as err:
             if err.status not in SPLIT_STATUSES and not too_long(err.message):
-                raise _refused(shown, err) from None
+                raise refused(shown, err) from None
             if len(batch) == 1:
                 if too_long(err.message):
                     raise InputRefused(shown, batch[0], err.message) from None
-                raise _refused(shown, err) from None
+                raise refused(shown, err) from None
             half = (len(batch) + 1) // 2
             self.usage.add(split_batches=1)
             if err.status == 413 and half < self.limit:
@@ -63,6 +63,7 @@ class Batcher:
             return np.concatenate([self.embed(batch[:half], send, shown), self.embed(batch[half:], send, shown)])
 
 
-def _refused(shown: str, err: Refused) -> ModelError:
+def refused(shown: str, err: Refused) -> ModelError:
+    """A refusal no smaller batch cures, as one line."""
     return ModelError(f"{shown} refused the request (HTTP {err.status}: {err.message[:160]}).",
                       "check the model name (#MODEL) and the server's limits (input length, batch size).")

@@ -127,6 +127,20 @@ def test_credentials_a_server_echoes_into_its_model_names_reach_no_file_name_or_
     assert "fake-model" in json.dumps(result), "the model is still named by what is left of its id"
 
 
+@pytest.mark.parametrize("debug", ["", "1"], ids=["plain", "FASTEVAL_DEBUG"])
+def test_drift_against_a_deployment_that_answers_400_is_one_line_and_exit_2(debug, servers, tmp_path):
+    """A deployment that refuses every request (a wrong model name): drift's base64 parity let the refusal through
+    as an internal error, and under FASTEVAL_DEBUG=1 the traceback ended the process with 1, drift's "drifts"
+    (issue 66, item 4). Now one line naming the refusal, exit 2, debug or not."""
+    reference, candidate = servers(), servers(refuse=400)
+    proc = run_cli(["drift", reference.url, candidate.url, "--bootstrap", "0"],
+                   env={"FASTEVAL_HOME": str(tmp_path / "home"), "FASTEVAL_DEBUG": debug})
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    one_line_error(proc, "No text could be embedded by both encoders (the candidate: ",
+                   f"{candidate.url}/embeddings refused the request (HTTP 400", "does not exist")
+
+
 # --- 4. the natural CI layout keeps its verdict and its JUnit file ------------------------------------------------
 @pytest.mark.parametrize("earlier", [False, True], ids=["new-folder", "earlier-output"])
 def test_drift_out_with_its_junit_inside_keeps_the_verdict_and_the_file(earlier, servers, tmp_path):

@@ -33,7 +33,9 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
     if len(texts) > MAX_TEXTS:
         raise InputError(f"{len(texts)} texts are more than drift compares ({MAX_TEXTS}).", "pass fewer texts.")
     if not texts:
-        raise InputError("No text could be embedded by both encoders.", "check both models (see the failed groups).")
+        why = f" (the {next(iter(failed.values()))[:240]})" if failed else ""
+        raise InputError(f"No text could be embedded by both encoders{why}.",
+                         "check both models (see the failed groups).")
     from ...embeddings import normalize_rows
 
     a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
