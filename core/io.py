@@ -88,23 +88,48 @@ def dumps(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
 
 
+# A cell a spreadsheet would run as a formula begins with one of these (OWASP's CSV injection rule)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` as a CSV cell no spreadsheet runs: text that begins like a formula and is not a number (a model
+    named ``=1+2``, a served id ``=HYPERLINK(...)``) gets a leading ``'``, as OWASP advises; anything else as
+    it is."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+        return value  # "-0.5" is a number, not a formula
+    except ValueError:
+        return "'" + value
+
+
 def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """The one way fasteval writes CSV: the columns in order, a missing or non-finite number empty, every text
+    cell spreadsheet-safe (``spreadsheet_safe``)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v)
-                         for k, v in ((c, row.get(c)) for c in columns)})
+        writer.writerow({k: ("" if v is None or (isinstance(v, float) and not math.isfinite(v))
+                             else spreadsheet_safe(v)) for k, v in ((c, row.get(c)) for c in columns)})
     return buf.getvalue()
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a line break (a name with a newline) cannot end the row, nor a '|'
+    split it."""
+    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: list[str], floatfmt: str = "{:.3f}") -> str:
     def fmt(v: Any) -> str:
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return "—"
-        return floatfmt.format(v) if isinstance(v, float) else str(v)
+        return markdown_cell(floatfmt.format(v) if isinstance(v, float) else str(v))
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines = ["| " + " | ".join(map(markdown_cell, columns)) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 

@@ -610,3 +610,37 @@ def test_without_pyarrow_the_long_table_is_csv_and_a_line_says_so(report, monkey
         rep.out / "results-long.csv").read_text()
     assert warnings == ["results-long.parquet was not written: pyarrow is not installed (pip install "
                         "'fasteval[report]'); results-long.csv holds the same rows."]
+
+
+def test_names_that_a_spreadsheet_would_run_are_neutralised_and_a_newline_splits_no_markdown_row(tmp_path):
+    """A model named ``=1+2`` wrote cells beginning with ``=`` into every CSV the report writes (153 rows of the
+    long table), and a served id ``=HYPERLINK(...)`` one into sources.csv (issue 66, item 8): every text cell that
+    begins like a formula and is not a number now begins with ``'`` (OWASP), and a name with a newline stays on its
+    Markdown row."""
+    from fasteval import evaluate
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.results.files import result_files
+
+    root = tmp_path / "results"
+    for name in ("=1+2", '@SUM(A1)\n=HYPERLINK("http://x")'):
+        result = evaluate(FakeEncoder(noise=0.5), name=name, exams=("1",))
+        write_result_folder(root / f"m{len(list(root.glob('*'))) if root.exists() else 0}", result_files(result))
+    rep = build_report(root, out=tmp_path / "report", dpi=DPI)
+    csvs = sorted(rep.out.rglob("*.csv"))
+    assert any(p.name == "results-long.csv" for p in csvs) and any(p.name == "sources.csv" for p in csvs)
+    starts, cells = ("=", "+", "-", "@", "\t", "\r"), 0
+    for path in csvs:
+        for row in csv.reader(io.StringIO(path.read_text())):
+            for cell in row:
+                if cell.startswith(starts):
+                    float(cell)  # only a number may begin so (ValueError fails the test)
+                cells += cell.startswith("'=") or cell.startswith("'@")
+    assert cells >= 2
+    long_rows = read_csv(rep.out / "results-long.csv")
+    assert {r["model"] for r in long_rows} >= {"'=1+2"}
+    for path in rep.out.rglob("*.md"):
+        for line in path.read_text().splitlines():
+            assert not line.startswith("=HYPERLINK"), (path.name, line)
+            if line.startswith("|"):
+                assert line.rstrip().endswith("|"), (path.name, line)
