@@ -45,6 +45,7 @@ the same vectors, in the time of the slowest few.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, first_line
 
 # sentence-transformers' normalize_embeddings (torch.nn.functional.normalize): x / max(||x||, eps).
 NORM_EPS = 1e-12
@@ -173,6 +174,12 @@ class EmbeddingTable:
         if not np.isfinite(vectors).all():
             raise InputError(f"{who} returned NaN or infinite values.",
                              "check the model (a NaN embedding has no similarity).")
+        zero = ~vectors.any(axis=1)
+        if zero.any():
+            k = int(np.flatnonzero(zero)[0])
+            raise InputError(f"{who} returned a zero vector for {str(texts[k])[:80]!r} ({int(zero.sum())} of "
+                             f"{len(texts)} rows like it).", "check the model: a zero vector has no direction, so "
+                             "no similarity (nothing of it was kept).")
         for text, row in zip(texts, vectors.astype(np.float32, copy=False)):
             if text not in self._index:
                 self._index[text] = len(self._rows)
@@ -231,7 +238,7 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
             seen.update(new)
 
     def one(new: list[str]) -> np.ndarray:
-        vectors = as_array(encoder.encode([rewrite(t) for t in new] if rewrite else new))
+        vectors = as_array(encoder.encode([rewrite(t) for t in new] if rewrite else new), who)
         return normalize_rows(vectors) if normalize and vectors.ndim == 2 else vectors
 
     if concurrency <= 1 or len(calls) <= 1:
@@ -265,8 +272,20 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
     return table
 
 
-def as_array(out) -> np.ndarray:
-    """An encoder's output as a float32 array (a torch tensor moved to the CPU first)."""
+def as_array(out, who: str = "encode()") -> np.ndarray:
+    """An encoder's output as a float32 array (a torch tensor moved to the CPU first); one line naming the encoder
+    (``who``) when it is not numbers of one shape (a ragged list, strings)."""
     if hasattr(out, "detach"):  # a torch tensor from an encoder that returns tensors
         out = out.detach().cpu().numpy()
-    return np.asarray(out, dtype=np.float32)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's VisibleDeprecationWarning of a ragged list: the line says it
+            return np.asarray(out, dtype=np.float32)
+    except (ValueError, TypeError) as err:
+        what = type(out).__name__
+        if isinstance(out, (list, tuple)) and out:
+            kinds = sorted({type(row).__name__ for row in out})
+            lengths = sorted({len(row) for row in out if hasattr(row, "__len__") and not isinstance(row, str)})
+            what += f" of {'/'.join(kinds)}" + (f" of lengths {lengths[0]}..{lengths[-1]}" if len(lengths) > 1 else "")
+        raise InputError(f"{who} returned a {what}, not numbers of one shape ({first_line(err, 100)}).",
+                         "return one row of floats per input text, as encode(list[str]) -> ndarray (n, dim).") from None

@@ -375,6 +375,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         return derive(export(folder, cache_root, "fp32"), folder, cache_root, dtype, out)
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
+    if out is not None and _copied_from_cache(export_dir(cache_root, source_hash, dtype), dest, source_hash, dtype):
+        return dest
     info = export_info(dest)
     if info.get("source_sha256") == source_hash and info.get("dtype") == dtype and (dest / "model.onnx").exists():
         if info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")):
@@ -432,6 +434,25 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     log.info("exported %s in %.1f s (once: later runs read the cached export)", folder.path.name,
              time.perf_counter() - started)
     return dest
+
+
+def _copied_from_cache(cached: Path, dest: Path, source_hash: str, dtype: str, recipe: Any = None) -> bool:
+    """Whether an intact cache entry of this very export (the same source hash and dtype, the graph its recorded
+    sha256, the same recipe for a derived one) was copied to ``dest``, an absent or empty ``--out`` folder: an
+    export the cache holds is never made again."""
+    info = export_info(cached)
+    if (info.get("source_sha256") != source_hash or info.get("dtype") != dtype or not (cached / "model.onnx").exists()
+            or info.get("onnx_sha256") not in (None, file_hash(cached / "model.onnx"))
+            or (recipe is not None and info.get("recipe", info.get("quantization")) != recipe)):
+        return False
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        return False  # the caller says what is wrong with a folder that is in the way
+    if dest.exists():
+        dest.rmdir()
+    with staged_folder(dest, replace=False, what=f"the {dtype} export") as staging:
+        shutil.copytree(cached, staging, dirs_exist_ok=True)
+    log.info("copied the cached %s export to %s (made once, from the same files)", dtype, dest)
+    return True
 
 
 def _snapshot(folder: ModelFolder, source_hash: str, target: Path) -> ModelFolder:
@@ -525,6 +546,9 @@ def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: P
     # the fp32 export's own source hash: the folder is not hashed a second time (it may have changed since)
     source_hash = export_info(fp32).get("source_sha256") or content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
+    if out is not None and _copied_from_cache(export_dir(cache_root, source_hash, dtype), dest, source_hash, dtype,
+                                              recipe):
+        return dest
     info = export_info(dest)
     intact = (info.get("source_sha256") == source_hash and info.get("dtype") == dtype
               and (dest / "model.onnx").exists() and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")))

@@ -61,6 +61,28 @@ def test_embed_groups_rejects_bad_encoders():
         embed_groups(NaNs(), [["a"]])
 
 
+@pytest.mark.parametrize("rows, message", [
+    (lambda texts: [[0.5] * (3 + i % 2) for i, _ in enumerate(texts)],
+     r"Ragged.encode\(\) returned a list of list of lengths 3..4, not numbers of one shape"),
+    (lambda texts: ["0.1 0.2"] * len(texts), r"Ragged.encode\(\) returned a list of str, not numbers of one shape"),
+    (lambda texts: np.zeros((len(texts), 8)), r"Ragged.encode\(\) returned a zero vector for '0 meters' \(21 of 21"),
+], ids=["ragged", "strings", "all-zero"])
+def test_an_encoder_of_a_ragged_list_strings_or_zeros_is_one_line_and_warns_nothing(rows, message, recwarn):
+    """A library encoder that returns a ragged list or strings met numpy's bare ValueError; an all-zero one gave
+    tau NaN with numpy's RuntimeWarning (issue 66, item 9): each is one FastevalError naming the encoder and the
+    fix, and no warning leaks."""
+    from fasteval import evaluate
+
+    class Ragged:
+        def encode(self, texts):
+            return rows(texts)
+
+    with pytest.raises(InputError, match=message) as caught:
+        evaluate(Ragged(), name="Ragged", exams=(1,), bootstrap=0)
+    assert "Fix: return one row of floats" in str(caught.value) or "zero vector has no direction" in str(caught.value)
+    assert not [w for w in recwarn if "numpy" in str(w.filename) or issubclass(w.category, RuntimeWarning)]
+
+
 def test_exam1_against_scipy(table):
     from fasteval.core.exams.geometry import run_exam1
 

@@ -292,3 +292,29 @@ def test_an_exports_bytes_do_not_depend_on_where_fasteval_is_installed(tiny_enco
     graph = (tiny_encoder.folder.path / "model.onnx").read_bytes()
     assert b"stack_trace" not in graph and b"export.py" not in graph and str(ROOT).encode() not in graph
     assert b"site-packages" not in graph
+
+
+def test_export_out_copies_an_export_the_cache_holds(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
+    """`fasteval export MODEL --out DIR` exported again from scratch although the cache held that export (issue
+    66, item 10): it is copied, byte for byte, without torch."""
+    import json
+
+    from fakes import run_cli
+    from fasteval.models.onnx.export import export_dir
+    from fasteval.models.sources.folder import content_hash
+
+    cached = export_dir(fasteval_home, content_hash(tiny_st_folder), "fp32")
+    assert (cached / "model.onnx").is_file()
+    guard = tmp_path / "guard"  # torch cannot be imported in the command: an export would fail
+    (guard / "torch").mkdir(parents=True)
+    (guard / "torch" / "__init__.py").write_text("raise ImportError('torch is not to be imported here')\n")
+    env = {"FASTEVAL_HOME": str(fasteval_home), "PYTHONPATH": str(guard)}
+    proc = run_cli(["export", tiny_st_folder, "--out", tmp_path / "out"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "copied the cached fp32 export" in proc.stderr and "torch.onnx" not in proc.stderr, proc.stderr
+    assert (tmp_path / "out" / "model.onnx").read_bytes() == (cached / "model.onnx").read_bytes()
+    record = json.loads((tmp_path / "out" / "fasteval_export.json").read_text())
+    assert record["source_sha256"] == content_hash(tiny_st_folder)
+    (tmp_path / "empty").mkdir()  # an empty --out folder takes the copy too
+    assert run_cli(["export", tiny_st_folder, "--out", tmp_path / "empty"], env=env).returncode == 0
+    assert (tmp_path / "empty" / "model.onnx").read_bytes() == (cached / "model.onnx").read_bytes()
