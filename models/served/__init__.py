@@ -145,7 +145,8 @@ class ServedEncoder:
         strings the server sent, in input order; None where it answered base64 with floats): drift's base64
         parity compares the two. FastevalError where the server refuses."""
         try:
-            body = self.http.request("POST", "/embeddings", {**self._payload(texts), "encoding_format": encoding_format},
+            body = self.http.request("POST", "/embeddings",
+                                     {**self._payload(texts), "encoding_format": encoding_format},
                                      limit=answer_limit(len(texts), self.dim))
         except Refused as err:  # a wrong model name, an input limit: one line, as an encode's refusal is
             raise refused(f"{self.url}/embeddings", err) from None
