@@ -64,7 +64,9 @@ def report_command(
              "structure shows) or the paper's fixed 0-1 (paper).")]
         = choices.HEATMAP_SCALES[0],
 ) -> None:
-    """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders."""
+    """Rebuild the paper's tables (Markdown, CSV, LaTeX), figures (PNG) and one HTML page from result folders,
+    and the files other tools join: results-long.csv/.parquet (every number, one long table), every-eval-ever/
+    (Every Eval Ever records) and hf-eval-results/ (Hugging Face community evals); docs/results.md."""
     with user_errors():
         from ..core.report.build import build_report
 
@@ -75,6 +77,8 @@ def report_command(
             typer.echo(rep.tables["table1"].markdown())
         typer.echo(f"Report on {len(rep.entries)} result(s) written to {rep.out} "
                    f"({len(rep.files)} files; open {rep.out / 'report.html'})")
+        for shown, purpose in rep.joinable:
+            typer.echo(f"  {rep.out / shown}  {purpose}")
 
 
 @app.command("compare", short_help="A paired bootstrap of delta tau for every pair of models.")

@@ -18,6 +18,14 @@ from .table import Table
 from .tables import REPORT_DIR, REPORT_HTML, report_tables
 
 
+# The report's files that other tools join (docs/results.md): where each is, and what it is for, in one line
+JOINABLE = (
+    ("results-long.csv", "results-long.csv / .parquet", "every number as one long table (pandas, DuckDB, a database)"),
+    ("every-eval-ever/", "every-eval-ever/", "Every Eval Ever records, one a result (its datastore's layout)"),
+    ("hf-eval-results/", "hf-eval-results/", "Hugging Face community evals (a model repository's .eval_results/)"),
+)
+
+
 @dataclass
 class Report:
     out: Path
@@ -25,6 +33,12 @@ class Report:
     tables: dict[str, Table]
     files: list[str]
     warnings: list[str]
+
+    @property
+    def joinable(self) -> list[tuple[str, str]]:
+        """(what, what for) of each joinable output this report wrote (``JOINABLE``)."""
+        return [(shown, purpose) for where, shown, purpose in JOINABLE
+                if any(f == where or f.startswith(where) for f in self.files)]
 
 
 def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
@@ -114,7 +128,9 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})
     step(f"write {out}")
-    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings)
+    written = [(shown, purpose) for where, shown, purpose in JOINABLE
+               if any(f == where or f.startswith(where) for f in files)]
+    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings, written)
     write_output_folder(out, files, what="the report", marker=REPORT_HTML)
     return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
                   warnings=warnings)

@@ -94,13 +94,18 @@ h2#sources+div.wide td:first-child{white-space:normal;min-width:10em}"""
 
 
 def html_page(tables: list[Table], pngs: list[Figure], entries: list[LoadedResult], root: Path,
-              warnings: list[str]) -> str:
-    """One page, no external assets: the tables as HTML and every PNG as a base64 data URI."""
+              warnings: list[str], joinable: list[tuple[str, str]] = ()) -> str:  # type: ignore[assignment]
+    """One page, no external assets: the tables as HTML, every PNG as a base64 data URI, and where the joinable
+    files are (``joinable``: (file, what it is for))."""
     parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>fasteval report</h1><p>{len(entries)} result(s) under <code>{html.escape(str(root))}</code>. "
              "Tables follow PROTOCOL.md 1.5 (Table 1, Table 2), 2.3 (lexical) and 3.6 (probe); figures follow 1.9.</p>"]
     parts += [f"<p class=note>warning: {html.escape(w)}</p>" for w in warnings]
+    if joinable:
+        parts.append("<p>Beside this page, for other tools (docs/results.md): "
+                     + "; ".join(f"<code>{html.escape(f)}</code> ({html.escape(why)})" for f, why in joinable)
+                     + ".</p>")
     parts += [t.html() for t in tables]
     if pngs:
         parts.append('<h2 id="figures">Figures</h2>')

@@ -644,3 +644,34 @@ def test_names_that_a_spreadsheet_would_run_are_neutralised_and_a_newline_splits
             assert not line.startswith("=HYPERLINK"), (path.name, line)
             if line.startswith("|"):
                 assert line.rstrip().endswith("|"), (path.name, line)
+
+
+def test_the_joinable_outputs_are_named_and_the_docs_join_runs_as_copied(tmp_path):
+    """The report's terminal lines, report.html and `report --help` name results-long, every-eval-ever and
+    hf-eval-results; docs/results.md's pandas join runs as copied on the README's two models, each with a main
+    and an int8 run (a pivot on `run` alone raised on the duplicates) (issue 66, item 11)."""
+    pytest.importorskip("pandas")
+    from fasteval import evaluate
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.results.files import result_files
+    from fakes import ROOT
+
+    root = tmp_path / "results"
+    for name in ("all-MiniLM-L6-v2", "all-mpnet-base-v2"):
+        for run, options in (("main", {}), ("int8", {"vector_quantization": "int8"})):
+            result = evaluate(FakeEncoder(noise=0.3), name=name, exams=(1,), bootstrap=50, **options)
+            write_result_folder(root / result.model_id / run, result_files(result))
+    proc = run_cli(["report", root, "--out", tmp_path / "R", "--no-png", "--bootstrap", "0"])
+    assert proc.returncode == 0, proc.stderr
+    for name in ("results-long.csv", "every-eval-ever/", "hf-eval-results/"):
+        assert str(tmp_path / "R" / name.split(" ")[0]) in proc.stdout, proc.stdout
+        assert name in (tmp_path / "R" / "report.html").read_text()
+    import re
+
+    helped = re.sub(r"-\s*\n\s*", "-", run_cli(["report", "--help"]).stdout)  # as read: the wrapping undone
+    assert all(n in helped for n in ("results-long.csv", "every-eval-ever/", "hf-eval-results/")), helped
+    code = (ROOT / "docs" / "results.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(code.replace('"R/', f'"{tmp_path / "R"}/'), scope)  # noqa: S102 - the docs' own example
+    cells = scope["cells"]
+    assert list(cells.columns[:2]) == ["int8", "main"] and len(cells) == 20
