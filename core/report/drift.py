@@ -164,7 +164,7 @@ def candidates_text(rows: list[dict], reference: str) -> str:
         lines.append(f"  {r['candidate']:<{width}} {r['verdict']:<8} {r['precision'] or '?':<8} {num(r['worst']):>8} "
                      f"{num(r['mean']):>8} {r['groups_below']:>6} {num(r['delta_tau'], '{:+.2f}') + ci:>22} "
                      f"{r['cells_changed']:>5} {num(r['batch_worst'], '{:.4f}'):>8}  "
-                     + cut((f"embeds like {r['diagnosis']}; " if r.get("diagnosis") else "") + r["reasons"], 160))
+                     + (f"embeds like {r['diagnosis']}; " if r.get("diagnosis") else "") + r["reasons"])  # whole
     return "\n".join(lines)
 
 
@@ -181,11 +181,19 @@ def outputs(reports: list[DriftReport], reference: str) -> tuple[dict, dict[str,
     if len(reports) == 1:
         return reports[0].to_json(), drift_files(reports[0]), drift_text(reports[0])
     rows = candidate_rows(reports)
-    files = {f"{k + 1}/{name}": text for k, r in enumerate(reports) for name, text in drift_files(r).items()}
+    files = {f"{candidate_folder(k, r.candidate)}/{name}": text for k, r in enumerate(reports)
+             for name, text in drift_files(r).items()}
     files["ladder.json"] = dumps({"reference": reference, "ladder": rows})
     files["ladder.csv"] = csv_text(rows, CANDIDATE_COLUMNS)
     text = "\n\n".join(drift_text(r) for r in reports) + "\n\n" + candidates_text(rows, reference)
     return {"reference": reference, "candidates": [r.to_json() for r in reports], "ladder": rows}, files, text
+
+
+def candidate_folder(k: int, candidate: str) -> str:
+    """The `--out` folder of the ``k``-th candidate (from 0) of several: its place and its name, as a folder name
+    ("2-http_127_0_0_1_8081_v1", "3-m-q4_0")."""
+    name = candidate if "://" in candidate else candidate.rstrip("/").rsplit("/", 1)[-1]
+    return f"{k + 1}-{junit_name(name)[:80]}"
 
 
 def output_marker(candidates: int) -> str:

@@ -215,11 +215,15 @@ class Diagnosis(Finding):
     said: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"diagnosis": self.said} if self.said else {}
+        # the Fix lines beside what was found: a CI that reads drift.json needs them as much as a person
+        return {"diagnosis": {**self.said, "line": self.line(), "fix": self.fixes()}} if self.said else {}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Diagnosis | None:
-        return cls(data["diagnosis"]) if isinstance(data.get("diagnosis"), dict) else None
+        said = data.get("diagnosis")
+        if not isinstance(said, dict):
+            return None
+        return cls({k: v for k, v in said.items() if k not in ("line", "fix")})  # both are made from the rest
 
     @property
     def variant(self) -> str | None:
@@ -229,7 +233,14 @@ class Diagnosis(Finding):
         return {"verdict": [f"  {line}" for line in [self.line(), *self.fixes()]]} if self.said else {}
 
     def cases(self, report: DriftReport) -> list[Case]:
-        return [Case("diagnosis", out="\n".join([self.line(), *self.fixes()]))] if self.said else []
+        """A failing case where the candidate drifts (the diagnosis and its Fix are what a CI viewer must show;
+        viewers fold passing cases), else a passing one."""
+        if not self.said:
+            return []
+        text = "\n".join([self.line(), *self.fixes()])
+        if report.verdict == "drifts":
+            return [Case("diagnosis", failure=text)]
+        return [Case("diagnosis", out=text)]
 
     def fixes(self) -> list[str]:
         """'Fix (change): ...' for each change of the variant it named (two for a pair); none where it named none."""

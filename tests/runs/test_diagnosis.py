@@ -67,13 +67,19 @@ def test_a_cls_pooled_deployment_is_named_pooling_cls(tiny_st_folder, cls_folder
     # what to do, with each server's flag, under the diagnosis; in JUnit too (issue 56, item 14)
     fix = next(ln for ln in proc.stdout.splitlines() if ln.startswith("  Fix (pooling=cls):"))
     assert "llama.cpp --pooling mean" in fix and "TEI --pooling mean" in fix and "vLLM" in fix and "infinity" in fix
-    junit = (tmp_path / "out" / "junit.xml").read_text()
-    assert 'name="diagnosis"' in junit and "pooling=cls" in junit and "Fix (pooling=cls)" in junit
+    from xml.etree import ElementTree as ET
+
+    # the diagnosis and its Fix in a failing case (viewers fold passing ones; issue 66, item 12)
+    case = next(c for c in ET.parse(tmp_path / "out" / "junit.xml").getroot().iter("testcase")
+                if c.get("name") == "diagnosis")
+    failure = case.find("failure")
+    assert failure is not None and "pooling=cls" in failure.text and "Fix (pooling=cls)" in failure.text
     line = next(ln for ln in proc.stdout.splitlines() if "diagnosis:" in ln)
     assert "embeds like the reference with pooling=cls (worst cosine 0.9999" in line or \
         "embeds like the reference with pooling=cls (worst cosine 1.0000" in line, line
     saved = json.loads((tmp_path / "out" / "drift.json").read_text())
     assert saved["diagnosis"]["variant"] == "pooling=cls" and saved["diagnosis"]["worst"] >= 0.99
+    assert saved["diagnosis"]["fix"] == [fix.strip()] and saved["diagnosis"]["line"] == line.strip()
     assert [t["variant"] for t in saved["diagnosis"]["tried"]] == ["pooling=cls"], "it stops at the cause"
     assert saved["diagnosis"]["reference"] < 0.99, "the reference's own settings did not conform"
     quiet = run_cli(["drift", tiny_st_folder, cls_folder, "--provider", "cpu", "--bootstrap", "0",

@@ -510,7 +510,12 @@ def test_several_candidates_end_with_one_table(servers, tmp_path):
     assert (tmp_path / "out" / "ladder.csv").read_text().startswith("candidate,verdict,precision,worst")
     assert data["ladder"][0]["reasons"] == "" and "batch: in a batch of 32" in data["ladder"][2]["reasons"]
     assert data["ladder"][1]["reasons"].startswith("protocol "), "another model: named by the group that drifts"
-    assert json.loads((tmp_path / "out" / "1" / "drift.json").read_text())["verdict"] == "conforms"
+    assert all(r["reasons"] in "\n".join(table) for r in data["ladder"]), "the why column is whole, never cut"
+    from fasteval.core.report.drift import junit_name
+
+    folders = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert folders == [f"{k}-{junit_name(s.url)}" for k, s in enumerate((same, other, batchy), 1)], folders
+    assert json.loads((tmp_path / "out" / folders[0] / "drift.json").read_text())["verdict"] == "conforms"
 
 
 def test_drifts_errors_name_no_option_it_does_not_take(servers, tmp_path):
