@@ -111,10 +111,10 @@ Dimensions = Annotated[Optional[int], typer.Option(
                 "model's dimension.", show_default=False)]
 VectorQuantization = Annotated[Optional[str], typer.Option(
     metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
-    help="Score the vectors a store keeps: int8 (sentence-transformers' int8, ranges calibrated on Table 1's texts "
-         "or --calibration) or binary (the sign bits, Hamming similarity).", show_default=False)]
+    help=f"Score the vectors a store keeps: {choices.vector_forms_help()}.", show_default=False)]
 Calibration = Annotated[Optional[Path], typer.Option(
-    help="int8's calibration texts, one a line (default: the texts of Table 1's 20 cells).", show_default=False)]
+    help=f"The calibration texts of {', '.join(choices.CALIBRATED_FORMS)}, one a line (default: the texts of "
+         "Table 1's 20 cells).", show_default=False)]
 
 # A served model's client options (``--model URL``), declared once for every command that takes a model.
 ApiKeyEnv = Annotated[str, typer.Option(

@@ -15,7 +15,7 @@ from .app import (
 
 @app.command("export", short_help="Export a model to ONNX (once; cached).")
 def export_command(
-    model: Annotated[str, typer.Argument(help="Model folder, registry name or Hugging Face id.")],
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="Model folder, registry name or Hugging Face id.")],
     out: Annotated[Optional[Path], typer.Option(help="Folder to write the export to (default: the cache).")]
         = None,
     dtype: Annotated[DType, typer.Option(
@@ -90,7 +90,7 @@ def bench_command(
 @app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
 @served_client()
 def drift_command(
-    reference: Annotated[str, typer.Argument(
+    reference: Annotated[str, typer.Argument(metavar="REFERENCE", 
         help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
     candidates: Annotated[Optional[list[str]], typer.Argument(
         help="The deployments to check: registry names, folders or URL[#MODEL]s; several end with one table "
@@ -128,7 +128,9 @@ def drift_command(
         help="The weights' precision the candidate must say it serves (f32, f16, q8_0, q4_0, ...); default: the "
              "reference's, where both say theirs.")] = None,
     junit: Annotated[Optional[Path], typer.Option(
-        help="Also write the report as JUnit XML (one test case per group, collisions, identity) for CI.")] = None,
+        help="Also write the report as JUnit XML for CI: a test case per group, the collisions, the identity, "
+             "each finding (norms, base64 parity, invariance, ...) and the diagnosis with its Fix (a failing case "
+             "where the candidate drifts).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
     out: Annotated[Optional[Path], typer.Option(
         help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
@@ -141,13 +143,14 @@ def drift_command(
         min=1, help="The reference as a store keeps it: its first N dimensions.", show_default=False)] = None,
     reference_vector_quantization: Annotated[Optional[str], typer.Option(
         metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
-        help="The reference's vectors as a store keeps them (int8 or binary).", show_default=False)] = None,
+        help="The reference's vectors as a store keeps them (the forms of --candidate-vector-quantization).",
+        show_default=False)] = None,
     candidate_dimensions: Annotated[Optional[int], typer.Option(
         min=1, help="The candidate as a store keeps it: its first N dimensions.", show_default=False)] = None,
     candidate_vector_quantization: Annotated[Optional[str], typer.Option(
         metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
-        help="The candidate's vectors as a store keeps them (int8: compared as the floats its integers stand "
-             "for; binary: sign bits).", show_default=False)] = None,
+        help=f"The candidate's vectors as a store keeps them, compared as what they stand for: "
+             f"{choices.vector_forms_help()}.", show_default=False)] = None,
     calibration: Calibration = None,
     candidate_prompt: Annotated[Optional[str], typer.Option(help="Text put before the candidate's inputs.")] = None,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]

@@ -52,9 +52,7 @@ def sweep(
     vector_quantization: VectorQuantization = None,
     calibration: Calibration = None,
     ladder: Annotated[Optional[str], typer.Option(
-        metavar="vectors", help="vectors: score each model as a vector store keeps it, rung by rung (float, the "
-                                "first 512/256/128/64 dimensions, int8, binary, 256+binary) from one embedding run, "
-                                "into one table (OUT/ladders/<model>.csv).", show_default=False)] = None,
+        metavar="vectors", help=f"vectors: {choices.ladder_help()}.", show_default=False)] = None,
     protocol: Annotated[Optional[str], typer.Option(
         help="What to ask: a built-in protocol (see `fasteval protocols`) or a protocol .toml file "
              "(default: the paper's).", show_default=False)] = None,
@@ -206,7 +204,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
 @served_client()
 def check_command(
-    quantities: Annotated[Optional[list[str]], typer.Argument(
+    quantities: Annotated[Optional[list[str]], typer.Argument(metavar="QUANTITY", 
         help="The anchor, then one or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
         show_default=False)] = None,
     model: Annotated[Optional[str], typer.Option(

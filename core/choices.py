@@ -17,10 +17,37 @@ SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
 # drift's invariance gate: "cosine" (a condition below INVARIANCE_MIN drifts) or "bitwise" (any difference drifts:
 # a deployment that promises bit-exact answers, as vLLM's batch-invariant mode does).
 INVARIANCE_TIERS: tuple[str, ...] = ("cosine", "bitwise")
-# What a vector store may keep instead of the float vectors (core/vectors.py): sentence-transformers' int8 and
-# ubinary (scored with Hamming similarity).
-VECTOR_QUANTIZATIONS: tuple[str, ...] = ("int8", "int4", "binary", "binary-centred", "binary-asymmetric",
-                                          "turboquant4", "turboquant2")  # core.vectors.FORMS
+# What a vector store may keep instead of the float vectors (core/vectors.py, whose FORMS holds how each is made and
+# scored), and what each stands for, in a few words (the help of every option that takes one).
+VECTOR_FORMS_SAID: dict[str, str] = {
+    "int8": "sentence-transformers' int8, ranges calibrated on Table 1's texts or --calibration",
+    "int4": "int8's arithmetic at 16 levels, two dimensions a byte, calibrated likewise",
+    "binary": "the sign bits, Hamming similarity",
+    "binary-centred": "the sign bits of the vectors less the calibration mean, Hamming",
+    "binary-asymmetric": "a float query's dot product with the stored sign bits",
+    "turboquant4": "TurboQuant at 4 bits, scored as turbovec's search scores (the stores extra)",
+    "turboquant2": "TurboQuant at 2 bits, likewise",
+}
+VECTOR_QUANTIZATIONS: tuple[str, ...] = tuple(VECTOR_FORMS_SAID)  # core.vectors.FORMS has one entry each
+CALIBRATED_FORMS: tuple[str, ...] = ("int8", "int4", "binary-centred")  # core.vectors.FORMS' calibrated ones
+# The vector ladder (fasteval sweep --ladder vectors): the truncations tried where below the model's dimension, the
+# forms, the common store setting beside them, and the bytes a vector of the bytes-matched view.
+LADDER_DIMENSIONS: tuple[int, ...] = (512, 256, 128, 64)
+BYTE_BUDGETS: tuple[int, ...] = (48, 96, 192)
+
+
+def vector_forms_help() -> str:
+    """Every vector form and what it stands for, as an option's help says it."""
+    return "; ".join(f"{name} ({said})" for name, said in VECTOR_FORMS_SAID.items())
+
+
+def ladder_help() -> str:
+    """The vector ladder's rungs, as --ladder's help says them."""
+    return ("score each model as a vector store keeps it, rung by rung, from one embedding run: the floats, their "
+            f"first {'/'.join(map(str, LADDER_DIMENSIONS))} dimensions, {', '.join(VECTOR_QUANTIZATIONS[:5])}, "
+            f"{' and '.join(VECTOR_QUANTIZATIONS[5:])} (where turbovec is installed), 256+binary, and the "
+            f"bytes-matched view (each form at {'/'.join(map(str, BYTE_BUDGETS))} bytes a vector); one table, "
+            "OUT/ladders/<model>.csv")
 SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",
                       "inner_product": "dot", "euclidean": "l2", "euclid": "l2"}
 # What a sweep does with a result folder that exists.

@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..choices import DEFAULT_RESAMPLES
+from ..choices import BYTE_BUDGETS, DEFAULT_RESAMPLES, LADDER_DIMENSIONS, VECTOR_QUANTIZATIONS
 from ..plan import scoring
 from .job import Job, Outcome
 
 log = logging.getLogger(__name__)
 
 LADDERS = ("vectors",)
-# The truncations tried, where below the model's dimension, and the common store setting tried beside them.
-LADDER_DIMENSIONS = (512, 256, 128, 64)
 LADDER_COLUMNS = ["model", "rung", "dimensions", "quantization", "bytes_per_vector", "tau", "tau_ci_low",
                   "tau_ci_high", "pacc", "avg", "delta_tau", "delta_tau_ci_low", "delta_tau_ci_high", "folder"]
 
@@ -40,16 +38,16 @@ def vector_rungs(dim: int) -> list[Rung]:
 
     asked: list[tuple[str, int | None, str | None]] = [("full", None, None)]
     asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
-    asked += [(q, None, q) for q in ("int8", "int4", "binary", "binary-centred", "binary-asymmetric")]
+    turbo = [q for q in VECTOR_QUANTIZATIONS if q.startswith("turboquant")]
+    asked += [(q, None, q) for q in VECTOR_QUANTIZATIONS if q not in turbo]
     # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8)
-    asked += [(q, None, q) for q in ("turboquant4", "turboquant2") if dim % 8 == 0 and _has_turbovec()]
+    asked += [(q, None, q) for q in turbo if dim % 8 == 0 and _has_turbovec()]
     asked += [("256+binary", 256, "binary")] if 256 < dim else []
     asked += _bytes_matched(dim, {(n or dim, q) for _, n, q in asked})
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
 
 
-# The bytes a vector at which the ladder asks: fewer dimensions, or fewer bits? (the bytes-matched view)
-BYTE_BUDGETS = (48, 96, 192)
+# BYTE_BUDGETS: the bytes a vector at which the ladder asks fewer dimensions, or fewer bits? (the bytes-matched view)
 
 
 def _bytes_matched(dim: int, have: set[tuple[int, str | None]]) -> list[tuple[str, int | None, str | None]]:

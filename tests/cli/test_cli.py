@@ -165,6 +165,35 @@ def test_help_shows_every_description_whole_and_no_python_types():
     assert "list[str]" not in sweep and "NAME|PATH|URL" in sweep and "<cos|dot|l2>" in sweep
 
 
+def test_help_names_every_vector_form_rung_and_output_as_they_are(tmp_path):
+    """--help said int8 and binary of 7 forms, 5 rungs of the ladder's, int8 alone for --calibration, nothing of
+    the diagnosis for --junit, and {reference} as a metavar (issue 66, item 13). The forms' help and the library's
+    table are one list."""
+    import re
+
+    from fasteval.core import choices
+    from fasteval.core.runs.ladder import vector_rungs
+    from fasteval.core.vectors import FORMS
+
+    assert tuple(FORMS) == choices.VECTOR_QUANTIZATIONS
+    assert tuple(q for q, f in FORMS.items() if f.calibrated) == choices.CALIBRATED_FORMS
+
+    def helped(*command):  # as a person reads it: the wrapping undone
+        text = run_cli([*command, "--help"], env={"COLUMNS": "100"}).stdout
+        return " ".join(re.sub(r"-\s*\n\s*", "-", text).split())
+
+    sweep, drift = helped("sweep"), helped("drift")
+    for form in choices.VECTOR_QUANTIZATIONS:
+        assert f"{form} (" in sweep and f"{form} (" in drift, form
+    rungs = {r.label for r in vector_rungs(768) if "+" not in r.label or r.label == "256+binary"}
+    assert all(r in sweep for r in rungs - {"full"}), rungs
+    assert "512/256/128/64" in sweep and "48/96/192 bytes" in sweep
+    assert "calibration texts of int8, int4, binary-centred" in sweep and "int8 or binary" not in drift
+    assert "the diagnosis with its Fix" in drift
+    assert "{reference}" not in drift and "REFERENCE" in drift
+    assert "{results_dir}" not in helped("report") and "{model}" not in helped("export")
+
+
 def test_a_served_model_the_registry_knows_names_its_prompts(tmp_path):
     from fakeserver import FakeServer
 
