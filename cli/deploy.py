@@ -90,7 +90,7 @@ def bench_command(
 @app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
 @served_client()
 def drift_command(
-    reference: Annotated[str, typer.Argument(metavar="REFERENCE", 
+    reference: Annotated[str, typer.Argument(metavar="REFERENCE",
         help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
     candidates: Annotated[Optional[list[str]], typer.Argument(
         help="The deployments to check: registry names, folders or URL[#MODEL]s; several end with one table "

@@ -48,7 +48,7 @@ def models() -> None:
 
 @app.command("report", short_help="The paper's tables and figures, and one HTML page.")
 def report_command(
-    results_dir: Annotated[Path, typer.Argument(metavar="RESULTS_DIR", 
+    results_dir: Annotated[Path, typer.Argument(metavar="RESULTS_DIR",
         help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
     out: Annotated[Optional[Path], typer.Option(help="Report folder (default: RESULTS_DIR/report).")] = None,
     models: Annotated[Optional[str], typer.Option(
@@ -83,7 +83,7 @@ def report_command(
 
 @app.command("compare", short_help="A paired bootstrap of delta tau for every pair of models.")
 def compare_command(
-    results_dir: Annotated[Path, typer.Argument(metavar="RESULTS_DIR", 
+    results_dir: Annotated[Path, typer.Argument(metavar="RESULTS_DIR",
         help="Folder of `fasteval sweep` results (searched at any depth for results.json).")],
     out: Annotated[Optional[Path], typer.Option(help="Folder for comparison.csv/.md/.png "
                                                      "(default: RESULTS_DIR/comparison).")] = None,

@@ -204,7 +204,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
 @served_client()
 def check_command(
-    quantities: Annotated[Optional[list[str]], typer.Argument(metavar="QUANTITY", 
+    quantities: Annotated[Optional[list[str]], typer.Argument(metavar="QUANTITY",
         help="The anchor, then one or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
         show_default=False)] = None,
     model: Annotated[Optional[str], typer.Option(
