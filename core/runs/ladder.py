@@ -40,17 +40,19 @@ def vector_rungs(dim: int) -> list[Rung]:
     asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
     turbo = [q for q in VECTOR_QUANTIZATIONS if q.startswith("turboquant")]
     asked += [(q, None, q) for q in VECTOR_QUANTIZATIONS if q not in turbo]
-    # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8)
-    asked += [(q, None, q) for q in turbo if dim % 8 == 0 and _has_turbovec()]
+    # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8); asked once (its hint too)
+    turbovec = _has_turbovec()
+    asked += [(q, None, q) for q in turbo if dim % 8 == 0 and turbovec]
     asked += [("256+binary", 256, "binary")] if 256 < dim else []
-    asked += _bytes_matched(dim, {(n or dim, q) for _, n, q in asked})
+    asked += _bytes_matched(dim, {(n or dim, q) for _, n, q in asked}, turbovec)
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
 
 
 # BYTE_BUDGETS: the bytes a vector at which the ladder asks fewer dimensions, or fewer bits? (the bytes-matched view)
 
 
-def _bytes_matched(dim: int, have: set[tuple[int, str | None]]) -> list[tuple[str, int | None, str | None]]:
+def _bytes_matched(dim: int, have: set[tuple[int, str | None]], turbovec: bool
+                   ) -> list[tuple[str, int | None, str | None]]:
     """The rungs that keep exactly each of BYTE_BUDGETS a vector, one a form (the floats' first N dimensions, or N
     dimensions in a quantization: 48 bytes is 12 floats, 48 int8, 96 int4 or TurboQuant at 4 bits, 192 at 2, 384
     bits), where the model has N dimensions (and TurboQuant takes them), and not a rung already."""
@@ -62,7 +64,7 @@ def _bytes_matched(dim: int, have: set[tuple[int, str | None]]) -> list[tuple[st
             bits = 32 if q is None else FORMS[q].bits
             n = budget * 8 // bits
             turbo = q is not None and q.startswith("turboquant")
-            if n > dim or n < 8 or (n, q) in have or (turbo and (n % 8 or not _has_turbovec())):
+            if n > dim or n < 8 or (n, q) in have or (turbo and (n % 8 or not turbovec)):
                 continue
             have.add((n, q))
             out.append((str(n) if q is None else f"{n}+{q}", None if n == dim else n, q))
@@ -76,13 +78,19 @@ def bytes_matched(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, An
             for b in BYTE_BUDGETS if any(r["bytes_per_vector"] == b for r in rows)}
 
 
+_TURBOVEC_HINTED: list[bool] = []  # the hint below is said once a process, however many models a ladder climbs
+
+
 def _has_turbovec() -> bool:
-    """Whether turbovec (the stores extra) is installed: the TurboQuant rungs are left out where it is not."""
+    """Whether turbovec (the stores extra) is installed: the TurboQuant rungs are left out where it is not (said
+    once)."""
     import importlib.util
 
     if importlib.util.find_spec("turbovec") is not None:
         return True
-    log.info("the TurboQuant rungs are left out: turbovec is not installed (pip install 'fasteval[stores]')")
+    if not _TURBOVEC_HINTED:
+        _TURBOVEC_HINTED.append(True)
+        log.info("the TurboQuant rungs are left out: turbovec is not installed (pip install 'fasteval[stores]')")
     return False
 
 

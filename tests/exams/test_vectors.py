@@ -304,3 +304,18 @@ def test_the_asymmetric_forms_score_as_the_store_scores_a_float_query():
         scoring(similarity="dot", vector_quantization="turboquant4")
     with pytest.raises(InputError, match="multiples of 8"):
         fasteval.evaluate(FakeEncoder(dim=30), exams=(1,), bootstrap=0, vector_quantization="turboquant2")
+
+
+def test_without_turbovec_the_ladder_says_so_once_and_leaves_the_turboquant_rungs_out(monkeypatch, caplog):
+    """The ladder printed its TurboQuant hint 8 times, once a rung it considered (issue 66, item 14)."""
+    import logging
+    import sys
+
+    from fasteval.core.runs import ladder
+
+    monkeypatch.setitem(sys.modules, "turbovec", None)  # as where the stores extra is not installed
+    monkeypatch.setattr(ladder, "_TURBOVEC_HINTED", [])
+    with caplog.at_level(logging.INFO, logger="fasteval"):
+        rungs = [r for dim in (384, 768) for r in ladder.vector_rungs(dim)]
+    hints = [r for r in caplog.records if "TurboQuant rungs are left out" in r.getMessage()]
+    assert len(hints) == 1 and not any(r.quantization and r.quantization.startswith("turboquant") for r in rungs)
