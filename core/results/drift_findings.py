@@ -355,11 +355,22 @@ class Collisions(Finding):
         if not self.listed:
             return {}
         lines = ["", f"  collisions (apart under the reference, one under the candidate): {self.collided}"]
-        lines += [f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
-                  f"{c['candidate_cosine']:.4f}" for c in self.listed[:10]]
-        if self.collided > 10:
+        shown = 0
+        for cluster in collision_clusters(self.listed)[:10]:  # a collapse of k texts once, not k(k-1)/2 times
+            if len(cluster) == 1:
+                c = cluster[0]
+                lines.append(f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
+                             f"{c['candidate_cosine']:.4f}")
+            else:
+                texts = list(dict.fromkeys(t for c in cluster for t in (c["text_a"], c["text_b"])))
+                lows = [min(c["reference_cosine"] for c in cluster), max(c["candidate_cosine"] for c in cluster)]
+                lines.append(f"    {len(texts)} texts collapse onto one vector ({len(cluster)} pairs; reference "
+                             f"cosines from {lows[0]:.3f}): " + ", ".join(shown_text(t) for t in texts[:6])
+                             + (f" and {len(texts) - 6} more" if len(texts) > 6 else ""))
+            shown += len(cluster)
+        if self.collided > shown:
             listed = "all of them" if self.collided == len(self.listed) else f"the first {len(self.listed):,}"
-            lines.append(f"    ... and {self.collided - 10:,} more ({listed} in --json)")
+            lines.append(f"    ... and {self.collided - shown:,} more pairs ({listed} in --json)")
         return {"details": lines}
 
     def cases(self, report: DriftReport) -> list[Case]:
@@ -534,6 +545,25 @@ def shown_text(text: str) -> str:
     if unicodedata.is_normalized("NFC", text):
         return repr(text)
     return f"{ascii(text)} ({'NFD' if unicodedata.is_normalized('NFD', text) else 'not NFC'})"
+
+
+def collision_clusters(listed: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The collisions grouped by the texts they join (the pairs of one collapse together: k texts on one vector are
+    one cluster of k(k-1)/2 pairs), in the order of each cluster's first pair."""
+    parent: dict[str, str] = {}
+
+    def root(t: str) -> str:
+        while parent.setdefault(t, t) != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    for c in listed:
+        parent[root(c["text_a"])] = root(c["text_b"])
+    clusters: dict[str, list[dict[str, Any]]] = {}
+    for c in listed:
+        clusters.setdefault(root(c["text_a"]), []).append(c)
+    return list(clusters.values())
 
 
 def pair_text(a: str, b: str) -> str:

@@ -444,3 +444,25 @@ def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():
                  invariance=False, threshold=0.5)
     assert report.get(Identity).sides["candidate"]["vectors"]["calibration"].startswith("sha256:")
     assert report.worst_cosine < 0.99, "six calibration texts clip most of the others"
+
+
+def test_a_collapse_is_one_line_and_unicode_twins_show_their_forms():
+    """117 pairs of one collapse were listed pairwise, and NFC/NFD twins printed as the same string (issue 66, item
+    15): the texts of one collapse are one line with their count, each twin written with its escapes and form."""
+    import itertools
+    import unicodedata
+
+    from fasteval.core.results.drift_findings import Collisions, collision_clusters
+
+    nfc = "café 5 m"
+    nfd = unicodedata.normalize("NFD", nfc)
+    collapsed = [nfc, nfd, *(f"{k} meters" for k in range(16))]  # 18 texts on one vector: 153 pairs
+    pairs = [{"text_a": a, "text_b": b, "reference_cosine": 0.5, "candidate_cosine": 1.0}
+             for a, b in itertools.combinations(collapsed, 2)]
+    pairs.append({"text_a": "1 km", "text_b": "1 kg", "reference_cosine": 0.8, "candidate_cosine": 0.9999})
+    assert [len(c) for c in collision_clusters(pairs)] == [153, 1]
+    lines = Collisions(pairs).lines(None)["details"]  # type: ignore[arg-type]
+    assert len(lines) == 4, lines  # a blank line, the count, the collapse, the pair
+    assert "18 texts collapse onto one vector (153 pairs" in lines[2] and "and 12 more" in lines[2]
+    assert ascii(nfd) + " (NFD)" in lines[2] and repr(nfc) in lines[2]
+    assert lines[3].strip().startswith("'1 km' ~ '1 kg'")
