@@ -13,7 +13,6 @@ half the weights.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,11 +160,14 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
 def folder_prompts(folder: Path) -> list[str]:
     """The names of the prompts a model folder's config_sentence_transformers.json configures (none applied unless
     asked for by --prompt-name, as in the paper)."""
+    from ...core.errors import ModelError
+    from .bounds import read_json_file
     from .folder import configured_prompts
 
+    path = Path(folder) / "config_sentence_transformers.json"
     try:
-        config = json.loads((Path(folder) / "config_sentence_transformers.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = read_json_file(path) if path.exists() else {}
+    except ModelError:  # the dry run's words only: loading the folder says what is wrong with it, in one line
         return []
     return list(configured_prompts(config))
 
