@@ -46,6 +46,7 @@ def print_table1_row(result, baselines=()) -> None:
     echo(f"\n{'Table 1 row (x100)':<{width}}  tau    PACC    AVG")
     echo(f"{name:<{width}} {fmt(s['tau_display'])}  {fmt(s['pacc_display'])}  {fmt(s['avg_display'])}")
     echo(caveats_text(s))
+    echo(published_text(result))
     if baselines:
         echo("  surface form (string similarity alone; a model's tau is read beside these): " + "; ".join(
             f"{b['model'].removeprefix('surface: ')} tau {fmt(b['tau']).strip()} PACC {fmt(b['pacc']).strip()} "
@@ -53,6 +54,14 @@ def print_table1_row(result, baselines=()) -> None:
     if s.get("by_variant"):
         echo(f"\nBy variant of the {result.protocol} protocol (x100)")
         echo(variants_text(s))
+
+
+def published_text(result) -> str:
+    """The run beside the authors' published numbers: the reproduction line of one of the paper's 24 (or why it has
+    none to meet), and where its Table 1 tau sits among the 24 (empty when neither applies)."""
+    from ..core.published import beside
+
+    return "\n".join(f"  {line}" for line in beside(result).lines())
 
 
 def caveats_text(s: dict) -> str:

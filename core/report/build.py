@@ -120,10 +120,12 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
     if png:
         from .compare import comparison_figure, forest_figure
         from .plots import ladder_figure, png_bytes
+        from .published import published_figure
 
         summary_figures = {"forest": forest_figure(entries),
                            "comparison": comparison_figure(comparison) if comparison is not None else None,
-                           "ladder": ladder_figure(find_ladders(results_dir))}
+                           "ladder": ladder_figure(find_ladders(results_dir)),
+                           "published": published_figure(entries)}
         pngs += [summary_figure(name, png_bytes(fig, dpi)) for name, fig in summary_figures.items()
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})

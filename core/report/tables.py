@@ -282,4 +282,6 @@ def report_tables(entries: list[LoadedResult]) -> list[Table]:
         built = ([EXAM_TABLES[name](entries) for name in exam.report_tables] if exam.report_tables
                  else [summary_table(exam, entries)])
         tables += [t for t in built if t is not None]
-    return tables + [t for t in (build(entries) for build in CROSS_TABLES) if t is not None]
+    from .published import PUBLISHED_TABLES
+
+    return tables + [t for t in (build(entries) for build in (*CROSS_TABLES, *PUBLISHED_TABLES)) if t is not None]

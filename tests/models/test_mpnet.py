@@ -87,3 +87,7 @@ def test_mpnet_sweep_offline(mpnet, tmp_path):
     # The regression pin: the authors' Table 1 row for all-mpnet-base-v2 (PROTOCOL.md 5).
     s = data["exams"]["exam1"]["summary"]
     assert (s["tau_display"], s["pacc_display"], s["avg_display"]) == (40.97, 70.48, 55.73)
+    # every cell the authors printed (issue 69): results.json and the terminal say so
+    reproduction = data["published"]["reproduction"]
+    assert (reproduction["cells_equal"], reproduction["cells"], reproduction["differing"]) == (20, 20, [])
+    assert "reproduction against the authors' all-mpnet-base-v2: 20 of 20 Exam 1 cells equal" in proc.stdout

@@ -238,12 +238,14 @@ def test_pngs(report):
     sizes = {"embedding_overview": plots.OVERVIEW_SIZE, "digits_words": plots.DIGITS_WORDS_SIZE,
              "conversions": plots.CONVERSION_SIZE}
     pngs = sorted((rep.out / "figures").glob("*.png"))
-    # fake-noisy has no matrices; the forest plot is the report's own (the comparison needs two models' rows)
-    assert [p.name for p in pngs] == sorted([f"fake-smooth_{f}.png" for f in sizes] + ["_all_forest.png"])
+    # fake-noisy has no matrices; the forest plot and the runs among the paper's 24 are the report's own (the
+    # comparison needs two models' rows)
+    assert [p.name for p in pngs] == sorted([f"fake-smooth_{f}.png" for f in sizes]
+                                            + ["_all_forest.png", "_all_published.png"])
     for path in pngs:
         data = path.read_bytes()
-        if path.name == "_all_forest.png":
-            assert png_size(data)[0] == round(7.0 * DPI)
+        if path.name.startswith("_all_"):
+            assert png_size(data)[0] == round((7.0 if "forest" in path.name else 7.5) * DPI)
             continue
         w, h = sizes[path.stem.split("_", 1)[1]]
         assert len(data) > 1000 and png_size(data) == (round(w * DPI), round(h * DPI))
@@ -254,7 +256,7 @@ def test_html_is_self_contained(report):
     page = (rep.out / "report.html").read_text()
     pngs = sorted((rep.out / "figures").glob("*.png"))
     uris = page.count('src="data:image/png;base64,')
-    assert uris == len(pngs) == 4
+    assert uris == len(pngs) == 5
     first = page.split('src="data:image/png;base64,', 1)[1].split('"', 1)[0]
     assert base64.b64decode(first) in {p.read_bytes() for p in pngs}
     for name in ("table1", "table2", "lexical", "probe", "sources"):
@@ -438,7 +440,7 @@ def test_runs_of_one_model_are_its_variants(runs_of_one_model, tmp_path):
         stem = e.label.replace(" ", "_").replace("[", "_").replace("]", "_").replace("'", "_").replace(":", "_")
         for name in ("embedding_overview", "digits_words", "conversions"):
             assert page.count(f"figures/{stem}_{name}.png</code>") == 1, (e.label, name)
-    assert page.count("<figure>") == 3 * len(entries)
+    assert page.count("<figure>") == 3 * len(entries) + 1  # and the runs among the paper's 24
     assert "Similarity of number words (rows) and digits (columns)" in page, "captions say what a figure shows"
 
 
