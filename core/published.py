@@ -181,9 +181,10 @@ def reproduction(result: Any) -> Reproduction | str | None:
                 f"{result.protocol} protocol has no published numbers to meet")
     # what the run changed of the paper's setting: the count then measures what that moves
     settings = result.settings
-    label = ", ".join(w for w in (vector_words(settings), settings.get("dtype") if settings.get("dtype") not in
-                                  (None, "fp32") else "", "normalized quantities" if settings.get(
-                                      "normalize_quantities") else "") if w)
+    dtype = settings.get("dtype")
+    label = ", ".join(w for w in (f"{dtype} weights" if dtype not in (None, "fp32") else "",
+                                  vector_words(settings),
+                                  "normalized quantities" if settings.get("normalize_quantities") else "") if w)
     exam1 = result.exams.get("exam1")
     differing: list[dict[str, Any]] = []
     equal = 0
