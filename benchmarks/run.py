@@ -1,7 +1,7 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
     .venv/bin/python -m benchmarks [--quick]
-        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,vectors,served,drift]
+        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,vectors,served,drift,static]
         [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
@@ -30,6 +30,8 @@ Sections:
 - evaluator: PhysScoreEvaluator in a training loop against EmbeddingSimilarityEvaluator on STS-sized data.
 - memory: the peak resident memory of a 560M-parameter model through the door (export, then session; and from
   the cached export), against its weights.
+- static: a static embedding model (model2vec's folder, the wheel-shipped one) against model2vec's own encode,
+  and a cold sweep of it against its embedding alone.
 
 The room: `__main__.py` (this entry: `python -m benchmarks`), `run.py` (the run), `sections/` (one module a
 section, `bench_<name>`), `harness.py` (what sections share: the line, alternate timing, the context, the real

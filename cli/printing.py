@@ -126,10 +126,12 @@ def print_needs(needs) -> None:
         if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
             cached, here = "-", "not called"
         else:
-            cached = "exported" if n.exported else ("yes" if n.cached else "no")
+            cached = ("yes" if n.cached else "no") if n.static else "exported" if n.exported else (
+                "yes" if n.cached else "no")
             fits = {True: "fits", False: "needs more mem", None: "?"}[n.fits]
             here = (f"offline, {fits}" if fits != "fits" else "offline") if n.offline else fits
-        notes = "; ".join(x for x in ("gated" if n.gated else "", "remote code" if n.remote_code else "",
+        notes = "; ".join(x for x in ("static: model2vec embeds it, nothing to export" if n.static else "",
+                                      "gated" if n.gated else "", "remote code" if n.remote_code else "",
                                       f"prompts: {n.prompts} (none used, as in the paper; --prompt or "
                                       "--prompt-name picks one)" if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "

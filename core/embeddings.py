@@ -175,11 +175,10 @@ class EmbeddingTable:
             raise InputError(f"{who} returned NaN or infinite values.",
                              "check the model (a NaN embedding has no similarity).")
         zero = ~vectors.any(axis=1)
-        if zero.any():
-            k = int(np.flatnonzero(zero)[0])
-            raise InputError(f"{who} returned a zero vector for {str(texts[k])[:80]!r} ({int(zero.sum())} of "
-                             f"{len(texts)} rows like it).", "check the model: a zero vector has no direction, so "
-                             "no similarity (nothing of it was kept).")
+        if len(texts) > 1 and zero.all():  # nothing usable (one zero row, a static model's empty text, is its own)
+            raise InputError(f"{who} returned zero vectors for all {len(texts)} texts (the first "
+                             f"{str(texts[0])[:80]!r}).", "check the model: a zero vector has no direction, so no "
+                             "similarity (nothing of it was kept).")
         for text, row in zip(texts, vectors.astype(np.float32, copy=False)):
             if text not in self._index:
                 self._index[text] = len(self._rows)

@@ -44,6 +44,14 @@ def _is_export(value: Any) -> bool:
     return isinstance(value, (str, Path)) and (Path(value).expanduser() / "model.onnx").is_file()
 
 
+def _is_static(value: Any) -> bool:
+    if not isinstance(value, (str, Path)) or is_url(value):
+        return False
+    from ..models.static import is_static_folder
+
+    return is_static_folder(value)
+
+
 def _is_name_or_folder(value: Any) -> bool:
     return isinstance(value, (str, Path))
 
@@ -86,6 +94,9 @@ ENCODER_KINDS: tuple[EncoderKind, ...] = (
     EncoderKind("served", "an OpenAI-compatible server, URL[#MODEL]", is_url, _load),
     # a file that begins as a zip: drift's recorded reference (fasteval drift --save-receipt), whatever its name
     EncoderKind("receipt", "a receipt file (fasteval drift --save-receipt)", _is_receipt, _receipt),
+    # a token table (model2vec's folder, or sentence-transformers' StaticEmbedding): model2vec embeds it
+    EncoderKind("static", "a static embedding model's folder (model2vec: potion, static-retrieval-mrl)", _is_static,
+                _load),
     EncoderKind("export", "a folder that already holds model.onnx and tokenizer.json", _is_export, _load),
     EncoderKind("folder", "a registry name, a sentence-transformers or Hugging Face folder", _is_name_or_folder,
                 _load),

@@ -17,6 +17,7 @@ from .sources.registry import DEFAULT_MODEL, find_spec, source_folder, spec_for_
 
 if TYPE_CHECKING:
     from .served import ServedEncoder
+    from .static import StaticEncoder
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def resolve_prompt(folder: ModelFolder, prompt: str | None, prompt_name: str | N
 def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str = "fp32", batch_size: int = 32,
                threads: int | None = None, order: str = "text-length", prompt: str | None = None,
                prompt_name: str | None = None, batching: str = BATCHINGS[0],
-               served: dict | None = None) -> OnnxEncoder | ServedEncoder:
+               served: dict | None = None) -> OnnxEncoder | ServedEncoder | StaticEncoder:
     """An encoder for a registry name, a model folder, a Hugging Face id, or a served model's URL.
 
     A local model is an OnnxEncoder named for it and knowing its source and ONNX hashes (its ``.info`` holds
@@ -67,6 +68,14 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     usable_home()
     require_fits(name, dtype)  # a model whose export cannot fit this machine is refused before its download
     display, src = source_folder(name)
+    from .static import StaticEncoder, is_static_folder
+
+    if is_static_folder(src):  # a token table: model2vec embeds it; nothing to export
+        if dtype != "fp32" or prompt_name or batching != BATCHINGS[0]:
+            raise ModelError(f"{display} is a static embedding model: --dtype, --prompt-name and --batching do not "
+                             "apply (model2vec embeds its table as it is).",
+                             "leave them at their defaults; give a prompt as text with --prompt.")
+        return StaticEncoder(src, name=display, prompt=prompt or "")
     folder = load_folder(src)
     prompt_text, prompt_key = resolve_prompt(folder, prompt, prompt_name)
     if folder.prompts and not prompt_text and not prompt_key:

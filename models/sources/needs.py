@@ -45,6 +45,7 @@ class Needs:
     dtype: str = "fp32"
     memory: int | None = None  # this machine's memory, bytes
     offline: bool = False  # HF_HUB_OFFLINE is set and its folder is not cached: the sweep cannot fetch it
+    static: bool = False  # a static embedding model: nothing to export (model2vec embeds its table)
 
     @property
     def weights_bytes(self) -> int | None:
@@ -143,8 +144,13 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
         folder = cache_folder(spec.hf_id if spec else name)
         source = "PyPI" if spec is not None and spec.source is not None else "Hub"
     cached = folder.is_dir()
-    exported = cached and ((folder / "model.onnx").is_file() or
-                           (export_dir(fasteval_home(), content_hash(folder), dtype) / "model.onnx").is_file())
+    from ..static import is_static_folder
+
+    # a static model has nothing to export (model2vec embeds its table)
+    static = bool(spec and spec.static) or (cached and is_static_folder(folder))
+    exported = static or (cached and (
+        (folder / "model.onnx").is_file()
+        or (export_dir(fasteval_home(), content_hash(folder), dtype) / "model.onnx").is_file()))
     params = folder_params(folder) if cached else None
     if params is None and spec is not None and spec.params_m is not None:
         params = int(spec.params_m * 1e6)
@@ -154,7 +160,7 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     offline = source == "Hub" and not cached and hub_offline()
     return Needs(spec.name if spec else (path.name if source == "folder" else name), source, params, cached,
                  exported, gated=bool(spec and spec.gated), remote_code=bool(spec and spec.remote_code),
-                 prompts=prompts, dtype=dtype, memory=memory, offline=offline)
+                 prompts=prompts, dtype=dtype, memory=memory, offline=offline, static=static)
 
 
 def folder_prompts(folder: Path) -> list[str]:

@@ -38,6 +38,7 @@ class ModelSpec:
     gated: bool = False  # the Hub asks for a licence acceptance and a token
     source: PypiSource | None = None  # an offline source on PyPI
     params_m: float | None = None  # parameters, in millions, as its model card states them (rounded)
+    static: bool = False  # a static embedding model (a token table): model2vec embeds it, nothing is exported
 
     @property
     def model_id(self) -> str:
@@ -135,6 +136,20 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
 
 
 
+# Static embedding models people search with on a CPU (not the paper's: --model paper stays its 24), each a token
+# table model2vec embeds (models/static.py): by name with Hub access, their dimensions and sizes for the dry run.
+STATIC_MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in (
+    ModelSpec("potion-base-8M", "minishlab/potion-base-8M", "static", "mean", 256, True, params_m=7.6, static=True),
+    ModelSpec("potion-base-32M", "minishlab/potion-base-32M", "static", "mean", 512, True, params_m=32.3,
+              static=True),
+    ModelSpec("potion-retrieval-32M", "minishlab/potion-retrieval-32M", "static", "mean", 512, True, params_m=32.3,
+              static=True),
+    ModelSpec("static-retrieval-mrl-en-v1", "sentence-transformers/static-retrieval-mrl-en-v1", "static", "mean",
+              1024, False, params_m=31.3, static=True),
+    ModelSpec("static-similarity-mrl-multilingual-v1", "sentence-transformers/static-similarity-mrl-multilingual-v1",
+              "static", "mean", 1024, False, params_m=108.4, static=True),
+)}
+
 PAPER = "paper"  # --model paper: every model of the paper, in the registry's order
 
 
@@ -150,7 +165,7 @@ def expand_names(names: list[str]) -> list[str]:
 def find_spec(name: str) -> ModelSpec | None:
     """Look a model up by short name, Hugging Face id or paper model_id (case-insensitive)."""
     key = name.strip().lower()
-    for spec in REGISTRY.values():
+    for spec in (*REGISTRY.values(), *STATIC_MODELS.values()):
         if key in (spec.name.lower(), spec.hf_id.lower(), spec.model_id.lower()):
             return spec
     return None

@@ -50,15 +50,16 @@ def _at_least(version: str, floor: tuple[int, ...]) -> bool:
 
 
 def test_every_extra_resolves_in_one_run_within_the_limit_on_the_current_stack():
-    """All eight extras at once: transformers >= 5.3 (outside CVE-2026-4372's range), huggingface-hub >= 1.3,
+    """All nine extras at once: transformers >= 5.3 (outside CVE-2026-4372's range), huggingface-hub >= 1.3,
     sentence-transformers 6 and mteb 2.26 (issue 55: the export extra used to hold transformers below 4.58)."""
     names = _extras()
-    assert {"export", "report", "train", "ray", "mteb", "gpu", "stores", "test"} <= set(names)
+    assert {"export", "report", "train", "ray", "mteb", "gpu", "stores", "static", "test"} <= set(names)
     would, seconds = _resolve(names)
     assert _at_least(would["transformers"], (5, 3)), would["transformers"]
     assert _at_least(would["huggingface-hub"], (1, 3)), would["huggingface-hub"]
     assert _at_least(would["sentence-transformers"], (6,)) and _at_least(would["mteb"], (2, 26))
     assert "optimum-onnx" not in would and "onnxscript" in would and "ray" in would and "turbovec" in would
+    assert "model2vec" in would and "tokenlearn-static-model" in would
     assert any(name.startswith("nvidia-cudnn") for name in would), "the gpu extra: cuDNN's wheel, for preload_dlls"
     assert seconds < RESOLVE_LIMIT_S
 

@@ -41,6 +41,9 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
     a, b = (normalize_rows(np.stack([side[t] for t in texts]).astype(np.float64)) for side in (ref, cand))
     check_dimensions(reference, candidate, a.shape[1], b.shape[1])
     cos = np.einsum("ij,ij->i", a, b)
+    # a text both sides embed as the zero vector (a static model's empty text: no token to average) is embedded
+    # alike: the same vector, whatever its direction
+    cos[~a.any(axis=1) & ~b.any(axis=1)] = 1.0
     cosine = dict(zip(texts, cos.tolist()))
     out_groups = {}
     for g in groups:
