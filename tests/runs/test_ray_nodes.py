@@ -112,6 +112,8 @@ from pathlib import Path
 from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 from test_ray_nodes import loader
+# One Ray cluster at a time on this machine: under pytest-xdist both files run in one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("ray")
 spec = json.loads(sys.argv[1])
 jobs = [Job(m, exams=tuple(spec["exams"]), **({"bootstrap": spec["bootstrap"]} if "bootstrap" in spec else {}))
         for m in spec["models"]]
