@@ -34,6 +34,11 @@ _LAZY = {
     "ByteCounts": (".models.baselines", "ByteCounts"),
     "CharTrigrams": (".models.baselines", "CharTrigrams"),
     "surface_baselines": (".core.protocol.baselines", "surface_baselines"),
+    # the authors' published numbers for the paper's 24, and a run beside them (docs/published.md)
+    "published": (".core.published", "published"),
+    "published_model": (".core.published", "published_model"),
+    "place": (".core.published", "place"),
+    "reproduction": (".core.published", "reproduction"),
     # the types a library user holds: what evaluate, check, drift and load_result return, and what they raise
     "ModelResult": (".core.results.model", "ModelResult"),
     "CheckResult": (".core.exams.quantity_check", "CheckResult"),

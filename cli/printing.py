@@ -59,9 +59,7 @@ def print_table1_row(result, baselines=()) -> None:
 def published_text(result) -> str:
     """The run beside the authors' published numbers: the reproduction line of one of the paper's 24 (or why it has
     none to meet), and where its Table 1 tau sits among the 24 (empty when neither applies)."""
-    from ..core.published import beside
-
-    return "\n".join(f"  {line}" for line in beside(result).lines())
+    return "\n".join(f"  {line}" for line in result.beside_published().lines())
 
 
 def caveats_text(s: dict) -> str:

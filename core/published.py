@@ -107,8 +107,7 @@ def published_model(name: str) -> PublishedModel | None:
     folder or served id that ends in one of them (``models/all-MiniLM-L6-v2``); None for any other model."""
     tail = name.strip().rstrip("/").rsplit("/", 1)[-1]
     for model in published().values():
-        if name.strip() == model.hf_id or tail in (model.name, model.model_id) or tail.replace("-", "_") == \
-                model.model_id:
+        if name.strip() == model.hf_id or model.model_id in (tail, tail.replace("-", "_")) or tail == model.name:
             return model
     return None
 

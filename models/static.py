@@ -42,8 +42,8 @@ def is_static_folder(path: str | Path) -> bool:
     try:
         if modules.is_file():  # sentence-transformers' (model2vec writes one too): a StaticEmbedding [, Normalize]
             listed = read_json_file(modules)
-            kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else "" for m in listed] \
-                if isinstance(listed, list) else []
+            entries = listed if isinstance(listed, list) else []
+            kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] if isinstance(m, dict) else "" for m in entries]
             return bool(kinds) and kinds[0] == STATIC_MODULE and all(k == "Normalize" for k in kinds[1:])
         config = read_json_file(folder / "config.json") if (folder / "config.json").is_file() else None
         if not isinstance(config, dict) or config.get("model_type") not in (None, "model2vec"):

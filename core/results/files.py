@@ -18,7 +18,7 @@ def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
     payload = {"key": key, **to_jsonable(result)}
     for name, exam in result.exams.items():
         payload["exams"][name]["summary"] = exam.summary()
-    published = published_beside(result).to_json()
+    published = result.beside_published().to_json()
     if published:
         payload["published"] = published
     files = {RESULT_FILE: dumps(payload)}
@@ -27,13 +27,6 @@ def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
             files.update(e.files(result.exams[e.key], result.model_id))
     files.update(mteb)
     return files
-
-
-def published_beside(result: ModelResult):
-    """The run beside the authors' published numbers (``core.published.beside``)."""
-    from ..published import beside
-
-    return beside(result)
 
 
 def write_result(folder: Path, result: ModelResult, key: str) -> Path:

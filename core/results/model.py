@@ -43,6 +43,13 @@ class ModelResult:
         install), None where there was none."""
         return self.timings.get(ONE_TIME_COMPILATION)
 
+    def beside_published(self):
+        """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
+        reproduction where it is one of them, its place among them."""
+        from ..published import beside
+
+        return beside(self)
+
     def printouts(self) -> list[tuple[str, str]]:
         """Each exam's printout (the notebook's), in the exams' registry order: (title, text)."""
         from ..exams import registry

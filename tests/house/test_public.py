@@ -13,7 +13,8 @@ from fakes import TESTS
 
 ROOT = TESTS.parent
 PUBLIC = ["evaluate", "check", "drift", "save_receipt", "load_model", "model_folder", "result_files", "load_result",
-          "Encoder", "PhysScoreEvaluator", "ByteCounts", "CharTrigrams", "surface_baselines", "ModelResult",
+          "Encoder", "PhysScoreEvaluator", "ByteCounts", "CharTrigrams", "surface_baselines", "published",
+          "published_model", "place", "reproduction", "ModelResult",
           "CheckResult", "DriftReport", "EmbeddingTable", "Protocol",
           "FastevalError", "InputError", "ModelError", "SourceError", "OutputError", "ProtocolError", "mteb",
           "__version__"]

@@ -29,6 +29,9 @@ from fasteval.core.runs.sweep import run_sweep
 from fakes import TESTS, CountingEncoder
 from servers import free_port
 
+# One Ray cluster at a time on this machine: under pytest-xdist both files run in one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("ray")
+
 HERE = Path(__file__).resolve().parent
 RAY = Path(sys.executable).with_name("ray")
 JOBS = [Job("org/model-a", exams=(1, 2)), Job("org/model-b", exams=(1, 2))]
@@ -112,8 +115,6 @@ from pathlib import Path
 from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 from test_ray_nodes import loader
-# One Ray cluster at a time on this machine: under pytest-xdist both files run in one worker (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("ray")
 spec = json.loads(sys.argv[1])
 jobs = [Job(m, exams=tuple(spec["exams"]), **({"bootstrap": spec["bootstrap"]} if "bootstrap" in spec else {}))
         for m in spec["models"]]
