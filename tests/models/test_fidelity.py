@@ -12,7 +12,7 @@ import pytest
 
 from fasteval.core.embeddings import embed_groups
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fidelity")]  # one worker builds its fixtures
 
 
 class STReference:

@@ -16,7 +16,8 @@ import pytest
 from fakes import assert_same_summaries, run_cli
 from servers import GGUF_KINDS, SERVED_NAME, dense_twin, gguf_of, start_llama_server, started_or_failed
 
-pytestmark = pytest.mark.slow  # a real server and the real default model (both built once, then cached)
+pytestmark = [pytest.mark.slow,  # a real server and the real default model (both built once, then cached)
+              pytest.mark.xdist_group("llama")]  # one worker starts its servers (pytest-xdist)
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 

@@ -19,7 +19,8 @@ from fakes import assert_same_summaries, one_line_error, run_cli
 from servers import (PAPER_ROW, SERVED_NAME, cased_copy, dense_twin, free_port, pooled_copy, start_infinity,
                      started_or_failed)
 
-pytestmark = pytest.mark.slow  # a real server (infinity, its own virtual environment) and the real default model
+pytestmark = [pytest.mark.slow,  # a real server (infinity, its own virtual environment) and the real default model
+              pytest.mark.xdist_group("infinity")]  # one worker starts it (pytest-xdist)
 
 
 @pytest.fixture(scope="session")
@@ -135,11 +136,10 @@ def sweep(url, out, *extra, env=None):
 
 
 @pytest.fixture(scope="session")
-def local_result(minilm_folder, tmp_path_factory):
+def local_result(minilm_folder, minilm_home, tmp_path_factory):
     """Exams 1-3 of the default model's folder, run locally (ONNX), as results.json."""
-    home = tmp_path_factory.mktemp("home-local")
     out = tmp_path_factory.mktemp("local")
-    proc = sweep(str(minilm_folder), out, "--provider", "cpu", env={"FASTEVAL_HOME": str(home)})
+    proc = sweep(str(minilm_folder), out, "--provider", "cpu", env={"FASTEVAL_HOME": str(minilm_home)})
     assert proc.returncode == 0, proc.stderr
     return json.loads(next(out.glob("*/*/results.json")).read_text())
 
@@ -256,8 +256,8 @@ def test_a_dead_server_fails_its_model_and_the_sweep_goes_on(proxy, tiny_st_fold
     assert len(list((tmp_path / "out").glob("*/*/results.json"))) == 1, "the local model was done"
 
 
-def test_drift_of_the_folder_against_the_server_conforms(infinity, minilm_folder, tmp_path):
-    env = {"FASTEVAL_HOME": str(tmp_path / "home")}
+def test_drift_of_the_folder_against_the_server_conforms(infinity, minilm_folder, minilm_home, tmp_path):
+    env = {"FASTEVAL_HOME": str(minilm_home)}
     proc = run_cli(["drift", minilm_folder, infinity, "--json", "--fail-below", "0.9999", "--fail-on-collisions",
                     "--provider", "cpu", "--bootstrap", "200", "-q"], env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -275,14 +275,14 @@ def test_drift_of_the_folder_against_the_server_conforms(infinity, minilm_folder
     assert data["base64"]["endianness"] == "little" and data["base64"]["compared"] == 1, data["base64"]
 
 
-def test_a_tokenizer_that_lost_its_lowercasing_is_named(minilm_folder, tmp_path):
+def test_a_tokenizer_that_lost_its_lowercasing_is_named(minilm_folder, minilm_home, tmp_path):
     """infinity serving the default model with a tokenizer that no longer lowercases (its normalizer and its config
     told so): the accents and case groups drift, and the diagnosis names lowercase=off."""
     folder = cased_copy(minilm_folder, tmp_path / "all-MiniLM-L6-v2")
     (tmp_path / "work").mkdir()
     with started_or_failed(start_infinity(folder, tmp_path / "work")) as url:
         proc = run_cli(["drift", minilm_folder, url, "--json", "--provider", "cpu", "--bootstrap", "0",
-                        "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(tmp_path / "home")}, timeout=900)
+                        "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(minilm_home)}, timeout=900)
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert {"accents", "case"} <= {r.split()[0] for r in data["reasons"]}, data["reasons"]
@@ -290,7 +290,7 @@ def test_a_tokenizer_that_lost_its_lowercasing_is_named(minilm_folder, tmp_path)
     assert d["variant"] == "lowercase=off" and d["worst"] >= 0.999 and d["reference"] < 0.9, d
 
 
-def test_a_pooling_and_a_dropped_dense_layer_are_named_on_any_cpu(minilm_folder, tmp_path):
+def test_a_pooling_and_a_dropped_dense_layer_are_named_on_any_cpu(minilm_folder, minilm_home, tmp_path):
     """The misconfigurations llama.cpp's server is tested with (tests/models/test_llama_server.py), served by a
     server that runs on every CPU (the prebuilt llama-server dies of SIGILL on some): infinity serving MiniLM pooled
     by its CLS token is named pooling=cls; against a Dense twin of MiniLM (MiniLM with a Dense layer added),
@@ -302,7 +302,7 @@ def test_a_pooling_and_a_dropped_dense_layer_are_named_on_any_cpu(minilm_folder,
         (tmp_path / f"work{i}").mkdir()
         with started_or_failed(start_infinity(deployed, tmp_path / f"work{i}")) as url:
             proc = run_cli(["drift", reference, url, "--json", "--provider", "cpu", "--bootstrap", "0",
-                            "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(tmp_path / "home")}, timeout=900)
+                            "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(minilm_home)}, timeout=900)
         assert proc.returncode == 1, proc.stderr
         d = json.loads(proc.stdout)["diagnosis"]
         assert d["variant"] == named and d["worst"] >= 0.999 and d["reference"] < 0.9, d
