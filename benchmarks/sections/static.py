@@ -37,7 +37,7 @@ def bench_static(ctx: Ctx) -> list[Line]:
             started = time.perf_counter()
             proc = subprocess.run([*fasteval_cmd(), "sweep", "--model", str(folder), "--out", f"{home}/out",
                                    "--bootstrap", "0", "--quiet"], capture_output=True, text=True,
-                                  env={**ctx.env, "FASTEVAL_HOME": home}, timeout=600)
+                                  env={**ctx.env(), "FASTEVAL_HOME": home}, timeout=600)
             walls.append(time.perf_counter() - started)
             if proc.returncode != 0:
                 raise RuntimeError(proc.stderr[-500:])
