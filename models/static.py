@@ -10,7 +10,6 @@ version.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +18,6 @@ from .sources.bounds import read_json_file, read_tokenizer, safetensors_header
 
 if TYPE_CHECKING:
     import numpy as np
-
-log = logging.getLogger(__name__)
 
 # config.json fields of model2vec's own format (any one marks the folder, beside its table and tokenizer)
 MODEL2VEC_FIELDS = ("normalize", "embedding_dtype", "vocabulary_quantization", "hidden_dim", "apply_pca",
@@ -57,8 +54,7 @@ def is_static_folder(path: str | Path) -> bool:
 class StaticEncoder:
     """A static model as a fasteval encoder: ``encode(list[str]) -> float32 (n, dim)``, model2vec's own vectors."""
 
-    def __init__(self, folder: str | Path, *, name: str | None = None, source_sha256: str | None = None,
-                 batch_size: int = 1024, prompt: str = ""):
+    def __init__(self, folder: str | Path, *, name: str | None = None, batch_size: int = 1024, prompt: str = ""):
         try:
             import model2vec
             from model2vec import StaticModel
@@ -69,6 +65,11 @@ class StaticEncoder:
         self.name = name or self.folder.name
         self.prompt = str(prompt or "")
         self.batch_size = int(batch_size)
+        from .sources.folder import content_hash
+
+        # what the key names is what model2vec reads: hashed before, and again after (remembered by the files'
+        # stat signatures, so the second costs a stat a file unless a file changed meanwhile)
+        self._source_sha256 = content_hash(self.folder)
         try:
             self.model = StaticModel.from_pretrained(str(self.folder), force_download=False)
         except Exception as err:  # noqa: BLE001 - model2vec and safetensors raise many types
@@ -79,7 +80,9 @@ class StaticEncoder:
         self.tokenizer_ids = read_tokenizer(self.folder / "tokenizer.json")  # Exam 2's token ids, unpadded
         self.tokenizer_ids.no_padding()
         self.tokenizer_ids.no_truncation()
-        self._source_sha256 = source_sha256
+        if content_hash(self.folder) != self._source_sha256:
+            raise ModelError(f"{self.folder} changed while fasteval read it (its files no longer hash to what they "
+                             "hashed to a moment before).", "let whatever writes to the folder finish, then run again.")
         self._model2vec = model2vec.__version__
 
     @property
@@ -90,10 +93,6 @@ class StaticEncoder:
     def info(self) -> dict[str, Any]:
         """What changes its vectors: the table (the folder's content hash), model2vec's version, its normalisation
         and maximum length, the prompt."""
-        from .sources.folder import content_hash
-
-        if self._source_sha256 is None:
-            self._source_sha256 = content_hash(self.folder)
         return {"model": self.name, "source": str(self.folder), "kind": "static", "source_sha256":
                 self._source_sha256, "model2vec": self._model2vec, "normalize": bool(self.model.normalize),
                 "max_length": self.model.max_length, "embedding_dtype": str(self.model.embedding_dtype),

@@ -37,8 +37,12 @@ class Report:
     @property
     def joinable(self) -> list[tuple[str, str]]:
         """(what, what for) of each joinable output this report wrote (``JOINABLE``)."""
-        return [(shown, purpose) for where, shown, purpose in JOINABLE
-                if any(f == where or f.startswith(where) for f in self.files)]
+        return joinable_of(self.files)
+
+
+def joinable_of(files) -> list[tuple[str, str]]:
+    """(what, what for) of each of ``JOINABLE`` among ``files`` (a report's relative file names)."""
+    return [(shown, purpose) for where, shown, purpose in JOINABLE if any(f.startswith(where) for f in files)]
 
 
 def _comparison(entries: list[LoadedResult], resamples: int, notes: list[str]):
@@ -130,9 +134,7 @@ def build_report(results_dir: Path, out: Path | None = None, models: Iterable[st
                  if fig is not None]
     files.update({f.path: f.png for f in pngs})
     step(f"write {out}")
-    written = [(shown, purpose) for where, shown, purpose in JOINABLE
-               if any(f == where or f.startswith(where) for f in files)]
-    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings, written)
+    files[REPORT_HTML] = html_page(tables, pngs, entries, results_dir, warnings, joinable_of(files))
     write_output_folder(out, files, what="the report", marker=REPORT_HTML)
     return Report(out=out, entries=entries, tables={t.name: t for t in tables}, files=sorted(files),
                   warnings=warnings)

@@ -113,8 +113,13 @@ def is_normalized(result: ModelResult) -> bool:
     return bool(result.settings.get("normalize_quantities"))
 
 
+def paper_mains(entries: list[LoadedResult]) -> list[LoadedResult]:
+    """Each model's main run among the results of Exam 1 under the paper's protocol (a model once)."""
+    return [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
+
+
 def is_paper(result: ModelResult) -> bool:
-    return result.protocol in ("", P.PROTOCOL_VERSION)
+    return result.on_paper_protocol
 
 
 def protocol_name(result: ModelResult) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +95,7 @@ h2#sources+div.wide td:first-child{white-space:normal;min-width:10em}"""
 
 
 def html_page(tables: list[Table], pngs: list[Figure], entries: list[LoadedResult], root: Path,
-              warnings: list[str], joinable: list[tuple[str, str]] = ()) -> str:  # type: ignore[assignment]
+              warnings: list[str], joinable: Sequence[tuple[str, str]] = ()) -> str:
     """One page, no external assets: the tables as HTML, every PNG as a base64 data URI, and where the joinable
     files are (``joinable``: (file, what it is for))."""
     parts = [f"<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>fasteval report</title>"

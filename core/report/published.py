@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exams.geometry import table1_row
-from .entries import LoadedResult, by_model, is_paper
+from .entries import LoadedResult, paper_mains
 from .table import Table
 
 PUBLISHED = "published"
@@ -25,9 +25,9 @@ def published_rows() -> list[dict[str, Any]]:
 def among_published_table(entries: list[LoadedResult]) -> Table | None:
     """Table 1 of the paper's 24 (published) with each model's main run of the paper's protocol placed among them,
     sorted by τ (None without such a run)."""
-    from ..published import published_model
+    from ..published import SOURCE, published_model
 
-    runs = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
+    runs = paper_mains(entries)
     if not runs:
         return None
     rows = published_rows()
@@ -41,7 +41,8 @@ def among_published_table(entries: list[LoadedResult]) -> Table | None:
     return Table("published", "Table 1 among the paper's 24: the authors' published rows and this report's runs "
                  "(×100, sorted by τ)", ["model", "source", "group", "tau", "pacc", "avg"],
                  ["Model", "Source", "Group", "τ", "PACC", "AVG"], rows,
-                 note="published: the authors' notebook (github.com/flipz357/embed-and-measure, commit 1b41c0f), "
+                 note=f"published: the authors' notebook ({SOURCE['repository'].removeprefix('https://')}, commit "
+                      f"{SOURCE['commit'][:7]}), "
                       "Table 1 derived from its 20 Exam 1 cells with PROTOCOL.md 1.5's formula; this report: the "
                       "main run of each model here under the paper's protocol. Never a measurement of this report's "
                       "machine: the long table and the Every Eval Ever records hold the measured rows only.")
@@ -51,7 +52,7 @@ def published_breakdown_table(entries: list[LoadedResult]) -> Table | None:
     """Table 2 of the paper's 24 as published: each model's τ per quantity and per range (×100)."""
     from ..published import published
 
-    if not any("exam1" in e.result.exams and is_paper(e.result) for e in entries):
+    if not paper_mains(entries):
         return None
     models = list(published().values())
     parts = list(models[0].breakdown())
@@ -71,7 +72,7 @@ def published_figure(entries: list[LoadedResult]):
 
     from .plots import _figure, require_matplotlib
 
-    runs = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
+    runs = paper_mains(entries)
     if not runs:
         return None
     require_matplotlib()

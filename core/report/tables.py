@@ -15,7 +15,7 @@ from typing import Any
 from .. import protocol as P
 from ..exams.geometry import CellResult, Exam1Result, table1_row
 from .cross_tables import CROSS_TABLES
-from .entries import LoadedResult, by_model, is_paper
+from .entries import LoadedResult, by_model, paper_mains
 from .table import Number, Table, nan_to_none
 
 REPORT_DIR = "report"
@@ -165,7 +165,7 @@ def table2(entries: list[LoadedResult]) -> Table | None:
     """Per quantity and range, in the paper's order (meter, kilogram, liter, second; its ranges as Exam 1 prints
     them): mean, min, max of the cell tau x100 across models; AVG rows."""
     taus: dict[tuple[str, str], list[Fraction | float]] = {}
-    mains = [main for main, _ in by_model([e for e in entries if "exam1" in e.result.exams and is_paper(e.result)])]
+    mains = paper_mains(entries)
     for e in mains:  # a model once (its main run): another protocol's cells are not the paper's cells
         for cell in e.result.exams.get("exam1", Exam1Result("", [])).cells:
             taus.setdefault((cell.quantity, cell.range_name), []).append(_exact_tau(cell) * 100)

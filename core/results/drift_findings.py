@@ -363,9 +363,9 @@ class Collisions(Finding):
                              f"{c['candidate_cosine']:.4f}")
             else:
                 texts = list(dict.fromkeys(t for c in cluster for t in (c["text_a"], c["text_b"])))
-                lows = [min(c["reference_cosine"] for c in cluster), max(c["candidate_cosine"] for c in cluster)]
+                lowest = min(c["reference_cosine"] for c in cluster)
                 lines.append(f"    {len(texts)} texts collapse onto one vector ({len(cluster)} pairs; reference "
-                             f"cosines from {lows[0]:.3f}): " + ", ".join(shown_text(t) for t in texts[:6])
+                             f"cosines from {lowest:.3f}): " + ", ".join(shown_text(t) for t in texts[:6])
                              + (f" and {len(texts) - 6} more" if len(texts) > 6 else ""))
             shown += len(cluster)
         if self.collided > shown:

@@ -43,6 +43,13 @@ class ModelResult:
         install), None where there was none."""
         return self.timings.get(ONE_TIME_COMPILATION)
 
+    @property
+    def on_paper_protocol(self) -> bool:
+        """Whether it ran the paper's own protocol (what the authors' numbers and the paper's tables are about)."""
+        from ..protocol.paper import PROTOCOL_VERSION
+
+        return self.protocol in ("", PROTOCOL_VERSION)
+
     def beside_published(self):
         """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
         reproduction where it is one of them, its place among them."""

@@ -48,9 +48,6 @@ def vector_rungs(dim: int) -> list[Rung]:
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
 
 
-# BYTE_BUDGETS: the bytes a vector at which the ladder asks fewer dimensions, or fewer bits? (the bytes-matched view)
-
-
 def _bytes_matched(dim: int, have: set[tuple[int, str | None]], turbovec: bool
                    ) -> list[tuple[str, int | None, str | None]]:
     """The rungs that keep exactly each of BYTE_BUDGETS a vector, one a form (the floats' first N dimensions, or N

@@ -441,9 +441,7 @@ def _copied_from_cache(cached: Path, dest: Path, source_hash: str, dtype: str, r
     sha256, the same recipe for a derived one) was copied to ``dest``, an absent or empty ``--out`` folder: an
     export the cache holds is never made again."""
     info = export_info(cached)
-    if (info.get("source_sha256") != source_hash or info.get("dtype") != dtype or not (cached / "model.onnx").exists()
-            or info.get("onnx_sha256") not in (None, file_hash(cached / "model.onnx"))
-            or (recipe is not None and info.get("recipe", info.get("quantization")) != recipe)):
+    if not _intact(cached, info, source_hash, dtype) or (recipe is not None and _recipe(info) != recipe):
         return False
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         return False  # the caller says what is wrong with a folder that is in the way
@@ -453,6 +451,18 @@ def _copied_from_cache(cached: Path, dest: Path, source_hash: str, dtype: str, r
         shutil.copytree(cached, staging, dirs_exist_ok=True)
     log.info("copied the cached %s export to %s (made once, from the same files)", dtype, dest)
     return True
+
+
+def _intact(dest: Path, info: dict, source_hash: str, dtype: str) -> bool:
+    """Whether ``dest`` holds this export whole: its record names the source hash and dtype, and its graph is the
+    one the record's sha256 names."""
+    return (info.get("source_sha256") == source_hash and info.get("dtype") == dtype
+            and (dest / "model.onnx").exists() and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")))
+
+
+def _recipe(info: dict) -> Any:
+    """The recipe a derived export was made with (older records called int8's ``quantization``)."""
+    return info.get("recipe", info.get("quantization"))
 
 
 def _snapshot(folder: ModelFolder, source_hash: str, target: Path) -> ModelFolder:
@@ -550,9 +560,8 @@ def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: P
                                               recipe):
         return dest
     info = export_info(dest)
-    intact = (info.get("source_sha256") == source_hash and info.get("dtype") == dtype
-              and (dest / "model.onnx").exists() and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")))
-    if intact and info.get("recipe", info.get("quantization")) == recipe:
+    intact = _intact(dest, info, source_hash, dtype)
+    if intact and _recipe(info) == recipe:
         return dest
     if dest.exists():
         if out is not None and any(dest.iterdir()):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,16 +182,13 @@ def _module_path(root: Path, module: Any, modules_file: Path) -> Path:
     if not isinstance(rel, str):
         raise ModelError(f"{modules_file} gives a module the path {rel!r}, not a folder name.",
                          "repair or re-download the model folder.")
-    target = root / rel
-    inside = not Path(rel).is_absolute() and not os.path.normpath(rel).startswith("..")
+    target = root / rel  # an absolute rel replaces root: the check below refuses it as it refuses ../
     try:
         target.resolve().relative_to(root.resolve())
     except ValueError:
-        inside = False
-    if not inside:
         raise ModelError(f"{modules_file} sends the {module.get('type')} module to {rel!r}, outside the model "
                          "folder.", "keep every module's folder inside the model folder (sentence-transformers "
-                         "refuses such a path too).")
+                         "refuses such a path too).") from None
     return target
 
 
