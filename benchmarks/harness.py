@@ -137,7 +137,7 @@ class Ctx:
 
 
 def prepare(args) -> Ctx:
-    from fasteval.core.runs.bench import usable_cores
+    from fasteval.core.kernels import usable_cores
     from fasteval.models.loader import load_model
     from fasteval.core.io import fasteval_home
     from fasteval.models.sources.registry import source_folder

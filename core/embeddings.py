@@ -193,21 +193,19 @@ class EmbeddingTable:
         for text, i in self._index.items():
             yield text, self._rows[i]
 
-    def similarities(self, rows: Sequence[str], cols: Sequence[str] | None = None, metric: str = "cos",
-                     small: bool = False) -> np.ndarray:
+    def similarities(self, rows: Sequence[str], cols: Sequence[str] | None = None,
+                     metric: str = "cos") -> np.ndarray:
         """The similarity of each of ``rows`` to each of ``cols`` (None: ``rows`` themselves, exactly symmetric),
-        (len(rows), len(cols)) float32: the kernels' ``similarity_matrix`` of their vectors (``small``: numpy's, for a
-        few rows, no JIT to load). A table of a store's asymmetric scores answers with the store's scores."""
-        if small:
-            from .kernels.small import similarity_matrix as few
-            return few(self[list(rows)], None if cols is None else self[list(cols)], metric=metric)
-        from .kernels.similarity import similarity_matrix
+        (len(rows), len(cols)) float32: ``similarity_matrix`` of their vectors (numpy's for the exams' small grids, no
+        JIT to load; the kernels' for large ones: ``kernels.pick``). A table of a store's asymmetric scores answers
+        with the store's scores."""
+        from .kernels.pick import similarity_matrix
 
         return similarity_matrix(self[list(rows)], None if cols is None else self[list(cols)], metric=metric)
 
     def paired(self, a: Sequence[str], b: Sequence[str], metric: str = "cos") -> np.ndarray:
-        """The similarity of ``a[i]`` to ``b[i]``, (len(a),) float32 (the kernels' ``paired_similarity``)."""
-        from .kernels.similarity import paired_similarity
+        """The similarity of ``a[i]`` to ``b[i]``, (len(a),) float32 (``paired_similarity``, chosen as above)."""
+        from .kernels.pick import paired_similarity
 
         return paired_similarity(self[list(a)], self[list(b)], metric=metric)
 

@@ -273,7 +273,9 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     result = ModelResult(model=planned.name, model_id=P.model_id(planned.name), settings=dict(planned.settings),
                          protocol=planned.scoring.protocol.key, fasteval_version=__version__)
     timed = step_timer(on_step, result.timings)
-    warming = warm_up_in_background()  # numba loads its kernels while the encoder works
+    # the kernels a run reaches beyond numpy's small grids (the bootstrap's resamples), loaded beside the encoder
+    # where a core is spare, else after it
+    warming = warm_up_in_background(("kendall",) if planned.scoring.bootstrap and 1 in planned.scoring.exams else ())
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
                              concurrency=planned.view.concurrency, name=planned.name, on_added=checkpoint)

@@ -220,8 +220,8 @@ class StoredTable(EmbeddingTable):
         self._at = {t: k for k, t in enumerate(texts)}
         self._scores = np.ascontiguousarray(scores, dtype=np.float32)
 
-    def similarities(self, rows: Sequence[str], cols: Sequence[str] | None = None, metric: str = "cos",
-                     small: bool = False) -> np.ndarray:
+    def similarities(self, rows: Sequence[str], cols: Sequence[str] | None = None,
+                     metric: str = "cos") -> np.ndarray:
         at = [self._at[t] for t in rows]
         return self._scores[np.ix_(at, at if cols is None else [self._at[t] for t in cols])]
 

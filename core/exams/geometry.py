@@ -234,7 +234,7 @@ def run_exam1(table: EmbeddingTable, metric: str = "cos", keep_matrices: bool = 
     its variants to the reference variant."""
     from . import statistics as S
 
-    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.pick import kendall_tau_b_rows, pairwise_accuracy_rows
     from ..kernels.small import gaussian_smooth
 
     cells = P.protocol_cells(protocol)

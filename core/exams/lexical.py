@@ -73,7 +73,8 @@ def pair_labels() -> dict[str, dict[str, np.ndarray]]:
 
 def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | None]:
     """char_lev, token_lev (None without token ids) and num_dist over the 4,950 pairs."""
-    from ..kernels.levenshtein import encode_strings, levenshtein_all_pairs, pack_sequences
+    from ..kernels.pick import levenshtein_all_pairs
+    from ..kernels.sequences import encode_strings, pack_sequences
 
     items = P.exam2_items()
     values = np.array([it.value for it in items])
@@ -88,7 +89,7 @@ def pair_distances(token_ids: list[list[int]] | None) -> dict[str, np.ndarray | 
 
 def run_exam2(table: EmbeddingTable, token_ids: list[list[int]] | None, metric: str = "cos") -> Exam2Result:
     """tau-b = kendalltau(similarity, -distance) for every subset and reference (PROTOCOL.md 2.3)."""
-    from ..kernels.kendall import kendall_tau_b
+    from ..kernels.pick import kendall_tau_b
 
     texts = P.exam2_groups()[0]
     sims = table.similarities(texts, None, metric)

@@ -73,7 +73,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
 
     ``similarities``: (quantity, range) -> n x n similarity matrix, when Exam 1 computed them already.
     """
-    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    from ..kernels.pick import kendall_tau_b_rows, pairwise_accuracy_rows
     from ..kernels.ridge import fit_ridge_loo_batched, predict
 
     embeddings = {(c.quantity, c.range_name): table[c.texts] for c in P.exam1_cells()}

@@ -112,14 +112,14 @@ def resample_exam1(anchor_rows: list[np.ndarray], resamples: int,
 # --- variants ------------------------------------------------------------------------------------------------
 def strict_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """τ-b of the n - 1 non-anchor items' values against their similarity to the anchor (item 0)."""
-    from ..kernels.kendall import kendall_tau_b
+    from ..kernels.pick import kendall_tau_b
 
     return kendall_tau_b(values[1:], -np.asarray(matrix[0][1:], dtype=np.float64))
 
 
 def all_anchors_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """The mean over anchors a of τ-b(|v_o - v_a|, -S[a, o]) over the other items o (NaN rows left out)."""
-    from ..kernels.kendall import kendall_tau_b_rows
+    from ..kernels.pick import kendall_tau_b_rows
 
     values = np.asarray(values, dtype=np.float64)
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -133,7 +133,7 @@ def all_anchors_tau(values: np.ndarray, matrix: np.ndarray) -> float:
 
 def paper_tau(values: np.ndarray, matrix: np.ndarray) -> float:
     """The paper's cell τ (PROTOCOL.md 1.4): row 0, the anchor's self-pair included."""
-    from ..kernels.kendall import kendall_tau_b
+    from ..kernels.pick import kendall_tau_b
 
     return kendall_tau_b(values, -np.asarray(matrix[0], dtype=np.float64))
 

@@ -40,6 +40,25 @@ def _as_pair(x, y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def _as_row_pair(X, Y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """X and Y as contiguous float64 (m, n) rows that pair row by row; a 1-D side is one row, reused for every row
+    of the other."""
+    X = _as_float64(X, names[0])
+    Y = _as_float64(Y, names[1])
+    for a, name in ((X, names[0]), (Y, names[1])):
+        if a.ndim not in (1, 2):
+            raise InputError(f"{name} must be 1-D or 2-D, got shape {a.shape}.", "pass one row per vector.")
+    X2 = np.ascontiguousarray(np.atleast_2d(X))
+    Y2 = np.ascontiguousarray(np.atleast_2d(Y))
+    rows_ok = X2.shape[0] == Y2.shape[0] or X.ndim == 1 or Y.ndim == 1
+    if X2.shape[1] != Y2.shape[1] or not rows_ok:
+        raise InputError(
+            f"{names[0]} {X.shape} and {names[1]} {Y.shape} do not pair row by row.",
+            "pass arrays of the same shape (m, n), or one 1-D vector of length n to reuse for every row.",
+        )
+    return X2, Y2
+
+
 def _value_ties_code(value_ties: str) -> int:
     try:
         return VALUE_TIES[value_ties]

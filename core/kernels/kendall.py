@@ -13,9 +13,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..errors import InputError
 from ._threads import run_parallel
-from .inputs import VALUE_TIES, _as_float64, _as_pair, _value_ties_code  # noqa: F401 (VALUE_TIES re-exported)
+from .inputs import VALUE_TIES, _as_pair, _as_row_pair, _value_ties_code  # noqa: F401 (VALUE_TIES re-exported)
 
 __all__ = [
     "DIRECT_MAX_N",
@@ -355,19 +354,7 @@ def _statistic_rows(X, Y, code):
 
 # ----------------------------------------------------------------------------- public API
 def _rows_statistic(X, Y, names: tuple[str, str], code: int) -> np.ndarray:
-    X = _as_float64(X, names[0])
-    Y = _as_float64(Y, names[1])
-    for a, name in ((X, names[0]), (Y, names[1])):
-        if a.ndim not in (1, 2):
-            raise InputError(f"{name} must be 1-D or 2-D, got shape {a.shape}.", "pass one row per vector.")
-    X2 = np.ascontiguousarray(np.atleast_2d(X))
-    Y2 = np.ascontiguousarray(np.atleast_2d(Y))
-    rows_ok = X2.shape[0] == Y2.shape[0] or X.ndim == 1 or Y.ndim == 1
-    if X2.shape[1] != Y2.shape[1] or not rows_ok:
-        raise InputError(
-            f"{names[0]} {X.shape} and {names[1]} {Y.shape} do not pair row by row.",
-            "pass arrays of the same shape (m, n), or one 1-D vector of length n to reuse for every row.",
-        )
+    X2, Y2 = _as_row_pair(X, Y, names)
     if not X2.shape[0] or not Y2.shape[0]:
         return np.empty(0, dtype=np.float64)
     n = X2.shape[1]

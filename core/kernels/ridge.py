@@ -41,8 +41,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import float64, njit
-from numba.types import Tuple  # type: ignore[attr-defined]
 from scipy.linalg import lapack
 
 from ..errors import InputError
@@ -110,57 +108,59 @@ def _check_xy(X, y, label: str = "") -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-# ----------------------------------------------------------------------------- kernel
-@njit(
-    Tuple((float64[:, ::1], float64[:, :, ::1]))(
-        float64[:, ::1], float64[::1], float64[::1], float64[::1], float64[:, ::1]
-    ),
-    cache=True,
-)
-def _tridiagonal_inverse_forms(FT, t_diag, t_off, alphas, B):
-    """quad[a, i] = f_i' (T + alphas[a] I)^-1 f_i for the columns f_i of FT (m, n); sol[a] = (T + alphas[a] I)^-1 B.
-
-    T is the symmetric tridiagonal matrix with diagonal t_diag (m,) and off-diagonal t_off (m - 1,);
-    T + aI must be positive definite (it is for T = Z'KZ with K positive semi-definite and a > 0).
-    Factor T + aI = L diag(p) L' (L unit lower bidiagonal, multipliers mult); then
-    quad_i = sum_j (L^-1 f_i)_j^2 / p_j, computed one row of L^-1 FT at a time in O(n) memory.
-    """
-    m, n = FT.shape
-    k = alphas.shape[0]
-    r = B.shape[1]
-    quad = np.empty((k, n))
-    sol = np.empty((k, m, r))
-    for a in range(k):
-        alpha = alphas[a]
-        p = np.empty(m)
-        mult = np.empty(max(m - 1, 0))
-        p[0] = t_diag[0] + alpha
-        for j in range(1, m):
-            mult[j - 1] = t_off[j - 1] / p[j - 1]
-            p[j] = t_diag[j] + alpha - mult[j - 1] * t_off[j - 1]
-        w = np.empty(n)  # the current row of L^-1 FT
-        q = quad[a]
-        inv = 1.0 / p[0]
-        for i in range(n):
-            w[i] = FT[0, i]
-            q[i] = w[i] * w[i] * inv
-        for j in range(1, m):
-            lj = mult[j - 1]
-            inv = 1.0 / p[j]
-            for i in range(n):
-                wi = FT[j, i] - lj * w[i]
-                w[i] = wi
-                q[i] += wi * wi * inv
-        for c in range(r):
-            x = sol[a, :, c]
-            x[0] = B[0, c]
-            for j in range(1, m):
-                x[j] = B[j, c] - mult[j - 1] * x[j - 1]
-            for j in range(m):
-                x[j] /= p[j]
-            for j in range(m - 2, -1, -1):
-                x[j] -= mult[j] * x[j + 1]
+# ----------------------------------------------------------------------------- the inverse forms
+def _inverse_forms_numpy(FT, t_diag, t_off, alphas, B):
+    """``_ridge_jit._tridiagonal_inverse_forms`` in numpy for a stack of fits of one shape (FT (f, m, n), t_diag
+    (f, m), t_off (f, m - 1), B (f, m, r)) and every alpha at once: quad (f, k, n), sol (f, k, m, r). The same
+    recurrences and the same float64 operations in the same order, so the same bits; one step of the factor per
+    Python iteration, shared by the fits and alphas."""
+    f, m, n = FT.shape
+    a = alphas[None, :]  # (1, k)
+    p = np.empty((f, alphas.shape[0], m))
+    mult = np.empty((f, alphas.shape[0], max(m - 1, 0)))
+    p[:, :, 0] = t_diag[:, :1] + a
+    for j in range(1, m):
+        mult[:, :, j - 1] = t_off[:, j - 1:j] / p[:, :, j - 1]
+        p[:, :, j] = t_diag[:, j:j + 1] + a - mult[:, :, j - 1] * t_off[:, j - 1:j]
+    inv = 1.0 / p
+    w = np.broadcast_to(FT[:, None, 0], (f, alphas.shape[0], n))  # the current row of L^-1 FT
+    quad = w * w * inv[:, :, :1]
+    for j in range(1, m):
+        w = FT[:, None, j] - mult[:, :, j - 1:j] * w
+        quad += w * w * inv[:, :, j:j + 1]
+    sol = np.empty((f, alphas.shape[0], m, B.shape[2]))
+    sol[:, :, 0] = B[:, None, 0]
+    for j in range(1, m):
+        sol[:, :, j] = B[:, None, j] - mult[:, :, j - 1, None] * sol[:, :, j - 1]
+    sol /= p[:, :, :, None]
+    for j in range(m - 2, -1, -1):
+        sol[:, :, j] -= mult[:, :, j, None] * sol[:, :, j + 1]
     return quad, sol
+
+
+def _inverse_forms(fits: list[_Reduced], alphas: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(quad, sol) of every reduced fit: by numpy, a stack per shape, for fits of the exam's size (no JIT to load
+    for the paper's probe), by the JIT kernel above ``pick.RIDGE_STEPS_MAX``."""
+    from . import pick
+
+    out: list = [None] * len(fits)
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for i, r in enumerate(fits):
+        by_shape.setdefault(r.FT.shape, []).append(i)
+    for shape, idx in by_shape.items():
+        if pick.use_numpy(shape[0] * shape[1] * alphas.shape[0], pick.RIDGE_STEPS_MAX):
+            quad, sol = _inverse_forms_numpy(*(np.stack([getattr(fits[i], k) for i in idx])
+                                               for k in ("FT", "t_diag", "t_off")), alphas,
+                                             np.stack([fits[i].B for i in idx]))
+            for pos, i in enumerate(idx):
+                out[i] = quad[pos], sol[pos]
+        else:
+            from ._ridge_jit import _tridiagonal_inverse_forms
+
+            for i in idx:
+                r = fits[i]
+                out[i] = _tridiagonal_inverse_forms(r.FT, r.t_diag, r.t_off, alphas, r.B)
+    return out
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -196,8 +196,25 @@ def _select(loo_mse: np.ndarray) -> int:
     return best
 
 
-def _fit_one(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> RidgeFit:
-    """The closed-form LOO fit of one validated (X, y) over all alphas at once."""
+@dataclass
+class _Reduced:
+    """One validated fit, centred and reduced to tridiagonal form: what the inverse forms need (FT, t_diag, t_off,
+    B = FT @ [yc, 1]) and what finishes the fit."""
+
+    X: np.ndarray  # centred, float64
+    yc: np.ndarray
+    x_mean: np.ndarray
+    y_mean: float
+    out_dtype: np.dtype
+    Z: np.ndarray
+    FT: np.ndarray
+    t_diag: np.ndarray
+    t_off: np.ndarray
+    B: np.ndarray
+
+
+def _reduce(X: np.ndarray, y: np.ndarray) -> _Reduced:
+    """Centre one validated (X, y) and reduce its Gram (n <= d) or covariance matrix to tridiagonal form."""
     out_dtype = X.dtype if X.dtype.kind == "f" else np.dtype(np.float64)
     X = np.array(X, dtype=np.float64, order="C")  # a copy: centred in place below
     y = np.asarray(y, dtype=np.float64)
@@ -207,7 +224,6 @@ def _fit_one(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> RidgeFit:
     y_mean = y.mean()
     yc = y - y_mean
     targets = np.column_stack((yc, np.ones(n)))  # (n, 2): yc and the intercept column 1
-
     if n <= d:
         # Gram, as RidgeCV: X X' = Z T Z' (numpy hands a @ a.T to BLAS syrk). F = Z.
         t_diag, t_off, Z = _tridiagonalize(X @ X.T)
@@ -216,7 +232,13 @@ def _fit_one(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> RidgeFit:
         # Covariance: X'X = Z T Z'. F = P = X Z, built transposed so its rows are contiguous.
         t_diag, t_off, Z = _tridiagonalize(X.T @ X)
         FT = Z.T @ X.T
-    quad, sol = _tridiagonal_inverse_forms(FT, t_diag, t_off, alphas, FT @ targets)
+    return _Reduced(X, yc, x_mean, y_mean, out_dtype, Z, FT, t_diag, t_off, FT @ targets)
+
+
+def _finish(r: _Reduced, quad: np.ndarray, sol: np.ndarray, alphas: np.ndarray) -> RidgeFit:
+    """The LOO errors of every alpha from the inverse forms, the chosen alpha and its coefficients."""
+    n, d = r.X.shape
+    yc, FT = r.yc, r.FT
     # (k, n): F (T + aI)^-1 F' applied to yc and to 1, for every alpha.
     smooth_y = sol[:, :, 0] @ FT
     smooth_1 = sol[:, :, 1] @ FT
@@ -227,15 +249,21 @@ def _fit_one(X: np.ndarray, y: np.ndarray, alphas: np.ndarray) -> RidgeFit:
 
     loo_mse = np.mean(loo * loo, axis=1)
     j = _select(loo_mse)
-    coef = X.T @ smooth_y[j] if n <= d else Z @ sol[j, :, 0]
-    intercept = y_mean - x_mean @ coef
+    coef = r.X.T @ smooth_y[j] if n <= d else r.Z @ sol[j, :, 0]
+    intercept = r.y_mean - r.x_mean @ coef
     return RidgeFit(
-        coef=coef.astype(out_dtype, copy=False),
-        intercept=float(out_dtype.type(intercept)),
+        coef=coef.astype(r.out_dtype, copy=False),
+        intercept=float(r.out_dtype.type(intercept)),
         alpha=float(alphas[j]),
         alpha_index=j,
         loo_mse=loo_mse,
     )
+
+
+def _fit_all(checked: list[tuple[np.ndarray, np.ndarray]], alphas: np.ndarray) -> list[RidgeFit]:
+    """The closed-form LOO fits of validated (X, y) pairs over all alphas at once."""
+    reduced = [_reduce(X, y) for X, y in checked]
+    return [_finish(r, quad, sol, alphas) for r, (quad, sol) in zip(reduced, _inverse_forms(reduced, alphas))]
 
 
 def _one_blas_thread():
@@ -256,7 +284,7 @@ def fit_ridge_loo(X, y, alphas: Sequence[float]) -> RidgeFit:
     a = _check_alphas(alphas)
     X, y = _check_xy(X, y)
     with _one_blas_thread():
-        return _fit_one(X, y, a)
+        return _fit_all([(X, y)], a)[0]
 
 
 def fit_ridge_loo_batched(Xs: Sequence, ys: Sequence, alphas: Sequence[float]) -> list[RidgeFit]:
@@ -270,7 +298,7 @@ def fit_ridge_loo_batched(Xs: Sequence, ys: Sequence, alphas: Sequence[float]) -
         raise InputError(f"got {len(Xs)} design matrices but {len(ys)} target vectors.", "pass one y per X.")
     checked = [_check_xy(X, y, f"[{i}]") for i, (X, y) in enumerate(zip(Xs, ys))]
     with _one_blas_thread():
-        return [_fit_one(X, y, a) for X, y in checked]
+        return _fit_all(checked, a)
 
 
 def predict(fit: RidgeFit, X) -> np.ndarray:

@@ -19,9 +19,14 @@ import math
 import numpy as np
 
 from ..errors import InputError
-from .inputs import METRICS, VALUE_TIES, _as_embedding_pair, _as_pair, _metric_code, _value_ties_code
+from .sequences import PackedSequences, _check_packed
+from .inputs import METRICS, VALUE_TIES, _as_embedding_pair, _as_pair, _as_row_pair, _metric_code, _value_ties_code
 
-MAX_VALUES = 4096  # a statistic's values (C(4096, 2) = 8.4 M pairs)
+MAX_VALUES = 4096  # a statistic's values counted pair by pair (C(4096, 2) = 8.4 M pairs)
+SIGNS_MAX_N = 256  # one list's values counted pair by pair; above, by the O(n log n) count
+MAX_LIST = 1 << 20  # one list's values by the O(n log n) count
+MAX_LEV_WORK = 1 << 23  # the numpy distances' pairs x table cells
+MAX_PAIR_WORK = 1 << 22  # pair signs held at once by the row statistics (4 MiB a side)
 MAX_WORK = 1 << 22  # a similarity matrix's multiply-adds
 
 
@@ -32,49 +37,155 @@ def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n, k=1)
 
 
-def _signs(a: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """sign(a_j - a_i) by comparison, as the kernels count (an infinity is compared, never subtracted)."""
-    return (a[j] > a[i]).astype(np.int64) - (a[j] < a[i]).astype(np.int64)
+def _row_signs(a: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """sign(a[:, j] - a[:, i]) as int8 by comparison, as the kernels count (an infinity is compared, never
+    subtracted)."""
+    return (a[:, j] > a[:, i]).view(np.int8) - (a[:, j] < a[:, i]).view(np.int8)
 
 
-def _pair_signs(x, y, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """sign(x_j - x_i) and sign(y_j - y_i) over the pairs i < j of two vectors (validated as the kernels validate
-    them); None for n < 2 or a NaN on either side."""
-    x, y = _as_pair(x, y, names)
-    n = x.shape[0]
-    if n < 2 or np.isnan(x).any() or np.isnan(y).any():
-        return None
+def _rows_statistic(X, Y, names: tuple[str, str], statistic) -> np.ndarray:
+    """``statistic(dx, dy)`` of every row pair (the pair signs of X_r and Y_r over i < j), NaN for n < 2 or a row
+    with a NaN; rows in chunks of at most MAX_PAIR_WORK pair signs."""
+    X2, Y2 = _as_row_pair(X, Y, names)
+    m = max(X2.shape[0], Y2.shape[0]) if X2.shape[0] and Y2.shape[0] else 0
+    n = X2.shape[1]
+    out = np.full(m, np.nan)
+    if m == 0 or n < 2:
+        return out
+    X2, Y2 = np.broadcast_to(X2, (m, n)), np.broadcast_to(Y2, (m, n))
     i, j = _pairs(n)
-    return _signs(x, i, j), _signs(y, i, j)
+    rows = max(1, MAX_PAIR_WORK // len(i))
+    for r0 in range(0, m, rows):
+        x, y = X2[r0:r0 + rows], Y2[r0:r0 + rows]
+        ok = ~(np.isnan(x).any(axis=1) | np.isnan(y).any(axis=1))
+        if ok.any():
+            out[r0:r0 + rows][ok] = statistic(_row_signs(x[ok], i, j), _row_signs(y[ok], i, j))
+    return out
+
+
+def _tau_b(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """tau-b of rows of pair signs, from the exact integer counts and the kernels' float64 formula."""
+    total = dx.shape[1]
+    s = np.einsum("ij,ij->i", dx, dy, dtype=np.int64)
+    tx, ty = (dx == 0).sum(axis=1), (dy == 0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = s / np.sqrt((total - tx).astype(np.float64)) / np.sqrt((total - ty).astype(np.float64))
+    return np.where((tx == total) | (ty == total), np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
+
+
+def _pacc(code: int):
+    """PACC of rows of (value, score) pair signs, value ties scored as ``code`` says."""
+    def pacc(dv: np.ndarray, ds: np.ndarray) -> np.ndarray:
+        # pairs scored as v_i > v_j (right iff s_i < s_j): those, and with "as_greater" the equal ones
+        scored_greater = dv < 0 if code != VALUE_TIES["as_greater"] else dv <= 0
+        correct = ((dv > 0) & (ds < 0)).sum(axis=1) + (scored_greater & (ds > 0)).sum(axis=1)
+        pairs = (dv != 0).sum(axis=1) + ((dv == 0).sum(axis=1) if code != VALUE_TIES["skip"] else 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(pairs == 0, np.nan, correct / np.maximum(pairs, 1))
+    return pacc
+
+
+def kendall_tau_b_rows(X, Y) -> np.ndarray:
+    """``kendall.kendall_tau_b_rows``: tau-b of every row pair ((m, n) each, or one 1-D row reused)."""
+    return _rows_statistic(X, Y, ("X", "Y"), _tau_b)
+
+
+def pairwise_accuracy_rows(values, scores, value_ties: str = "wrong") -> np.ndarray:
+    """``kendall.pairwise_accuracy_rows``: PACC of every row pair, equal values scored as ``value_ties`` says."""
+    return _rows_statistic(values, scores, ("values", "scores"), _pacc(_value_ties_code(value_ties)))
 
 
 def kendall_tau_b(x, y) -> float:
     """``kendall.kendall_tau_b``: tau_b = S / sqrt(n0 - tx) / sqrt(n0 - ty), NaN for n < 2, a NaN or a constant
-    side."""
-    signs = _pair_signs(x, y, ("x", "y"))
-    if signs is None:
+    side. Up to SIGNS_MAX_N values from the pairs' signs; longer lists (Exam 2's 4,950 pairs) by Knight's
+    O(n log n) count (sort by x then y; S from the tie counts and the inversions of y)."""
+    x, y = _as_pair(x, y, ("x", "y"))
+    n = x.shape[0]
+    if n <= SIGNS_MAX_N:
+        return float(kendall_tau_b_rows(x, y)[0]) if n else float("nan")
+    if np.isnan(x).any() or np.isnan(y).any():
         return float("nan")
-    dx, dy = signs
-    s, tx, ty, total = int((dx * dy).sum()), int((dx == 0).sum()), int((dy == 0).sum()), len(dx)
+    if n > MAX_LIST:
+        raise InputError(f"{n} values are more than the numpy statistics take ({MAX_LIST}).",
+                         "use fasteval.core.kernels.kendall for long lists.")
+    order = np.lexsort((y, x))
+    xs, ys = x[order], y[order]
+    total = n * (n - 1) // 2
+    tx = _tie_pairs(xs == np.roll(xs, 1))
+    txy = _tie_pairs((xs == np.roll(xs, 1)) & (ys == np.roll(ys, 1)))
+    _, ranks, counts = np.unique(ys, return_inverse=True, return_counts=True)
+    ty = int((counts * (counts - 1) // 2).sum())
     if tx == total or ty == total:
         return float("nan")
+    s = total - tx - ty + txy - 2 * _inversions(ranks.astype(np.int64), len(counts))
     tau = s / np.sqrt(np.float64(total - tx)) / np.sqrt(np.float64(total - ty))
     return float(min(1.0, max(-1.0, tau)))
+
+
+def _tie_pairs(same_as_previous: np.ndarray) -> int:
+    """Pairs inside the runs of equal neighbours of a sorted vector (``same_as_previous[k]``: item k equals item
+    k - 1; item 0's flag is ignored)."""
+    starts = np.flatnonzero(~np.r_[False, same_as_previous[1:]])
+    runs = np.diff(np.r_[starts, len(same_as_previous)])
+    return int((runs * (runs - 1) // 2).sum())
+
+
+def _inversions(ranks: np.ndarray, k: int) -> int:
+    """#{i < j : ranks[i] > ranks[j]} of integer ranks in 0..k-1, by a bottom-up merge sort: at each level the
+    right half of every block counts the strictly larger items of its sorted left half (one searchsorted over
+    all blocks, kept apart by an offset per block)."""
+    n = ranks.shape[0]
+    size = 1 << max(n - 1, 1).bit_length()
+    a = np.full(size, k, dtype=np.int64)  # the padding ranks above every item and comes last: no inversion
+    a[:n] = ranks
+    inversions, width = 0, 1
+    while width < size:
+        blocks = a.reshape(-1, 2, width)
+        offset = (np.arange(blocks.shape[0], dtype=np.int64) * (k + 1))[:, None]
+        left = (blocks[:, 0, :] + offset).ravel()
+        at_most = np.searchsorted(left, (blocks[:, 1, :] + offset).ravel(), side="right").reshape(-1, width)
+        inversions += int((width - (at_most - offset // (k + 1) * width)).sum())
+        a = np.sort(a.reshape(-1, 2 * width), axis=1).ravel()
+        width *= 2
+    return inversions
 
 
 def pairwise_accuracy(values, scores, value_ties: str = "wrong") -> float:
     """``kendall.pairwise_accuracy``: the share of pairs whose smaller value has the strictly larger score, equal
     values scored as ``value_ties`` says ("wrong", "as_greater", "skip"); NaN for n < 2, a NaN, or no pair."""
-    code = _value_ties_code(value_ties)
-    signs = _pair_signs(values, scores, ("values", "scores"))
-    if signs is None:
-        return float("nan")
-    dv, ds = signs
-    # pairs scored as v_i > v_j (right iff s_i < s_j): those, and with "as_greater" the equal ones
-    scored_greater = dv < 0 if code != VALUE_TIES["as_greater"] else dv <= 0
-    correct = int(((dv > 0) & (ds < 0)).sum() + (scored_greater & (ds > 0)).sum())
-    pairs = int((dv != 0).sum()) + (int((dv == 0).sum()) if code != VALUE_TIES["skip"] else 0)
-    return float("nan") if pairs == 0 else correct / pairs
+    values, scores = _as_pair(values, scores, ("values", "scores"))
+    return float(pairwise_accuracy_rows(values, scores, value_ties)[0]) if len(values) else float("nan")
+
+
+def levenshtein_all_pairs(packed: PackedSequences) -> np.ndarray:
+    """``levenshtein.levenshtein_all_pairs``: the condensed int32 vector of lev(packed[i], packed[j]) for i < j
+    in order, by the textbook dynamic programme run for every pair at once (one row of the table per symbol of
+    the longest sequence; a row's insertions by a running minimum). Up to MAX_LEV_WORK pairs x cells."""
+    _check_packed(packed, "packed")
+    n, lengths = len(packed), packed.lengths
+    i, j = _pairs(n)
+    longest = int(lengths.max()) if n else 0
+    if len(i) * (longest + 1) ** 2 > MAX_LEV_WORK:
+        raise InputError(f"{len(i)} pairs of up to {longest} symbols are more than the numpy distances take.",
+                         "use fasteval.core.kernels.levenshtein for many or long sequences.")
+    table = np.full((n, longest), -1, dtype=np.int64)  # -1 pads: it is compared only beyond a sequence's end
+    table[np.repeat(np.arange(n), lengths), np.arange(packed.symbols.size) - np.repeat(packed.offsets[:-1],
+                                                                                         lengths)] = packed.symbols
+    a, b, len_a, len_b = table[i], table[j], lengths[i], lengths[j]
+    out = len_b.astype(np.int32)  # an empty left side: the right side's length
+    steps = np.arange(longest + 1, dtype=np.int64)
+    previous = np.broadcast_to(steps, (len(i), longest + 1))  # row 0: j insertions
+    for r in range(longest):
+        # best[:, k]: row r + 1 at column k without the insertions along the row; then the running minimum of
+        # best[t] + (k - t) over t <= k adds them
+        best = np.empty_like(previous)
+        best[:, 0] = r + 1
+        np.minimum(previous[:, :-1] + (a[:, r:r + 1] != b), previous[:, 1:] + 1, out=best[:, 1:])
+        current = np.minimum.accumulate(best - steps, axis=1) + steps
+        done = np.flatnonzero(len_a == r + 1)
+        out[done] = current[done, len_b[done]]
+        previous = current
+    return out
 
 
 def similarity_matrix(a, b=None, metric: str = "cos") -> np.ndarray:
@@ -95,6 +206,24 @@ def similarity_matrix(a, b=None, metric: str = "cos") -> np.ndarray:
             a64, b64 = _unit_rows(a64), _unit_rows(b64)
         out = a64 @ b64.T
     return out.astype(np.float32)
+
+
+def paired_similarity(a, b, metric: str = "cos") -> np.ndarray:
+    """``similarity.paired_similarity``: s_i = sim(a_i, b_i) as float32 (n,), the same sums as
+    ``similarity_matrix``."""
+    code = _metric_code(metric)
+    a, b = _as_embedding_pair(a, b, ("a", "b"))
+    if a.shape[0] != b.shape[0]:
+        raise InputError(f"a has {a.shape[0]} rows but b has {b.shape[0]}; paired similarity needs one b row per "
+                         "a row.", "pass the two sides of the same value list.")
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if code == METRICS["hamming"]:
+        return (1.0 - ((a64 > 0) != (b64 > 0)).sum(axis=1) / a.shape[1]).astype(np.float32)
+    if code == METRICS["l2"]:
+        return (-np.sqrt(((a64 - b64) ** 2).sum(axis=1))).astype(np.float32)
+    if code == METRICS["cos"]:
+        a64, b64 = _unit_rows(a64), _unit_rows(b64)
+    return np.einsum("ij,ij->i", a64, b64).astype(np.float32)
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:

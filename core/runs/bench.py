@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
+from ..kernels import usable_cores
 
 from ..errors import InputError
 
@@ -273,11 +274,6 @@ def machine_info() -> dict[str, Any]:
     return {"cpu": cpu, "simd": simd, "cores": cores, "ram_gib": None if ram is None else round(ram, 1),
             "load_1min": None if load is None else round(load, 2), "os": platform.platform(),
             "python": sys.version.split()[0], "versions": package_versions()}
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity), else the machine's count."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def write_bench_json(path, result: BenchResult) -> None:

@@ -63,7 +63,7 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
     if chosen.vectors is not None:
         table = chosen.vectors.apply(table, table1)
-    sims = table.similarities(list(candidates), [anchor], metric, small=True)[:, 0]
+    sims = table.similarities(list(candidates), [anchor], metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
     words = vector_words(chosen.vectors.keyed()) if chosen.vectors is not None else ""
     result = score_check(parsed_anchor, parsed, sims, model=view.name + (f" [{words}]" if words else ""),

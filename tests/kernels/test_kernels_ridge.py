@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 from sklearn.linear_model import RidgeCV
 
 from fasteval.core.errors import InputError
+from fasteval.core.kernels._ridge_jit import _tridiagonal_inverse_forms
 from fasteval.core.kernels.ridge import (
     TIE_RTOL,
     RidgeFit,
-    _tridiagonal_inverse_forms,
+    _inverse_forms_numpy,
     fit_ridge_loo,
     fit_ridge_loo_batched,
     predict,
@@ -154,6 +155,34 @@ def test_kernel_matches_dense_inverse(m, seed, alphas):
         inv = np.linalg.inv(T + alpha * np.eye(m))
         assert_close(quad[a], np.einsum("ji,jk,ki->i", FT, inv, FT), rtol=1e-8)
         assert_close(sol[a], inv @ B, rtol=1e-8)
+
+
+@given(st.integers(1, 30), st.integers(1, 3), st.integers(0, 2**32 - 1),
+       st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6))
+def test_numpy_forms_equal_the_kernel_to_the_bit(m, fits, seed, alphas):
+    # the numpy forms (the paper's probe, no JIT to load) and the kernel (large fits): one arithmetic, the same bits
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    t_diag = rng.uniform(0.5, 5.0, (fits, m))
+    t_off = rng.uniform(-0.2, 0.2, (fits, m - 1))
+    FT, B = rng.normal(size=(fits, m, n)), rng.normal(size=(fits, m, 2))
+    quad, sol = _inverse_forms_numpy(FT, t_diag, t_off, np.array(alphas), B)
+    for f in range(fits):
+        q, x = _tridiagonal_inverse_forms(FT[f], t_diag[f], t_off[f], np.array(alphas), B[f])
+        assert np.array_equal(quad[f], q) and np.array_equal(sol[f], x)
+
+
+def test_large_fits_take_the_kernel_and_give_what_numpy_gives(monkeypatch):
+    # one fit above pick.RIDGE_STEPS_MAX runs on the kernel; under a raised limit numpy gives the same fit
+    from fasteval.core.kernels import pick
+
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(40, 30)), rng.normal(size=40)
+    monkeypatch.setattr(pick, "RIDGE_STEPS_MAX", 0)
+    jit = fit_ridge_loo(X, y, PROBE_ALPHAS)
+    monkeypatch.setattr(pick, "RIDGE_STEPS_MAX", 1 << 40)
+    np_fit = fit_ridge_loo(X, y, PROBE_ALPHAS)
+    assert np.array_equal(jit.coef, np_fit.coef) and np.array_equal(jit.loo_mse, np_fit.loo_mse)
 
 
 # ----------------------------------------------------------------------------- fixed cases

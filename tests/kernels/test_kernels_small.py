@@ -1,8 +1,10 @@
-"""The numpy forms of the statistics and similarities for a handful of values (``kernels.small``, what
-``fasteval check`` scores with) against the JIT kernels: tau-b and PACC equal to the bit (the same integer counts,
+"""The numpy forms of the statistics, distances and similarities (``kernels.small``, what the exams' small grids
+and ``fasteval check`` run on, chosen by ``kernels.pick``) against the JIT kernels: tau-b (one list, pair by pair
+or by Knight's count, and by rows), PACC and the Levenshtein distances equal to the bit (the same integer counts,
 the same float64 operations), ties, infinities, -0.0, NaN, n < 2 and empty input included; the similarities
 within one float32 ulp (a float64 sum summed in another order can cross a rounding boundary), exactly equal where
-the sums are exact; bad input refused with the kernels' own line."""
+the sums are exact; bad input refused with the kernels' own line; ``pick`` choosing by size and giving the same
+numbers on either side of its limits."""
 from __future__ import annotations
 
 import math
@@ -13,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fasteval.core.errors import InputError
-from fasteval.core.kernels import kendall, similarity, small
-from test_kernels_kendall import VALUE_TIES, vector_pairs
+from fasteval.core.kernels import kendall, levenshtein, pick, similarity, small
+from test_kernels_kendall import VALUE_TIES, long_pairs, vector_pairs
 from test_kernels_similarity import embedding_pairs
 
 
@@ -33,6 +35,111 @@ def test_pacc_is_the_kernels_to_the_bit(pair, value_ties):
     values, scores = pair
     assert bits(small.pairwise_accuracy(values, scores, value_ties),
                 kendall.pairwise_accuracy(values, scores, value_ties))
+
+
+@given(pair=long_pairs(min_n=small.SIGNS_MAX_N + 1, max_n=3000))
+def test_long_tau_b_by_knights_count_is_the_kernels_to_the_bit(pair):
+    x, y = pair
+    assert bits(small.kendall_tau_b(x, y), kendall.kendall_tau_b(x, y))
+
+
+@st.composite
+def row_pairs(draw, max_rows=6, max_n=30):
+    """(m, n) rows of values with ties, infinities and NaN, or one side a single 1-D row."""
+    m, n = draw(st.integers(0, max_rows)), draw(st.integers(0, max_n))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    pool = np.array([0.0, -0.0, 1.0, 2.0, -3.5, math.inf, -math.inf, math.nan])
+
+    def one():
+        kind = draw(st.sampled_from(["ties", "normal", "special"]))
+        if kind == "ties":
+            return rng.integers(0, 3, (m, n)).astype(np.float64)
+        if kind == "normal":
+            return rng.standard_normal((m, n))
+        return rng.choice(pool, (m, n), p=[0.2, 0.1, 0.2, 0.2, 0.1, 0.08, 0.08, 0.04])
+
+    x, y = one(), one()
+    if m and draw(st.booleans()):
+        y = y[0]  # one row, reused for every row of x
+    return x, y
+
+
+@given(pair=row_pairs(), value_ties=st.sampled_from(sorted(VALUE_TIES)))
+def test_row_statistics_are_the_kernels_to_the_bit(pair, value_ties):
+    X, Y = pair
+    np.testing.assert_array_equal(small.kendall_tau_b_rows(X, Y), kendall.kendall_tau_b_rows(X, Y))
+    np.testing.assert_array_equal(small.pairwise_accuracy_rows(X, Y, value_ties),
+                                  kendall.pairwise_accuracy_rows(X, Y, value_ties))
+
+
+@st.composite
+def packed(draw):
+    """Strings over a small alphabet (many equal symbols, empty strings) or token id lists."""
+    n = draw(st.integers(0, 14))
+    if draw(st.booleans()):
+        strings = draw(st.lists(st.text(alphabet="ab1.-\u00e9", max_size=9), min_size=n, max_size=n))
+        return levenshtein.encode_strings(strings)
+    return levenshtein.pack_sequences(draw(st.lists(st.lists(st.integers(0, 4), max_size=7), min_size=n,
+                                                    max_size=n)))
+
+
+@given(seqs=packed())
+def test_levenshtein_all_pairs_is_the_kernels(seqs):
+    ours, theirs = small.levenshtein_all_pairs(seqs), levenshtein.levenshtein_all_pairs(seqs)
+    assert ours.dtype == theirs.dtype == np.int32
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_exam2_strings_and_a_pair_by_hand():
+    from fasteval.core import protocol as P
+
+    strings = levenshtein.encode_strings([it.text for it in P.exam2_items()])
+    np.testing.assert_array_equal(small.levenshtein_all_pairs(strings), levenshtein.levenshtein_all_pairs(strings))
+    # kitten -> sitting: 3 edits; "" -> "abc": 3; equal strings: 0
+    np.testing.assert_array_equal(small.levenshtein_all_pairs(levenshtein.encode_strings(
+        ["kitten", "sitting", "", "kitten"])), [3, 6, 0, 7, 3, 6])
+
+
+@given(pair=embedding_pairs(max_rows=10), metric=st.sampled_from(["cos", "dot", "l2", "hamming"]))
+def test_paired_similarities_are_the_kernels_within_one_float32_ulp(pair, metric):
+    a, b = pair
+    b = np.resize(b, a.shape).astype(np.float32)
+    ours, theirs = small.paired_similarity(a, b, metric), similarity.paired_similarity(a, b, metric)
+    assert ours.dtype == np.float32 and ours.shape == theirs.shape == (len(a),)
+    ulp = np.spacing(np.maximum(np.abs(ours), np.abs(theirs)))
+    assert (np.abs(ours.astype(np.float64) - theirs) <= ulp).all()
+
+
+@pytest.mark.parametrize("n", [pick.LIST_MAX, pick.LIST_MAX + 1])
+def test_pick_gives_one_tau_on_either_side_of_its_limit(n):
+    rng = np.random.default_rng(n)
+    x, y = rng.integers(0, 50, n).astype(np.float64), rng.standard_normal(n)
+    assert bits(pick.kendall_tau_b(x, y), kendall.kendall_tau_b(x, y))
+
+
+def test_pick_gives_the_same_rows_beyond_numpys_limit():
+    # 1,100 rows of 45 values: 1.1 M pair signs, past ROW_PAIRS_MAX, so the kernels; numpy's chunks agree
+    rng = np.random.default_rng(0)
+    X, Y = rng.integers(0, 9, (1100, 45)).astype(np.float64), rng.standard_normal((1100, 45))
+    assert pick._row_work(X, Y) > pick.ROW_PAIRS_MAX
+    np.testing.assert_array_equal(pick.kendall_tau_b_rows(X, Y), small.kendall_tau_b_rows(X, Y))
+    np.testing.assert_array_equal(pick.pairwise_accuracy_rows(X, Y, "skip"), small.pairwise_accuracy_rows(X, Y, "skip"))
+
+
+def test_a_sweep_without_a_bootstrap_never_imports_numba(tmp_path):
+    """The paper's exams at their size run on numpy: numba (and its kernels' load) stays out of the process."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from fasteval.core.plan import evaluate\n"
+            "class E:\n"
+            "    def encode(self, texts):\n"
+            "        return np.random.default_rng(len(texts)).standard_normal((len(texts), 16)).astype('float32')\n"
+            "r = evaluate(E(), bootstrap=0)\n"
+            "print(round(r.exams['exam1'].summary()['tau'], 6), 'numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == "False" and math.isfinite(float(out[0]))
 
 
 @pytest.mark.parametrize("x, y", [([], []), ([1.0], [2.0]), ([1.0, math.nan, 3.0], [1.0, 2.0, 3.0]),
@@ -84,7 +191,11 @@ def test_bad_embeddings_are_the_kernels_line(a, b, metric):
 
 def test_sizes_past_the_numpy_forms_are_refused():
     with pytest.raises(InputError, match="kernels.kendall"):
-        small.kendall_tau_b(np.arange(small.MAX_VALUES + 1.0), np.arange(small.MAX_VALUES + 1.0))
+        small.kendall_tau_b(np.arange(small.MAX_LIST + 1.0), np.arange(small.MAX_LIST + 1.0))
+    with pytest.raises(InputError, match="kernels.kendall"):
+        small.kendall_tau_b_rows(np.ones((1, small.MAX_VALUES + 1)), np.ones(small.MAX_VALUES + 1))
+    with pytest.raises(InputError, match="kernels.levenshtein"):
+        small.levenshtein_all_pairs(levenshtein.encode_strings(["a" * 200] * 200))
     with pytest.raises(InputError, match="kernels.similarity"):
         small.similarity_matrix(np.ones((2048, 1024)), np.ones((8, 1024)))
 

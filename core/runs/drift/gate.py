@@ -105,7 +105,8 @@ def drift(reference: Any, candidate: Any, *, texts: str | Path | None = None, co
                    step_timer(on_step, timings))
     if run.receipt:
         _check_receipt(run, extra)
-    warming = warm_up_in_background()  # numba loads the kernels while the encoders work
+    # the paired resamples of delta tau run on the kernels: loaded beside the encoders where a core is spare
+    warming = warm_up_in_background(("kendall",) if resamples else ())
     found = []
     for side, planned in zip(SIDES, plans):
         if side == "candidate":  # what the candidate is asked before its vectors are read
