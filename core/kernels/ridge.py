@@ -149,8 +149,9 @@ def _inverse_forms(fits: list[_Reduced], alphas: np.ndarray) -> list[tuple[np.nd
         by_shape.setdefault(r.FT.shape, []).append(i)
     for shape, idx in by_shape.items():
         if pick.use_numpy(shape[0] * shape[1] * alphas.shape[0], pick.RIDGE_STEPS_MAX):
-            quad, sol = _inverse_forms_numpy(*(np.stack([getattr(fits[i], k) for i in idx])
-                                               for k in ("FT", "t_diag", "t_off")), alphas,
+            quad, sol = _inverse_forms_numpy(np.stack([fits[i].FT for i in idx]),
+                                             np.stack([fits[i].t_diag for i in idx]),
+                                             np.stack([fits[i].t_off for i in idx]), alphas,
                                              np.stack([fits[i].B for i in idx]))
             for pos, i in enumerate(idx):
                 out[i] = quad[pos], sol[pos]
