@@ -80,19 +80,23 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
     sims = similarities or cell_similarities(table, metric)
     rows: list[Exam3Row] = []
     alphas_by_range: dict[str, list[float]] = {}
-    for range_name in P.RANGE_NAMES:
+    # Training sets: one pooled design matrix per (range, split), every probe fitted in one batched call.
+    splits_of = {r: [P.probe_split(len(P.range_values(r)), s) for s in range(P.PROBE_N_SPLITS)]
+                 for r in P.RANGE_NAMES}
+    Xs, ys = [], []
+    for range_name, splits in splits_of.items():
         values = P.range_values(range_name)
-        n = len(values)
-        splits = [P.probe_split(n, s) for s in range(P.PROBE_N_SPLITS)]
-        # Training sets: one pooled design matrix per split.
-        Xs, ys = [], []
         for _test, train in splits:
             a, b = _pairs(train)
             # float32 features, as the paper fed RidgeCV (which solves in float64, returns float32 coef).
             Xs.append(np.concatenate([np.abs(embeddings[(q, range_name)][a] - embeddings[(q, range_name)][b])
                                       for q in P.QUANTITIES]))
             ys.append(np.tile(np.log1p(np.abs(values[a] - values[b])), len(P.QUANTITIES)))
-        fits = fit_ridge_loo_batched(Xs, ys, P.PROBE_ALPHAS)
+    all_fits = fit_ridge_loo_batched(Xs, ys, P.PROBE_ALPHAS)
+    for k, range_name in enumerate(P.RANGE_NAMES):
+        values = P.range_values(range_name)
+        splits = splits_of[range_name]
+        fits = all_fits[k * P.PROBE_N_SPLITS:(k + 1) * P.PROBE_N_SPLITS]
         alphas_by_range[range_name] = [float(f.alpha) for f in fits]
         # Evaluation: rows = (quantity, split, anchor), columns = the other test items.
         dist_rows, probe_rows, sim_rows, keys = [], [], [], []

@@ -262,8 +262,18 @@ def _finish(r: _Reduced, quad: np.ndarray, sol: np.ndarray, alphas: np.ndarray) 
 
 
 def _fit_all(checked: list[tuple[np.ndarray, np.ndarray]], alphas: np.ndarray) -> list[RidgeFit]:
-    """The closed-form LOO fits of validated (X, y) pairs over all alphas at once."""
-    reduced = [_reduce(X, y) for X, y in checked]
+    """The closed-form LOO fits of validated (X, y) pairs over all alphas at once. The reductions (BLAS and LAPACK,
+    which release the GIL) run on a thread a usable core, each on one BLAS thread."""
+    from . import usable_cores
+
+    workers = min(usable_cores(), len(checked))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="fasteval-ridge") as pool:
+            reduced = list(pool.map(lambda xy: _reduce(*xy), checked))
+    else:
+        reduced = [_reduce(X, y) for X, y in checked]
     return [_finish(r, quad, sol, alphas) for r, (quad, sol) in zip(reduced, _inverse_forms(reduced, alphas))]
 
 

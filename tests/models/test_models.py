@@ -264,6 +264,63 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"
 
 
+def test_the_fp32_export_is_fused_validated_and_recorded(tiny_encoder):
+    """onnxscript's fusions kept in float32 (issue 67: 3): attention in onnxruntime's Attention, the layer norms with
+    their residuals in SkipLayerNormalization; recorded in fasteval_export.json; the validation against torch is the
+    fused graph's."""
+    import onnx
+
+    from fasteval.models.onnx import export as export_module
+
+    record = export_module.export_info(tiny_encoder.folder.path)
+    fused = record["fp32_fusions"]
+    assert fused["kept"] == "fused" and fused["rewriter"] == export_module.FP32_FUSIONS
+    assert fused["fusions"]["attention"] >= 1 and fused["fusions"]["skip_layer_normalization"] >= 1
+    ops = {(n.domain, n.op_type) for n in onnx.load(str(tiny_encoder.folder.onnx_file)).graph.node}
+    assert ("com.microsoft", "Attention") in ops and ("com.microsoft", "SkipLayerNormalization") in ops
+    assert record["format"] == export_module.EXPORT_FORMAT == 3
+    assert 0 <= record["validation"]["max_abs_diff"] <= record["validation"]["atol"]
+
+
+def test_a_rewriter_that_fails_leaves_the_graph_as_exported(tiny_st_folder, tiny_encoder, tmp_path, monkeypatch):
+    """The fusions are a speed-up: where onnxscript's rewriter fails (a failpoint raises inside it), the export keeps
+    torch.onnx's graph, says so in its record, and embeds what the fused graph embeds."""
+    import onnx
+
+    from fasteval.models.loader import load_model
+    from fasteval.models.onnx.export import export, export_info
+
+    monkeypatch.setenv("FASTEVAL_TEST_HOOK", "export-fusing:fail")
+    dest = export(load_folder(tiny_st_folder), tmp_path / "home")
+    monkeypatch.delenv("FASTEVAL_TEST_HOOK")
+    record = export_info(dest)
+    fusions = record["fp32_fusions"]
+    assert fusions["kept"] == "as exported" and "failpoint export-fusing" in fusions["why"]
+    ops = {n.op_type for n in onnx.load(str(dest / "model.onnx")).graph.node}
+    assert "Attention" not in ops and "MatMul" in ops
+    assert not list(dest.glob(".fused*")), "nothing of the failed attempt stays"
+    texts = ["2 kilometers", "2000 meters", "five meter"]
+    plain = load_model(str(dest), provider="cpu").encode(texts)
+    np.testing.assert_allclose(plain, tiny_encoder.encode(texts), atol=1e-5)
+
+
+def test_an_int8_made_from_another_fp32_graph_is_made_again(tiny_st_folder, tiny_encoder, fasteval_home):
+    """int8 is made from the fp32 graph: an entry made from another one (an unfused graph of an earlier fasteval) is
+    quantized again from today's, never reused under its recipe alone."""
+    import json
+
+    from fasteval.models.loader import load_model
+    from fasteval.models.onnx import export as export_module
+
+    int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
+    record_file = int8.folder.path / "fasteval_export.json"
+    record = json.loads(record_file.read_text())
+    record["made_from"] = "0" * 64  # the sha256 of a graph that is not today's fp32 export
+    record_file.write_text(json.dumps(record))
+    load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
+    assert export_module.export_info(int8.folder.path)["made_from"] == tiny_encoder.info["onnx_sha256"]
+
+
 def test_an_export_cached_by_optimum_is_reused_under_its_key(tiny_st_folder, tmp_path, monkeypatch):
     """A cache entry made before the export moved to torch.onnx (its record names Optimum, format 1) holds the same
     model's graph: it is reused as it is, nothing is exported again (issue 55)."""
