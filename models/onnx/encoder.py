@@ -135,6 +135,8 @@ class OnnxEncoder:
             if provider == "cuda" or self._graph_head:
                 return session, provider, True
         session, provider = open_session(onnx_file, self._requested_provider, self.threads)
+        if provider == "cpu" and self.identity.get("dtype") == "fp16":
+            _fp16_on_cpu(self.name)
         return session, provider, False
 
     @property
@@ -315,3 +317,18 @@ class OnnxEncoder:
             raise ModelError(f"{self.folder.path.name} produced NaN or infinite embeddings.",
                              "check the export (try fp32) or the model weights.")
         return out
+
+
+_FP16_ON_CPU_SAID: set[str] = set()
+
+
+def _fp16_on_cpu(name: str) -> None:
+    """One line (once a model and process) where an fp16 graph runs on the CPU: fp16 is a GPU dtype. Measured sane
+    here (onnxruntime 1.31 on an AVX-512 AMD EPYC: 1.0x fp32's time, every cosine to fp32 above 0.9999), it is kept
+    for what it is for (a local reference of a GPU fp16 deployment, drift), but onnxruntime 1.29 and later run fp16
+    Gemm natively on x86 CPUs, reported thousands of times slower on some (onnxruntime issue 32255)."""
+    if name not in _FP16_ON_CPU_SAID:
+        _FP16_ON_CPU_SAID.add(name)
+        log.warning("%s: its fp16 graph runs on the CPU, where fp16 is no faster than fp32 and onnxruntime 1.29+ can "
+                    "be far slower on some x86 CPUs; use --dtype fp32 on the CPU, fp16 on a GPU.", name)
+

@@ -415,3 +415,24 @@ def test_nan_model_output_is_one_line(tiny_st_folder, fasteval_home, tmp_path):
                env={"FASTEVAL_HOME": str(fasteval_home)})
     one_line_error(proc, "NaN", "Fix:")
     assert not out.exists() or not any(out.rglob("results.json"))
+
+
+def test_fp16_on_the_cpu_says_so_once(tiny_st_folder, tiny_encoder, fasteval_home, caplog, monkeypatch):
+    """fp16 is a GPU dtype (issue 67: 5): run on the CPU it embeds, with one warning line a model and process that
+    names the dtype and the fix; fp32 on the CPU says nothing."""
+    import logging
+
+    from fasteval.models.loader import load_model
+    from fasteval.models.onnx import encoder
+
+    monkeypatch.setattr(encoder, "_FP16_ON_CPU_SAID", set())  # this process may have run an fp16 test before
+
+    texts = ["2 kilometers", "2000 meters"]
+    with caplog.at_level(logging.WARNING):
+        load_model(str(tiny_st_folder), provider="cpu").encode(texts)
+        assert not [r for r in caplog.records if "fp16" in r.getMessage()]
+        for _ in range(2):
+            vectors = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16").encode(texts)
+    said = [r.getMessage() for r in caplog.records if "fp16 graph runs on the CPU" in r.getMessage()]
+    assert len(said) == 1 and "use --dtype fp32 on the CPU" in said[0]
+    np.testing.assert_allclose(vectors, tiny_encoder.encode(texts), atol=2e-2)
