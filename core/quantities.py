@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -44,9 +45,26 @@ CANONICAL_VERSION = "canonical-1"
 CANONICAL_UNITS = {"[length]": "meter", "[mass]": "kilogram", "[length] ** 3": "liter", "[time]": "second"}
 
 
-@lru_cache(maxsize=1)
+_REGISTRY_LOCK = threading.Lock()
+
+
 def registry():
-    """The program's one pint UnitRegistry (its definitions parsed once and cached on disk by pint)."""
+    """The program's one pint UnitRegistry (its definitions parsed once and cached on disk by pint), built once
+    even when a thread of ``load_registry_in_background`` builds it meanwhile."""
+    with _REGISTRY_LOCK:
+        return _registry()
+
+
+def load_registry_in_background() -> threading.Thread:
+    """Build the registry (~0.25 s: pint's import and definitions) in a daemon thread, beside work that leaves the
+    GIL free (onnxruntime opening a session); ``registry()`` waits for it."""
+    thread = threading.Thread(target=registry, name="fasteval-pint", daemon=True)
+    thread.start()
+    return thread
+
+
+@lru_cache(maxsize=1)
+def _registry():
     try:
         import pint
     except ImportError:  # pint is a dependency; this only guards a broken install

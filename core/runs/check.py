@@ -13,8 +13,8 @@ from ..vectors import vector_words
 
 def check_inputs(quantities: list[str] | None = None, file: str | Path | None = None) -> tuple[str, list[str]]:
     """The anchor and the candidates of ``fasteval check``, given as arguments or one a line in ``file`` ('#'
-    comments), read by pint before a model is loaded: InputError for both ways at once, for none, and for a text
-    ``check`` would refuse."""
+    comments): InputError for both ways at once and for none. ``check`` reads them with pint (before anything is
+    downloaded)."""
     from ..io import read_entries_file
 
     if quantities and file:
@@ -24,7 +24,6 @@ def check_inputs(quantities: list[str] | None = None, file: str | Path | None = 
     if not texts:
         raise InputError("fasteval check needs an anchor and one or more candidates.",
                          "pass them as arguments or with --file FILE (one a line, the anchor first).")
-    parse_check_inputs(texts[0], texts[1:])
     return texts[0], texts[1:]
 
 
@@ -44,23 +43,30 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     ``calibration`` score the vectors a store keeps (``core.vectors``; int8 is calibrated on the paper's Table 1
     texts, embedded too, unless ``calibration`` names others).
     """
+    from ...models.sources.registry import DEFAULT_MODEL, is_local
     from ..plan import plan, scoring
-    from ..quantities import canonical_text
+    from ..quantities import canonical_text, load_registry_in_background
 
     chosen = scoring(exams=(1,), similarity=similarity, bootstrap=0, dimensions=dimensions,
                      vector_quantization=vector_quantization, calibration=calibration)
     metric = chosen.similarity
-    parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
-    if encoder is None:
-        from ...models.sources.registry import DEFAULT_MODEL
-
-        encoder = DEFAULT_MODEL
+    encoder = DEFAULT_MODEL if encoder is None else encoder
+    # pint's registry (~0.25 s) loads while the model loads and onnxruntime opens its session (which leaves the GIL
+    # free); the texts are read before anything could be downloaded or asked of a server, and before the encoder
+    # is given their canonical forms
+    parsed_in_time = normalize_quantities or not (not isinstance(encoder, str) or is_local(encoder))
+    if parsed_in_time:
+        parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = plan(encoder, chosen, name=name, **load_options).view
+    if not parsed_in_time:
+        load_registry_in_background()
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
     table1 = chosen.table1_texts() if chosen.vectors is not None else []
     calibration_texts = [t for t in chosen.calibration_texts() if t not in texts]
     table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
+    if not parsed_in_time:
+        parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     if chosen.vectors is not None:
         table = chosen.vectors.apply(table, table1)
     sims = table.similarities(list(candidates), [anchor], metric)[:, 0]

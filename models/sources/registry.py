@@ -195,6 +195,19 @@ def is_cached(spec: ModelSpec) -> bool:
     return cache_folder(spec.hf_id).is_dir()
 
 
+def is_local(name: str) -> bool:
+    """Whether loading ``name`` reads this machine only: a folder, or a registry model or Hugging Face id fetched
+    before (nothing to download). False for anything else, a served model's URL and an unknown name included."""
+    try:
+        kind = source_kind(name)
+    except ModelError:
+        return False
+    if kind == "folder":
+        return True
+    spec = find_spec(name)
+    return cache_folder(spec.hf_id if spec is not None else name).is_dir()
+
+
 _HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 

@@ -126,6 +126,22 @@ def test_cli_check_bad_input_is_one_line_and_exit_2(args, fragment, tmp_path):
     one_line_error(proc, fragment, "Fix:")
 
 
+def test_check_reads_the_texts_before_a_download_and_after_a_local_load(tiny_st_folder, tiny_encoder, tmp_path,
+                                                                         fasteval_home):
+    """pint's registry loads beside a local model's session (issue 67: 2); a model still to download is never
+    fetched for texts pint refuses, and a local one (its export cached) refuses them in the same line."""
+    from fasteval.models.sources.registry import is_local
+
+    empty = tmp_path / "home"
+    assert is_local(str(tiny_st_folder))
+    for model, home in (("all-mpnet-base-v2", empty), (tiny_st_folder, fasteval_home)):
+        proc = run_cli(["check", "2 kilometers", "2000 meters", "2 blorps", "--model", model], timeout=300,
+                       env={"FASTEVAL_HOME": str(home)})
+        assert proc.returncode == 2
+        one_line_error(proc, "'2 blorps'", "Fix:")
+    assert not (empty / "models").exists() or not any((empty / "models").iterdir()), "nothing was fetched"
+
+
 def test_one_candidate_answers_how_similar_and_how_far(tiny_st_folder, fasteval_home):
     """"How similar are these two?" (refused before: "needs at least two candidates"): the similarity (numpy's
     cosine of sentence-transformers' embeddings) and the physical distance, no ranking, tau and PACC null."""
