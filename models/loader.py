@@ -5,7 +5,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.choices import BATCHINGS, public_model
+from ..core.choices import BATCHINGS, is_url, public_model
 from ..core.errors import ModelError
 from .onnx.encoder import OnnxEncoder
 from .onnx.export import export, export_info, load_export
@@ -50,9 +50,9 @@ def load_model(name: str = DEFAULT_MODEL, *, provider: str = "auto", dtype: str 
     ``encode``, none by default. ``URL[#MODEL]`` is a ServedEncoder (``fasteval.models.served``) with
     ``batch_size`` and the client options in ``served`` (``api_key_env``, ``concurrency``, ``timeout``,
     ``retries``, ``tokenizer``; local models ignore them)."""
-    from .served import ServedEncoder, is_url
-
     if is_url(name):
+        from .served import ServedEncoder
+
         if dtype != "fp32" or prompt_name or batching != BATCHINGS[0]:
             raise ModelError(f"--dtype, --prompt-name and --batching are the server's business for "
                              f"{public_model(name)}.",

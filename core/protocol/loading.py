@@ -280,8 +280,9 @@ def _range(spec: dict, k: int, fail, languages: dict, quantity_names: set[str]) 
         if not isinstance(spec["round"], int) or isinstance(spec["round"], bool):
             raise fail(f"{key}.round", f"{spec['round']!r} is not a whole number of decimals", "write round = 2")
         values = np.round(values, spec["round"])
-    if spec.get("unique"):
-        values = np.unique(values)
+    if spec.get("unique"):  # np.unique's sorted distinct values (without its import of numpy.ma: 15 ms a start)
+        values = np.sort(np.asarray(values, dtype=float))
+        values = values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
     if spec.get("integer"):
         values = values.astype(int)
     values = np.asarray(values).astype(float)

@@ -26,7 +26,6 @@ import numpy as np
 
 from ...core.errors import InputError, first_line
 from ...core.io import unpack_texts
-from ...core.results.drift_findings import VARIANT_NAME, VARIANT_SETTINGS
 
 MAGIC = "fasteval-receipt-1"
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")  # a receipt is an .npz, a zip: its first bytes say so
@@ -172,6 +171,8 @@ class ReceiptEncoder:
         """drift's diagnosis as this receipt recorded it: ``names``, ``texts``, ``rows(name, texts)`` (each
         variant's vectors of those texts); ``{"unavailable": why}`` where it recorded none; None for a receipt
         saved before receipts carried them."""
+        from ...core.results.drift_findings import VARIANT_NAME, VARIANT_SETTINGS  # (kept out of a plain run's start)
+
         said = self.meta.get("variants")
         if recorded is None:
             unavailable = said.get("unavailable") if isinstance(said, dict) else None
