@@ -52,7 +52,9 @@ def e2e_fidelity(f: dict[str, Any], r: dict[str, Any]) -> tuple[str, bool, dict[
                       "fasteval_table1": f["table1"], "reference_table1": r["table1"]}
 
 
-SWEEP_OVER_EMBEDDING = 1.25  # the floor the cold sweep is held to: its wall against its own embedding
+SWEEP_OVER_EMBEDDING = 1.3  # the floor the cold sweep is held to: its wall against its own embedding (issue 67)
+SWEEP_OVER_REFERENCE = 4.5  # the cold sweep against the reference pipeline (issue 67, on every 2-core CPU met)
+EMBED_OVER_ST = 1.6  # the embedding inside the sweep against sentence-transformers on the same texts (issue 67)
 
 
 def bench_e2e(ctx: Ctx) -> list[Line]:
@@ -99,7 +101,7 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
     lines = [Line("e2e", f"whole sweep, 3 exams, cold process, embeddings computed, paper batching, no bootstrap "
                   f"({ctx.args.provider})", med(tf), med(tr),
                   f"reference/sweep.py (sentence-transformers {ctx.peer_device}, scipy, RapidFuzz, RidgeCV)",
-                  text, ok, 5.0, "whole sweep >= 5x the reference", detail)]
+                  text, ok, SWEEP_OVER_REFERENCE, f"whole sweep >= {SWEEP_OVER_REFERENCE}x the reference", detail)]
     # The floor: the same cold runs' wall against their own embedding (start-up, load, exams and writing on top)
     embed = med([p["embed"] for p in phases_f])
     on_top = {k: med([p[k] for p in phases_f]) for k in phases_f[0] if k != "embed"}
@@ -110,9 +112,38 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
                       + f" + start-up, model load and writing {rest:.2f}", None, None,
                       f"cold sweep <= {SWEEP_OVER_EMBEDDING}x its embedding ({SWEEP_OVER_EMBEDDING * embed:.2f} s)",
                       {"embed": embed, "on_top": on_top, "rest": rest}, limit_s=SWEEP_OVER_EMBEDDING * embed))
+    lines.append(embedding_against_st(ctx, [p["embed"] for p in phases_f], runs))
     if ctx.args.provider != "cpu":
         lines.append(cells_against_cpu(ctx))
     return lines
+
+
+def embedding_against_st(ctx: Ctx, inside: list[float], runs: int) -> Line:
+    """The sweep's own embedding (its "embed" step, cold processes above) against sentence-transformers on torch
+    encoding the very same encode calls (the sweep's groups, batch 32, the same threads), warm, in this process:
+    the lead the embedding keeps inside a sweep."""
+    import numpy as np
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from fasteval.core.plan import plan, scoring
+    from fasteval.models.loader import load_model
+
+    groups = plan(load_model(ctx.model, provider=ctx.args.provider), scoring(bootstrap=0)).groups()
+    texts = len({t for g in groups for t in g})
+    torch.set_num_threads(ctx.threads)
+    st = SentenceTransformer(str(ctx.folder), device=ctx.peer_device).float()
+    st.encode(groups[0][:32], batch_size=32)  # warm-up
+    peer = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for g in groups:
+            np.asarray(st.encode(list(g), batch_size=32))
+        peer.append(time.perf_counter() - start)
+    return Line("e2e", f"the embedding inside the cold sweep ({texts} distinct texts, {len(groups)} encode calls, "
+                f"{ctx.threads} threads) against sentence-transformers encoding the same calls (warm)", med(inside),
+                med(peer), f"sentence-transformers {ctx.peer_device} (torch), batch 32", "", None, EMBED_OVER_ST,
+                f"embedding inside a sweep >= {EMBED_OVER_ST}x sentence-transformers", {"inside": inside, "peer": peer})
 
 
 def cells_against_cpu(ctx: Ctx) -> Line:

@@ -343,7 +343,21 @@ def _fuse_fp32(staging: Path, large: bool, validated: Any) -> dict:
             "max_abs_diff": worst}
 
 
-def _torch_export(folder: ModelFolder, staging: Path) -> dict:
+class _Phases:
+    """Where an export's time goes: each phase's seconds, in order (recorded as ``seconds`` in
+    fasteval_export.json; benchmarks/sections/export.py reads them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._at = time.perf_counter()
+
+    def done(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(self.seconds.get(phase, 0.0) + now - self._at, 3)
+        self._at = now
+
+
+def _torch_export(folder: ModelFolder, staging: Path, phases: _Phases) -> dict:
     """The transformer of ``folder`` as ``staging/model.onnx`` through torch.onnx.export (dynamo): dynamic batch and
     sequence axes, inputs as the model takes them, output ``last_hidden_state``; weights of a model over 2 GB in
     ``model.onnx.data`` beside it. Validated against the torch model on the sample texts; returns the record."""
@@ -351,15 +365,18 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
     import onnxruntime
     import torch
 
+    phases.done("import torch")
     model = _load_torch_model(folder)
     wrapped, names = _last_hidden_state(model)
     feed = _sample_feed(folder, staging / "model.onnx", names)
     inputs = tuple(torch.from_numpy(feed[name]) for name in names)
+    phases.done("load the model")
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
     program = torch.onnx.export(wrapped, inputs, dynamo=True, verbose=False, input_names=names,
                                 output_names=["last_hidden_state"],
                                 dynamic_shapes={name: {0: batch, 1: sequence} for name in names})
     assert program is not None  # dynamo=True always returns the program
+    phases.done("torch.onnx.export")
     # torch's exporter records each node's stack trace (this file's path and line numbers, the site-packages
     # path) and module path: the same model's bytes, and so its sha256 and every result key, would depend on where
     # fasteval is installed and on edits to this file. The graph without them, the same on every machine.
@@ -368,6 +385,7 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
     ClearMetadataAndDocStringPass()(program.model)
     large = sum(p.numel() * p.element_size() for p in model.parameters()) >= 2 ** 31
     program.save(str(staging / "model.onnx"), external_data=large)
+    phases.done("save")
     with torch.no_grad():
         expected = wrapped(*inputs).numpy()
     real = feed["attention_mask"].astype(bool)  # padding positions are pooled away; decoders leave them free
@@ -391,7 +409,9 @@ def _torch_export(folder: ModelFolder, staging: Path) -> dict:
         return worst
 
     worst = validated(staging / "model.onnx")
+    phases.done("validate")
     fused = _fuse_fp32(staging, large, validated)
+    phases.done("fuse and validate")
     if isinstance(fused.get("max_abs_diff"), float):
         worst = fused.pop("max_abs_diff")
     opset = next((e.version for e in program.model_proto.opset_import if e.domain in ("", "ai.onnx")), None)
@@ -444,6 +464,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     read_tokenizer(folder.tokenizer_file)
     log.info("exporting %s to ONNX (%s) with torch.onnx, once; written to %s", folder.path.name, dtype, dest)
     started = time.perf_counter()
+    phases = _Phases()
     if dest.exists():
         if out is None:  # another process finished this very export meanwhile (a shared cache): take it
             return export(folder, cache_root, dtype)
@@ -453,12 +474,13 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
             # the export reads its own copy of what was hashed: a folder that changes meanwhile (an editor's save, a
             # git checkout, a re-download) cannot put another model's graph under this hash
             source = _snapshot(folder, source_hash, staging / ".source")
+            phases.done("copy the source")
             failpoint("export-reading")
             weights = source.transformer_path
             if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
                 _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle: one line, not a trace
             with _quiet_exporters():
-                record = _torch_export(source, staging)
+                record = _torch_export(source, staging, phases)
             _copy_st_files(source, staging)
             shutil.rmtree(staging / ".source")
         except FastevalError:
@@ -473,6 +495,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
                              "folder (model.onnx + tokenizer.json).") from None
         info = {"format": EXPORT_FORMAT, "source": str(folder.path), "source_sha256": source_hash,
                 "dtype": dtype, **record, "onnx_sha256": sha256_of_file(staging / "model.onnx")}
+        phases.done("configs and hash")
+        info["seconds"] = phases.seconds
         (staging / "fasteval_export.json").write_text(json.dumps(info, indent=2))
     log.info("exported %s in %.1f s (once: later runs read the cached export)", folder.path.name,
              time.perf_counter() - started)
