@@ -31,8 +31,19 @@ from .failpoints import failpoint
 RESULT_FILE = "results.json"  # one result folder's main file (core/results reads and writes it)
 MAX_RESULT_BYTES = 256 * 2**20  # a JSON file fasteval reads back (a protocol result with every heatmap: a few MB)
 
+_PLAIN = (str, int, bool, type(None))
+
+
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None."""
+    """Dataclasses, numpy scalars/arrays, tuples -> plain JSON types; NaN and inf -> None. (Exact plain types are
+    answered first: a result's heatmaps are tens of thousands of floats.)"""
+    kind = type(obj)
+    if kind is float:
+        return obj if math.isfinite(obj) else None
+    if kind in _PLAIN:
+        return obj
+    if kind is list:
+        return [to_jsonable(v) for v in obj]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
