@@ -47,7 +47,8 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     graph = onnx.load(str(fp32.folder.onnx_file), load_external_data=False).graph
     made_by = {out: node.op_type for node in graph.node for out in node.output}
     down = [n.name for n in graph.node if n.op_type == "MatMul" and (
-        made_by.get(n.input[0]) in ("Gelu", "FastGelu")  # torch.onnx's graphs: the activation's own op
+        # torch.onnx's graphs: the activation's own op (BiasGelu where the fp32 fusions joined it to its bias)
+        made_by.get(n.input[0]) in ("Gelu", "FastGelu", "BiasGelu")
         or ("/output/dense/" in n.name and "/attention/" not in n.name))]  # Optimum's names
     folder = ctx.tmp / f"int8-ffn-fp32-{name}"
     shutil.rmtree(folder, ignore_errors=True)
