@@ -146,13 +146,13 @@ class _StageLines:
         self.name = None
 
     def next_model(self, result=None) -> None:
-        """The last stage's line, then what was one-time work (numba compiling the kernels while the model
-        embedded: the first run after an install) apart from the embedding."""
+        """The last stage's line, then what was one-time work (numba compiling the kernels a bootstrap needs: the
+        first run after an install) apart from the steps."""
         self.done()
         compiled = result.one_time_seconds if result is not None else None
         if self.on and compiled:
-            typer.echo(f"fasteval:   (one-time: numba compiled the kernels in {compiled:.2f} s alongside the "
-                       "embedding, once per install; later runs load them from its cache)", err=True)
+            typer.echo(f"fasteval:   (one-time: numba compiled the kernels in {compiled:.2f} s, once per install; "
+                       "later runs load them from its cache)", err=True)
         self.model += 1
 
 

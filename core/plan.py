@@ -280,7 +280,7 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
                              concurrency=planned.view.concurrency, name=planned.name, on_added=checkpoint)
     warming.join()
-    if warming.compiled:  # the first run after an install: numba compiled the kernels alongside the embedding
+    if warming.compiled:  # the first run after an install: numba compiled the kernels (beside or after the embedding)
         result.timings[ONE_TIME_COMPILATION] = warming.seconds
     result.exams = score(planned, table, on_step, result.timings)
     if planned.view.usage is not None:  # a served model: what it sent and got

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..io import RESULT_FILE  # noqa: F401 (re-exported: the results room's file name)
 
-# The timing of one-time work done alongside a step (numba compiling the kernels during "embed", once per
+# The timing of one-time work done beside the steps (numba compiling the kernels a bootstrap needs, once per
 # install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.
 ONE_TIME_COMPILATION = "kernel_compilation_once"
 
@@ -39,7 +39,7 @@ class ModelResult:
 
     @property
     def one_time_seconds(self) -> float | None:
-        """The seconds of one-time work done alongside the embedding (numba compiling the kernels, once per
+        """The seconds of one-time work done beside the steps (numba compiling the kernels, once per
         install), None where there was none."""
         return self.timings.get(ONE_TIME_COMPILATION)
 

@@ -91,8 +91,11 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     assert data["base64"]["endianness"] == "little", data["base64"]  # its base64 answers are its float ones
     # llama.cpp counts the tokens MiniLM's tokenizer counts ([CLS] and [SEP] included), text by text
     assert data["token_counts"]["compared"] >= 8 and data["token_counts"]["differ"] == 0, data["token_counts"]
-    # its drift (Hangul, a longer context) is no usual misconfiguration of the reference, and the diagnosis says so
-    assert data["diagnosis"]["variant"] is None and data["diagnosis"]["closest"], data["diagnosis"]
+    # its drift (Hangul, a longer context) is no usual misconfiguration of the reference, and the diagnosis says so:
+    # no variant explains it, and one is named the closest only where it comes closer than the reference's own
+    # settings (here none does on the fused graph's variants: fp16 is 1.3e-5 closer, below the 1e-4 that counts)
+    d = data["diagnosis"]
+    assert d["variant"] is None and (d["closest"] is None or d["worst"] > d["reference"]), d
     # ggml's and onnxruntime's last float bits differ (ggml's by instruction set too): a few near-ties flip
     assert abs(data["delta_tau"]) < 0.5 and len(data["cells_changed"]) <= 8
     # as a person reads it: the verdict first, then the reasons, and the --accept that gates the rest
@@ -158,7 +161,9 @@ def test_a_changed_tokenizer_is_caught_and_named(llama, minilm_folder, home):
     assert example["reference_ids"] != example["candidate_ids"]
     assert data["collisions"], "accented words become one [UNK] vector: texts the reference keeps apart collide"
     # the diagnosis: the reference with its lowercasing off comes closest (llama.cpp's own differences, Hangul and
-    # a longer context, keep it from conforming on every text: they are not accepted here)
+    # a longer context, keep it from conforming on every text: they are not accepted here). It conformed on the 8
+    # worst texts and so was compared on all 96, its worst lower than a pair compared on the 8 alone (lowercase off
+    # with int8 weights, whose rounding happened to come closer on them): the closest is chosen on the 8 all share.
     d = data["diagnosis"]
     assert d["variant"] is None and d["closest"] == "lowercase=off" and d["reference"] < 0.1, d
     assert d["tried"][0]["variant"] == "lowercase=off" and d["tried"][0]["mean"] > 0.999, d["tried"][0]

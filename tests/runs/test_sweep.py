@@ -187,12 +187,17 @@ def test_a_served_run_is_labelled_by_where_it_is_served():
 
 def test_stage_lines_say_what_was_one_time(tiny_st_folder, tiny_encoder, fasteval_home, tmp_path):
     """A first sweep's "embed" line included numba compiling the kernels (14.97 s against 1.60 s warm) without
-    saying so: with numba's cache empty, a line says the compilation was one-time work alongside the embedding;
-    the next run, which loads the kernels from the cache, prints no such line."""
+    saying so: with numba's cache empty, a sweep whose bootstrap needs the kernels says the compilation was one-time
+    work (beside the embedding where a core is spare, after it on two); the next run, which loads the kernels from
+    the cache, prints no such line. A sweep without a bootstrap compiles nothing (the exams' sizes run on numpy)."""
     env = {**os.environ, "FASTEVAL_HOME": str(fasteval_home), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    cmd = [sys.executable, "-c", "from fasteval.cli.main import main; main()", "sweep", "--model",
-           str(tiny_st_folder), "--out", str(tmp_path / "r"), "--exams", "1", "--bootstrap", "0",
-           "--provider", "cpu", "--overwrite", "always"]
+    base = [sys.executable, "-c", "from fasteval.cli.main import main; main()", "sweep", "--model",
+            str(tiny_st_folder), "--out", str(tmp_path / "r"), "--exams", "1", "--provider", "cpu", "--overwrite",
+            "always"]
+    cmd = [*base, "--bootstrap", "10"]
+    plain = subprocess.run([*base, "--bootstrap", "0"], capture_output=True, text=True, env=env, timeout=600)
+    assert plain.returncode == 0 and "one-time" not in plain.stderr, plain.stderr
+    assert not (tmp_path / "numba").exists() or not any((tmp_path / "numba").rglob("*.nbi")), "nothing compiled"
     cold = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert cold.returncode == 0, cold.stderr
     stages = [line for line in cold.stderr.splitlines() if line.startswith("fasteval:   ")]

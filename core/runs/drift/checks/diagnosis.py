@@ -132,6 +132,9 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
     candidate = {t: np.asarray(candidate_rows[t]) for t in texts}
     screen = texts[:SCREEN_TEXTS]
     tried: list[dict[str, Any]] = []
+    # each variant's worst cosine on the screen texts, which every variant was compared on: the closest is chosen on
+    # these (a variant that went on to all the texts has a lower worst than one that stopped at the screen)
+    on_screen: dict[str, float] = {}
 
     def attempt(variant: Variant) -> None:
         try:
@@ -146,6 +149,7 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
                 return
             compared = screen
             cos = _cosines(vectors, np.stack([candidate[t] for t in screen]))
+            on_screen[variant.name] = float(cos.min())
             # a change that leaves these texts' vectors as they were (max_tokens on short texts, say) explains
             # nothing here, alone or in a pair
             same = bool(np.all(np.abs(cos - np.array([cosines[t] for t in screen])) <= SAME_AS_REFERENCE))
@@ -164,14 +168,16 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
         if tried and tried[-1]["worst"] is not None and tried[-1]["worst"] >= threshold:
             break  # it embeds like this one: the cause is named, the rest need not run
     if not any(t["worst"] is not None and t["worst"] >= threshold for t in tried):  # two changes, the closest
-        moved = [t for t in _ranked(tried) if t["worst"] is not None and not t.get("same_as_reference")]
+        moved = [t for t in _ranked(tried, on_screen) if t["worst"] is not None and not t.get("same_as_reference")]
         for pair in pairs([t["variant"] for t in moved[:CLOSEST_PAIRED]]):
             attempt(pair)
-    ranked = _ranked(tried)
+    ranked = _ranked(tried, on_screen)  # the closest first, on the texts every variant was compared on
     own = min(cosines[t] for t in texts)
+    own_on_screen = min(cosines[t] for t in screen)
     best = next((t for t in ranked if t["worst"] is not None and t["worst"] >= threshold), None)
     # the closest is named only where it comes closer than the reference's own settings
-    closer = next((t for t in ranked if t["worst"] is not None and t["worst"] > own + CLOSER), None)
+    closer = next((t for t in ranked if t["variant"] in on_screen
+                   and on_screen[t["variant"]] > own_on_screen + CLOSER), None)
     return {"variant": best["variant"] if best else None,
             "worst": best["worst"] if best else (closer["worst"] if closer else None),
             "closest": None if best or not closer else closer["variant"],
@@ -259,5 +265,10 @@ def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str,
     return _diagnosis(singles, embedder, texts, candidate_rows, held, threshold, pairs)
 
 
-def _ranked(tried: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(tried, key=lambda t: (t["worst"] is None, -(t["worst"] or 0.0), -(t["mean"] or 0.0)))
+def _ranked(tried: Sequence[dict[str, Any]], on_screen: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """The tried variants, the closest first: by their worst cosine (``on_screen``: on the screen texts, which
+    every variant was compared on), then their mean."""
+    def worst(t: dict[str, Any]) -> float | None:
+        return t["worst"] if on_screen is None else on_screen.get(t["variant"])
+
+    return sorted(tried, key=lambda t: (worst(t) is None, -(worst(t) or 0.0), -(t["mean"] or 0.0)))
