@@ -117,33 +117,6 @@ def infinity_executable() -> Path:
     return _venv(INFINITY_VENV, ["torch==2.13.0", INFINITY]).parent / "infinity_emb"
 
 
-def newest_train_python() -> Path:
-    """A virtual environment with the newest release of what the train extra allows (sentence-transformers 6.x on
-    transformers 5, which the test environment's export extra keeps out) and fasteval's own dependencies, less
-    onnxruntime (the evaluator runs the model in torch), and pytest (the run imports the tests' training helper).
-    fasteval itself is not installed: a run puts a folder
-    holding ``fasteval`` (a link to this checkout) on PYTHONPATH (``checkout_on_path``). Built once per
-    dependency list (the folder is named by its digest)."""
-    import hashlib
-
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
-    wanted = [d for d in project["dependencies"] if not d.startswith("onnxruntime")]
-    wanted += [d for d in project["optional-dependencies"]["train"]] + ["torch==2.13.0", "pytest"]
-    digest = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:12]
-    return _venv(TEST_CACHE / f"train-newest-{digest}", wanted)
-
-
-def checkout_on_path(tmp: Path) -> dict:
-    """The environment that makes ``import fasteval`` this checkout in another interpreter: a folder with a link
-    named ``fasteval`` to the repository root, on PYTHONPATH."""
-    (tmp / "fasteval").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
-    return {**os.environ, "PYTHONPATH": str(tmp)}
-
-
 def minilm_folder_in(home: str | Path) -> Path:
     """The default model's folder (all-MiniLM-L6-v2 from its PyPI package), cached under ``home``."""
     from fasteval.models.sources.registry import DEFAULT_MODEL, source_folder
