@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import small
+from .inputs import _as_embedding_pair, _as_row_pair, _as_vector
+from .sequences import _check_packed
 
 # Above these a call runs on the Numba kernels (numpy's cost grows where the kernels' does not: measured on a 2-core
 # AMD EPYC, numpy's row statistics take ~30 ns a pair sign against the kernels' ~2, so the bootstrap's 10,000
@@ -27,16 +29,15 @@ def use_numpy(work: int, limit: int) -> bool:
     return work <= limit
 
 
-def _row_work(X, Y) -> int:
-    x, y = np.shape(X), np.shape(Y)
-    rows = max(x[0] if len(x) == 2 else 1, y[0] if len(y) == 2 else 1)
-    n = x[-1] if x else 0
-    return rows * n * n // 2
+def _row_work(X, Y, names: tuple[str, str] = ("X", "Y")) -> int:
+    """The pair signs a row statistic holds (rows x n^2 / 2), of inputs validated as the kernels validate them."""
+    X2, Y2 = _as_row_pair(X, Y, names)
+    return max(X2.shape[0], Y2.shape[0]) * X2.shape[1] ** 2 // 2
 
 
 def kendall_tau_b(x, y) -> float:
     """``kendall.kendall_tau_b``."""
-    if use_numpy(len(x), LIST_MAX):
+    if use_numpy(_as_vector(x, "x").shape[0], LIST_MAX):
         return small.kendall_tau_b(x, y)
     from . import kendall
 
@@ -45,7 +46,7 @@ def kendall_tau_b(x, y) -> float:
 
 def kendall_tau_b_rows(X, Y) -> np.ndarray:
     """``kendall.kendall_tau_b_rows``."""
-    if use_numpy(_row_work(X, Y), ROW_PAIRS_MAX) and np.shape(X)[-1:] <= (small.MAX_VALUES,):
+    if use_numpy(_row_work(X, Y), ROW_PAIRS_MAX) and np.shape(X)[-1] <= small.MAX_VALUES:
         return small.kendall_tau_b_rows(X, Y)
     from . import kendall
 
@@ -54,7 +55,8 @@ def kendall_tau_b_rows(X, Y) -> np.ndarray:
 
 def pairwise_accuracy_rows(values, scores, value_ties: str = "wrong") -> np.ndarray:
     """``kendall.pairwise_accuracy_rows``."""
-    if use_numpy(_row_work(values, scores), ROW_PAIRS_MAX) and np.shape(values)[-1:] <= (small.MAX_VALUES,):
+    work = _row_work(values, scores, ("values", "scores"))
+    if use_numpy(work, ROW_PAIRS_MAX) and np.shape(values)[-1] <= small.MAX_VALUES:
         return small.pairwise_accuracy_rows(values, scores, value_ties)
     from . import kendall
 
@@ -63,6 +65,7 @@ def pairwise_accuracy_rows(values, scores, value_ties: str = "wrong") -> np.ndar
 
 def levenshtein_all_pairs(packed) -> np.ndarray:
     """``levenshtein.levenshtein_all_pairs``."""
+    _check_packed(packed, "packed")
     n = len(packed)
     longest = int(packed.lengths.max()) if n else 0
     if use_numpy(n * (n - 1) // 2 * (longest + 1) ** 2, LEVENSHTEIN_CELLS_MAX):
@@ -75,9 +78,9 @@ def levenshtein_all_pairs(packed) -> np.ndarray:
 def similarity_matrix(a: np.ndarray, b: np.ndarray | None = None, metric: str = "cos") -> np.ndarray:
     """``similarity.similarity_matrix``: numpy's up to ``small.MAX_WORK`` multiply-adds (the exams' cells and Exam
     2's 100 x 100), the kernels' beyond."""
-    rows_b = np.shape(a)[0] if b is None else np.shape(b)[0]
-    if np.ndim(a) == 2 and use_numpy(np.shape(a)[0] * rows_b * np.shape(a)[1], small.MAX_WORK):
-        return small.similarity_matrix(a, b, metric=metric)
+    a, b = _as_embedding_pair(a, b, ("a", "b"))
+    if use_numpy(a.shape[0] * b.shape[0] * a.shape[1], small.MAX_WORK):
+        return small.similarity_matrix(a, None if b is a else b, metric=metric)
     from . import similarity
 
     return similarity.similarity_matrix(a, b, metric=metric)
@@ -85,7 +88,8 @@ def similarity_matrix(a: np.ndarray, b: np.ndarray | None = None, metric: str = 
 
 def paired_similarity(a: np.ndarray, b: np.ndarray, metric: str = "cos") -> np.ndarray:
     """``similarity.paired_similarity``: numpy's up to ``small.MAX_WORK`` multiply-adds, the kernels' beyond."""
-    if np.ndim(a) == 2 and use_numpy(np.size(a), small.MAX_WORK):
+    a, b = _as_embedding_pair(a, b, ("a", "b"))
+    if use_numpy(a.size, small.MAX_WORK):
         return small.paired_similarity(a, b, metric=metric)
     from . import similarity
 

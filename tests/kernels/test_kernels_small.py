@@ -126,6 +126,24 @@ def test_pick_gives_the_same_rows_beyond_numpys_limit():
     np.testing.assert_array_equal(pick.pairwise_accuracy_rows(X, Y, "skip"), small.pairwise_accuracy_rows(X, Y, "skip"))
 
 
+@pytest.mark.parametrize("call", [
+    lambda m: m.kendall_tau_b(3.0, [1.0]), lambda m: m.kendall_tau_b_rows([[1.0, 2.0]], [[1.0]]),
+    lambda m: m.pairwise_accuracy_rows("ab", [1.0, 2.0]), lambda m: m.levenshtein_all_pairs(["12", "13"]),
+    lambda m: m.similarity_matrix([[1.0, 2.0], [3.0]]), lambda m: m.paired_similarity(np.ones((2, 3)), np.ones((3, 3))),
+])
+def test_pick_refuses_bad_input_with_the_kernels_line(call):
+    from fasteval.core.kernels import levenshtein as lev
+
+    kernels = {"kendall_tau_b": kendall, "kendall_tau_b_rows": kendall, "pairwise_accuracy_rows": kendall,
+               "levenshtein_all_pairs": lev, "similarity_matrix": similarity, "paired_similarity": similarity}
+    lines = []
+    for module in (pick, type("K", (), {k: staticmethod(getattr(v, k)) for k, v in kernels.items()})):
+        with pytest.raises(InputError) as err:
+            call(module)
+        lines.append(str(err.value))
+    assert lines[0] == lines[1]
+
+
 def test_a_sweep_without_a_bootstrap_never_imports_numba(tmp_path):
     """The paper's exams at their size run on numpy: numba (and its kernels' load) stays out of the process."""
     import subprocess
