@@ -95,6 +95,11 @@ class Scoring:
         return {**info, **self.keyed}
 
     @property
+    def resamples(self) -> int:
+        """The bootstrap's resamples this scoring runs (Exam 1's; 0 where Exam 1 is not among the exams)."""
+        return self.bootstrap if 1 in self.exams else 0
+
+    @property
     def rewrite(self) -> Callable[[str], str] | None:
         """What the encoder is given instead of each protocol text (None: the text itself)."""
         if not self.normalize_quantities:
@@ -248,7 +253,7 @@ def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] |
     if chosen.vectors is not None:  # what a vector store keeps, made from the float table (cached as it is)
         with timed("vectors"):
             table = chosen.vectors.apply(table, chosen.table1_texts())
-    inputs = ExamInputs(table, chosen.similarity, chosen.protocol, chosen.bootstrap if 1 in chosen.exams else 0,
+    inputs = ExamInputs(table, chosen.similarity, chosen.protocol, chosen.resamples,
                         planned.view.token_ids, chosen.rewrite)
     exams = selected(chosen.exams)
     if any(e.uses_cell_similarities for e in exams):
@@ -275,7 +280,7 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     timed = step_timer(on_step, result.timings)
     # the kernels a run reaches beyond numpy's small grids (the bootstrap's resamples), loaded beside the encoder
     # where a core is spare, else after it
-    warming = warm_up_in_background(("kendall",) if planned.scoring.bootstrap and 1 in planned.scoring.exams else ())
+    warming = warm_up_in_background(("kendall",) if planned.scoring.resamples else ())
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
                              concurrency=planned.view.concurrency, name=planned.name, on_added=checkpoint)

@@ -81,11 +81,11 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
     rows: list[Exam3Row] = []
     alphas_by_range: dict[str, list[float]] = {}
     # Training sets: one pooled design matrix per (range, split), every probe fitted in one batched call.
-    splits_of = {r: [P.probe_split(len(P.range_values(r)), s) for s in range(P.PROBE_N_SPLITS)]
-                 for r in P.RANGE_NAMES}
+    values_of = {r: P.range_values(r) for r in P.RANGE_NAMES}
+    splits_of = {r: [P.probe_split(len(v), s) for s in range(P.PROBE_N_SPLITS)] for r, v in values_of.items()}
     Xs, ys = [], []
     for range_name, splits in splits_of.items():
-        values = P.range_values(range_name)
+        values = values_of[range_name]
         for _test, train in splits:
             a, b = _pairs(train)
             # float32 features, as the paper fed RidgeCV (which solves in float64, returns float32 coef).
@@ -94,8 +94,7 @@ def run_exam3(table: EmbeddingTable, metric: str = "cos",
             ys.append(np.tile(np.log1p(np.abs(values[a] - values[b])), len(P.QUANTITIES)))
     all_fits = fit_ridge_loo_batched(Xs, ys, P.PROBE_ALPHAS)
     for k, range_name in enumerate(P.RANGE_NAMES):
-        values = P.range_values(range_name)
-        splits = splits_of[range_name]
+        values, splits = values_of[range_name], splits_of[range_name]
         fits = all_fits[k * P.PROBE_N_SPLITS:(k + 1) * P.PROBE_N_SPLITS]
         alphas_by_range[range_name] = [float(f.alpha) for f in fits]
         # Evaluation: rows = (quantity, split, anchor), columns = the other test items.

@@ -9,8 +9,8 @@ import os
 import threading
 import time
 
-# The kernel modules warm_up loads, by name.
-KERNELS = ("kendall", "levenshtein", "ridge", "similarity")
+# The kernel modules warm_up loads, by name (ridge's one kernel is in _ridge_jit).
+KERNELS = ("kendall", "levenshtein", "_ridge_jit", "similarity")
 # With this many usable cores or fewer the kernels load after the embedding, not beside it: onnxruntime's threads
 # have the cores, and numba's import and loading (0.5-1.7 s of CPU, most of it holding the GIL) slowed a 2-core
 # sweep's embedding by 20-30% while it saved no wall time.
@@ -48,11 +48,9 @@ def warm_up(kernels: tuple[str, ...] = KERNELS) -> int:
             lev = loaded["levenshtein"]
             lev.levenshtein_all_pairs(lev.encode_strings(["1.5", "-2", "30"]))
             lev.levenshtein_all_pairs(lev.pack_sequences([[1, 2], [2, 3, 4], [5]]))
-        if "ridge" in loaded:
-            from ._ridge_jit import _tridiagonal_inverse_forms
-
-            modules.append(importlib.import_module(f"{__name__}._ridge_jit"))
-            _tridiagonal_inverse_forms(np.ones((2, 3)), np.full(2, 2.0), np.full(1, 0.5), np.ones(2), np.ones((2, 2)))
+        if "_ridge_jit" in loaded:
+            loaded["_ridge_jit"]._tridiagonal_inverse_forms(np.ones((2, 3)), np.full(2, 2.0), np.full(1, 0.5),
+                                                            np.ones(2), np.ones((2, 2)))
         return sum(sum(d.stats.cache_misses.values()) for m in modules
                    for d in vars(m).values() if hasattr(d, "stats") and hasattr(d.stats, "cache_misses"))
     except Exception:  # noqa: BLE001 - an optimisation only

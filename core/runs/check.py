@@ -54,18 +54,18 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     # pint's registry (~0.25 s) loads while the model loads and onnxruntime opens its session (which leaves the GIL
     # free); the texts are read before anything could be downloaded or asked of a server, and before the encoder
     # is given their canonical forms
-    parsed_in_time = normalize_quantities or not (not isinstance(encoder, str) or is_local(encoder))
-    if parsed_in_time:
+    read_first = normalize_quantities or (isinstance(encoder, str) and not is_local(encoder))
+    if read_first:
         parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = plan(encoder, chosen, name=name, **load_options).view
-    if not parsed_in_time:
+    if not read_first:
         load_registry_in_background()
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
     table1 = chosen.table1_texts() if chosen.vectors is not None else []
     calibration_texts = [t for t in chosen.calibration_texts() if t not in texts]
     table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
-    if not parsed_in_time:
+    if not read_first:
         parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     if chosen.vectors is not None:
         table = chosen.vectors.apply(table, table1)
