@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import cut
-from ..results.drift import DriftReport
+from ..results.drift import DriftReport, drifted
 from ..results.drift_findings import PLACES, Collisions, Diagnosis, Identity, Invariance, PhysScore, shown_text
 
 
@@ -32,10 +32,10 @@ def drift_text(report: DriftReport) -> str:
     for g in report.groups.values():
         below = ("n/a" if g.share_below is None else "<1%" if 0 < g.share_below < 0.005 else
                  ">99%" if 0.995 <= g.share_below < 1 else f"{g.share_below:.0%}")  # a drifted text is never 0%
-        drifted = g.worst is not None and g.worst < report.threshold
-        what = f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86)) if drifted else g.probes
+        what = (f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86))
+                if drifted(g.worst, report.threshold) else g.probes)
         lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
-    drifted_texts = [w for w in report.worst if w["cosine"] < report.threshold]
+    drifted_texts = [w for w in report.worst if drifted(w["cosine"], report.threshold)]
     if drifted_texts:
         lines += ["", "  worst texts:"] + [f"    {w['group']}: {shown_text(w['text'])}: {w['cosine']:.4f}"
                                             for w in drifted_texts]
@@ -47,8 +47,8 @@ def drift_files(report: DriftReport) -> dict[str, str]:
     from ..io import csv_text, dumps
 
     data = report.to_json()
-    drifted = report.drifted_groups  # failed: why a group could not be embedded; drifted: whether it drifts
-    groups = [{"group": k, **v, "drifted": k in drifted} for k, v in data["groups"].items()]
+    drifted_groups = report.drifted_groups  # failed: why a group could not be embedded; drifted: whether it drifts
+    groups = [{"group": k, **v, "drifted": k in drifted_groups} for k, v in data["groups"].items()]
     return {"drift.json": dumps(data),
             "drift_groups.csv": csv_text(groups, ["group", "n", "mean", "worst", "share_below", "drifted",
                                                   "worst_text", "failed", "probes"]),
@@ -106,14 +106,14 @@ def _junit_suite(report: DriftReport):
         if out:
             ET.SubElement(element, "system-out").text = out
 
-    drifted = report.drifted_groups
+    drifted_groups = report.drifted_groups
     for g in report.groups.values():
-        if g.name in report.accepted and g.name in drifted:
+        if g.name in report.accepted and g.name in drifted_groups:
             case(f"group {g.name}", skipped=f"accepted (--accept): worst {fmt_or_na(g.worst)} for {g.worst_text!r}"
                                             if not g.failed else f"accepted (--accept): {g.failed}")
         elif g.failed:
             case(f"group {g.name}", failure=f"could not be embedded: {g.failed}")
-        elif g.name in drifted:
+        elif g.name in drifted_groups:
             case(f"group {g.name}", failure=f"worst cosine {g.worst:.6f} < {report.threshold} for {g.worst_text!r}",
                  out=f"mean {g.mean:.6f}; share below {g.share_below:.3f}; probes: {g.probes}")
         else:

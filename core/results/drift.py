@@ -85,7 +85,7 @@ class DriftReport:
         the explaining findings' (another tokenization of the drifted texts) only beside those."""
         groups = self.drifted_groups
         out = [r for name, r in groups.items() if name not in self.accepted]
-        if drifted_at(self.threshold)(self.worst_cosine) and not groups:
+        if drifted(self.worst_cosine, self.threshold) and not groups:
             out.append(f"worst cosine {self.worst_cosine:.4f}")
         for f in self.shown():
             if not f.explains:
@@ -105,9 +105,8 @@ class DriftReport:
     def drifted_groups(self) -> dict[str, str]:
         """Each group that failed or whose worst text is below the threshold (less the stated tolerance), in group
         order: its name -> its reason ("scripts 0.7796", "edge failed"); accepted groups too."""
-        drifted = drifted_at(self.threshold)
         return {g.name: f"{g.name} failed" if g.failed else f"{g.name} {g.worst:.4f}" for g in self.groups.values()
-                if g.failed or (g.worst is not None and drifted(g.worst))}
+                if g.failed or drifted(g.worst, self.threshold)}
 
     @property
     def verdict(self) -> str:
@@ -147,8 +146,9 @@ class DriftReport:
         return cls(**{k: v for k, v in data.items() if k in known}, groups=groups, findings=findings)
 
 
-def drifted_at(threshold: float):
-    """Whether a cosine has drifted under ``threshold``: below it by more than COSINE_TOLERANCE, or not a
-    number."""
-    return lambda cosine: not (cosine >= threshold - COSINE_TOLERANCE)
+def drifted(cosine: float | None, threshold: float) -> bool:
+    """The one rule of what has drifted: a cosine below ``threshold`` by more than COSINE_TOLERANCE, or not a number
+    (the verdict, the groups, the table, the worst texts, JUnit, the tokenization compared and the diagnosis all ask
+    it). None (nothing was scored) has not."""
+    return cosine is not None and not cosine >= threshold - COSINE_TOLERANCE
 

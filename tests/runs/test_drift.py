@@ -110,6 +110,26 @@ def test_scores_equal_an_independent_computation():
     assert report.neighbourhood_agreement == pytest.approx(np.mean(agree))
 
 
+@pytest.mark.parametrize("below, drifts", [(0.5e-6, False), (2e-6, True)])
+def test_one_rule_decides_drifted_in_the_verdict_the_table_the_files_and_junit(below, drifts):
+    """A text within the stated tolerance of the threshold conforms everywhere a report says so (the verdict, the
+    group's row and worst texts in the terminal, drift_groups.csv, JUnit); one past it drifts everywhere."""
+    from fasteval.core.report.drift import drift_files, drift_junit, drift_text
+
+    texts = ["a", "b", "c"]
+    cosine = 0.99 - below
+    ref = {t: v for t, v in zip(texts, np.eye(3))}
+    cand = dict(ref, b=np.array([np.sqrt(1 - cosine ** 2), cosine, 0.0]))  # "b" is [0, 1, 0] in the reference
+    report = score_drift("A", "B", [TextGroup("g", "probes of g", texts)], ref, cand, threshold=0.99)
+    assert report.worst_cosine == pytest.approx(cosine, abs=1e-12)
+    assert (report.verdict == "drifts") is drifts and (report.groups["g"].share_below > 0) is drifts
+    row = next(line for line in drift_text(report).splitlines() if line.startswith("  g "))
+    assert row.endswith("'b'" if drifts else "probes of g")
+    assert ("worst texts:" in drift_text(report)) is drifts
+    assert drift_files(report)["drift_groups.csv"].splitlines()[1].split(",")[5] == str(drifts)
+    assert ("<failure" in drift_junit([report])) is drifts
+
+
 def test_an_encoder_against_itself_conforms():
     report = run(TextEncoder())
     assert report.verdict == "conforms" and report.worst_cosine == pytest.approx(1.0)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...protocol.conformance import TextGroup
-from ...results.drift import DriftReport, GroupDrift, drifted_at
+from ...results.drift import DriftReport, GroupDrift, drifted
 from ...results.drift_findings import Collisions
 
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
@@ -57,7 +57,7 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         k = int(np.nanargmin(values)) if np.isfinite(values).any() else 0
         out_groups[g.name] = GroupDrift(g.name, g.probes, len(values), float(np.nanmean(values)),
                                         float(np.nanmin(values)),
-                                        float(np.mean([drifted_at(threshold)(v) for v in values])),
+                                        float(np.mean([drifted(v, threshold) for v in values])),
                                         list(dict.fromkeys(g.texts))[k])
     group_of: dict[str, str] = {}
     for g in groups:

@@ -21,7 +21,7 @@ import numpy as np
 from .....models.onnx.variants import Variant, pairs_of
 from ....embeddings import as_array, can, normalize_rows
 from ....errors import first_line
-from ....results.drift import drifted_at
+from ....results.drift import drifted
 from ....results.drift_findings import Diagnosis
 
 if TYPE_CHECKING:
@@ -50,8 +50,7 @@ def applies(run: DriftRun) -> bool:
     reference that can run as its variants or recorded them (a receipt)."""
     if not run.options.diagnose or run.scored.verdict != "drifts" or not run.floats or run.failed:
         return False
-    drifted = drifted_at(run.options.threshold)
-    return (any(drifted(c) for c in _unexplained(run).values())
+    return (any(drifted(c, run.options.threshold) for c in _unexplained(run).values())
             and (run.receipt or can(run.reference, "variants")))
 
 
@@ -70,12 +69,12 @@ def _unexplained(run: DriftRun) -> dict[str, float]:
 
 def diagnosis_texts(cosines: dict[str, float], threshold: float, limit: int = DIAGNOSIS_TEXTS) -> list[str]:
     """The texts a diagnosis embeds: every drifted one (the worst first), then an even sample of the others."""
-    drifted = sorted((t for t, c in cosines.items() if not c >= threshold), key=lambda t: (cosines[t] == cosines[t],
-                                                                                            cosines[t]))
-    long = [t for t in drifted if len(t) > LONG_CHARS]
-    drifted = [t for t in drifted if len(t) <= LONG_CHARS or t in long[:LONG_TEXTS]]
-    rest = [t for t in cosines if t not in set(drifted) and len(t) <= LONG_CHARS]
-    keep = drifted[:limit]
+    worst_first = sorted((t for t, c in cosines.items() if drifted(c, threshold)),
+                         key=lambda t: (cosines[t] == cosines[t], cosines[t]))
+    long = [t for t in worst_first if len(t) > LONG_CHARS]
+    worst_first = [t for t in worst_first if len(t) <= LONG_CHARS or t in long[:LONG_TEXTS]]
+    rest = [t for t in cosines if t not in set(worst_first) and len(t) <= LONG_CHARS]
+    keep = worst_first[:limit]
     room = limit - len(keep)
     if room > 0 and rest:
         step = max(1, len(rest) // room)
@@ -126,11 +125,14 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
     SCREEN_TEXTS texts first and the rest only where it conforms on those (one that does not conform on the worst
     texts cannot conform on all): ``texts`` in ``tried`` says on how many each was compared. ``embedder``: how a
     variant embeds (None: it cannot here, and it is left out)."""
-    if not texts or not min(cosines[t] for t in texts) < threshold:
+    if not any(drifted(cosines[t], threshold) for t in texts):
         return {"variant": None, "worst": None, "closest": None, "tried": [],
                 "unavailable": "no text drifted: there is no misconfiguration of the reference to name"}
     candidate = {t: np.asarray(candidate_rows[t]) for t in texts}
     screen = texts[:SCREEN_TEXTS]
+
+    def conforms(worst: float | None) -> bool:  # a variant embeds like the candidate: drift's one rule, turned
+        return worst is not None and not drifted(worst, threshold)
     tried: list[dict[str, Any]] = []
     # each variant's worst cosine on the screen texts, which every variant was compared on: the closest is chosen on
     # these (a variant that went on to all the texts has a lower worst than one that stopped at the screen)
@@ -153,7 +155,7 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
             # a change that leaves these texts' vectors as they were (max_tokens on short texts, say) explains
             # nothing here, alone or in a pair
             same = bool(np.all(np.abs(cos - np.array([cosines[t] for t in screen])) <= SAME_AS_REFERENCE))
-            if cos.min() >= threshold and len(texts) > len(screen):  # it may be the cause: every text decides
+            if conforms(float(cos.min())) and len(texts) > len(screen):  # it may be the cause: every text decides
                 vectors = np.vstack([vectors, as_array(embed(texts[len(screen):]))])
                 compared = texts
                 cos = _cosines(vectors, np.stack([candidate[t] for t in texts]))
@@ -165,16 +167,16 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
 
     for v in singles:  # in order, the cheapest first (the reference's own graph, then its other exports)
         attempt(v)
-        if tried and tried[-1]["worst"] is not None and tried[-1]["worst"] >= threshold:
+        if tried and conforms(tried[-1]["worst"]):
             break  # it embeds like this one: the cause is named, the rest need not run
-    if not any(t["worst"] is not None and t["worst"] >= threshold for t in tried):  # two changes, the closest
+    if not any(conforms(t["worst"]) for t in tried):  # two changes, the closest
         moved = [t for t in _ranked(tried, on_screen) if t["worst"] is not None and not t.get("same_as_reference")]
         for pair in pairs([t["variant"] for t in moved[:CLOSEST_PAIRED]]):
             attempt(pair)
     ranked = _ranked(tried, on_screen)  # the closest first, on the texts every variant was compared on
     own = min(cosines[t] for t in texts)
     own_on_screen = min(cosines[t] for t in screen)
-    best = next((t for t in ranked if t["worst"] is not None and t["worst"] >= threshold), None)
+    best = next((t for t in ranked if conforms(t["worst"])), None)
     # the closest is named only where it comes closer than the reference's own settings
     closer = next((t for t in ranked if t["variant"] in on_screen
                    and on_screen[t["variant"]] > own_on_screen + CLOSER), None)
@@ -247,8 +249,7 @@ def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str,
                                                       "receipts carried them)")
         return {"variant": None, "worst": None, "closest": None, "unavailable": why, "tried": []}
     held = {t: cosines[t] for t in recorded["texts"] if t in cosines and t in candidate_rows}
-    drifted = [t for t, c in held.items() if not c >= threshold]
-    if not drifted:
+    if not any(drifted(c, threshold) for c in held.values()):
         return {"variant": None, "worst": None, "closest": None, "tried": [],
                 "unavailable": f"none of the receipt's {len(held)} diagnosis texts drifted (the drift is in texts "
                                "it does not sample)"}

@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ....errors import FastevalError, first_line
-from ....results.drift import drifted_at
+from ....results.drift import drifted
 from ....results.drift_findings import Tokenization
 from ..score import short
 
@@ -27,8 +27,7 @@ def applies(run: DriftRun) -> bool:
 
 def drifted_texts(run: DriftRun) -> list[str]:
     """The drifted texts, NaN first, then the worst, at most MAX_TOKENIZED."""
-    drifted = drifted_at(run.options.threshold)
-    worst = sorted(((c, t) for t, c in run.scored.cosines.items() if drifted(c)),
+    worst = sorted(((c, t) for t, c in run.scored.cosines.items() if drifted(c, run.options.threshold)),
                    key=lambda ct: (ct[0] == ct[0], ct[0]))
     return [t for _c, t in worst[:MAX_TOKENIZED]]
 
