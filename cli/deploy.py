@@ -170,9 +170,15 @@ def drift_command(
         from ..core.runs.drift import gate, receipts
 
         candidates = list(candidates or [])
-        threshold = fail_below if fail_below is not None else gate.DEFAULT_THRESHOLD
-        # everything drift can refuse, refused before a model is loaded or a text sent
-        gate.check_inputs(threshold, bootstrap, texts, accept or [], not no_conformance, invariance)
+        # everything drift can refuse, refused before a model is loaded or a text sent: its request planned once
+        stores = gate.vector_stores(reference_dimensions, reference_vector_quantization, candidate_dimensions,
+                                    candidate_vector_quantization, calibration)
+        asked = gate.plan_drift(
+            texts=texts, conformance=not no_conformance, fail_on_collisions=fail_on_collisions,
+            resamples=bootstrap, expect_model=expect_model, expect_precision=expect_precision,
+            invariance=not no_invariance, invariance_tier=invariance, diagnose=not no_diagnose, accept=accept or (),
+            reference_vectors=stores[0], candidate_vectors=stores[1],
+            **({} if fail_below is None else {"threshold": fail_below}))  # (drift's default where not given)
         check_outputs(len(candidates), out, junit)
         def side(dtype, prompt: str | None) -> dict:  # how the one door loads a side
             return {"provider": provider.value, "dtype": dtype.value, "prompt": prompt, "batch_size": batch_size,
@@ -197,15 +203,9 @@ def drift_command(
                              "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
         labels = [public_model(name) for name in (reference, *candidates)]
         reports = gate.drift_candidates(
-            reference, candidates, labels=labels, reference_load=side(reference_dtype, reference_prompt),
+            reference, candidates, asked, labels=labels, reference_load=side(reference_dtype, reference_prompt),
             candidate_load=side(candidate_dtype, candidate_prompt),
-            on_step_for=lambda label: (lambda name: say(quiet or json_out, f"fasteval: drift {label}: {name}")),
-            reference_dimensions=reference_dimensions, reference_vector_quantization=reference_vector_quantization,
-            candidate_dimensions=candidate_dimensions, candidate_vector_quantization=candidate_vector_quantization,
-            calibration=calibration, texts=texts, conformance=not no_conformance, threshold=threshold,
-            fail_on_collisions=fail_on_collisions, resamples=bootstrap, expect_model=expect_model,
-            expect_precision=expect_precision, invariance=not no_invariance, accept=accept or (),
-            diagnose=not no_diagnose, invariance_tier=invariance)
+            on_step_for=lambda label: (lambda name: say(quiet or json_out, f"fasteval: drift {label}: {name}")))
         data, text = write_outputs(reports, public_model(reference), out, junit)
         typer.echo(dumps(data).rstrip() if json_out else text)
     raise typer.Exit(max(to_exit_code(r) for r in reports))

@@ -112,6 +112,7 @@ class Identity(Finding):
         who = {side: self.sides.get(side, {}) for side in SIDES}
         line = ("  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
                                            + (f", {self.precision[side]}" if self.precision.get(side) else "")
+                                           + (f", on {w['provider']}" if w.get("provider") else "")
                                            + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters")
                                               else "")
                                            + (f", {w['max_tokens']} tokens" if w.get("max_tokens") else "")

@@ -264,7 +264,7 @@ def test_an_unexpected_fault_in_drift_exits_2_not_1(monkeypatch, tiny_st_folder)
     def broken(*args, **kwargs):
         raise ZeroDivisionError("forced")
 
-    monkeypatch.setattr(library, "drift", broken)
+    monkeypatch.setattr(library, "drift_planned", broken)
     monkeypatch.delenv("FASTEVAL_DEBUG", raising=False)
     result = CliRunner().invoke(app, ["drift", str(tiny_st_folder), str(tiny_st_folder), "-q", "--provider", "cpu"])
     assert result.exit_code == 2, result.output
@@ -486,3 +486,24 @@ def test_a_collapse_is_one_line_and_unicode_twins_show_their_forms():
     assert "18 texts collapse onto one vector (153 pairs" in lines[2] and "and 12 more" in lines[2]
     assert ascii(nfd) + " (NFD)" in lines[2] and repr(nfc) in lines[2]
     assert lines[3].strip().startswith("'1 km' ~ '1 kg'")
+
+
+def test_drift_is_planned_once_for_every_candidate(tmp_path, monkeypatch):
+    """`fasteval drift REF A B C`: the request is validated and its texts file read once (not once a candidate and
+    once more to check it); a plan and options together are refused."""
+    from fasteval.core.errors import InputError
+    from fasteval.core.runs.drift import plan as drift_plan
+    from fasteval.core.runs.drift.gate import drift, drift_candidates
+
+    texts = tmp_path / "mine.txt"
+    texts.write_text("12 meters\n# a comment\nTWELVE METERS\n")
+    reads = []
+    real = drift_plan.user_groups
+    monkeypatch.setattr(drift_plan, "user_groups", lambda path: reads.append(path) or real(path))
+    asked = drift_plan.plan_drift(texts=texts, conformance=False, resamples=0, invariance=False)
+    reference = TextEncoder()
+    reports = drift_candidates(reference, [TextEncoder(), FoldsCase(), TextEncoder()], asked, cache_root=False)
+    assert len(reads) == 1 and [r.verdict for r in reports] == ["conforms", "drifts", "conforms"]
+    assert [set(r.groups) for r in reports] == [{"protocol", "file:mine.txt"}] * 3
+    with pytest.raises(InputError, match="a plan or its options"):
+        drift(reference, TextEncoder(), asked=asked, threshold=0.9)

@@ -182,3 +182,18 @@ def test_the_library_decides_what_the_cli_did(tiny_st_folder, fasteval_home):
     assert peak_memory(Job("http://127.0.0.1:1/v1")) is None, "a served model needs no memory here"
     report = export_drift(str(tiny_st_folder), export_model(str(tiny_st_folder), dtype="int8"))
     assert report.texts > 1000 and "conformance" not in report.groups and 0.5 < report.mean_cosine < 1
+
+
+def test_drifts_identity_names_the_provider_each_side_ran_on(tmp_path):
+    """A side planned for CUDA whose session fell back to the CPU: drift.json's identity says cpu (the plan as it
+    ran, not the one made), beside its dtype; the terminal's identity line says so too."""
+    from fasteval.core.report.drift import drift_text
+    from fasteval.core.runs.drift.gate import drift
+
+    report = drift(FallsBack("org/falls-back"), FallsBack("org/also-falls-back", lands_on="cuda"),
+                   cache_root=False, invariance=False, resamples=0, conformance=False)
+    sides = report.to_json()["identity"]
+    assert (sides["reference"]["provider"], sides["candidate"]["provider"]) == ("cpu", "cuda")
+    assert sides["reference"]["dtype"] == "fp32" and sides["reference"]["kind"] == "local"
+    line = next(ln for ln in drift_text(report).splitlines() if "identity:" in ln)
+    assert "'org/falls-back' (local, f32, on cpu" in line and "'org/also-falls-back' (local, f32, on cuda" in line

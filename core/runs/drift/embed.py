@@ -14,7 +14,7 @@ from ...embeddings import EmbeddingTable, as_array, embed_groups
 from ...errors import FastevalError, InputRefusedError, first_line
 from ...plan import Plan
 from ...protocol.conformance import TextGroup
-from .checks import PROTOCOL_GROUP
+from .plan import PROTOCOL_GROUP
 from .score import check_dimensions
 
 log = logging.getLogger(__name__)
@@ -24,11 +24,13 @@ MAX_REFUSED = 50  # texts of one group a side may refuse (each costs a request) 
 
 def embed_side(planned: Plan, side: str, calls: list[list[str]], groups: list[TextGroup], failed: dict,
                refused: dict, cache_root: Path | bool | None, fresh: bool,
-               like: tuple[str, str, int | None] | None = None) -> EmbeddingTable:
-    """One side's embeddings: ``calls`` (the protocol's), then each of ``groups``, a group's failure recorded in
+               like: tuple[str, str, int | None] | None = None) -> tuple[EmbeddingTable, Plan]:
+    """One side's embeddings and its plan as it ran (settled: a GPU that fell back to the CPU says cpu): ``calls``
+    (the protocol's), then each of ``groups``, a group's failure recorded in
     ``failed`` (group -> why) and its refused long inputs in ``refused`` (text -> [(side, group, error)]).
     ``fresh``: never read from the cache (the candidate, a receipt); ``like``: (the reference's name, this side's,
     the reference's dimension) this side must embed in."""
+    planned = planned.settle()  # its session opened where a GPU may fall back: the cache keyed by what runs
     table, save = _cached_table(planned, cache_root, fresh)
     before = len(table)
     if like is not None and calls and calls[0]:  # another dimension is another model: said after one text
@@ -52,7 +54,7 @@ def embed_side(planned: Plan, side: str, calls: list[list[str]], groups: list[Te
             log.warning("%s could not embed the %s group: %s", planned.name, g.name, first_line(err, 200))
     if len(table) > before:
         save(table)
-    return table
+    return table, planned.settled()
 
 
 def _embed_isolating_refusals(encoder, texts: list[str], table: EmbeddingTable) -> list[InputRefusedError]:
@@ -75,11 +77,9 @@ def _embed_isolating_refusals(encoder, texts: list[str], table: EmbeddingTable) 
 def _cached_table(planned: Plan, cache_root: Path | bool | None,
                   fresh: bool) -> tuple[EmbeddingTable, Callable[[EmbeddingTable], None]]:
     """The encoder's cached embeddings (empty when its identity is unknown, or ``fresh``) once verified against it,
-    and how to save them back. ``planned`` is settled (its session opened where a GPU may fall back to the CPU), so
-    they are read and saved under the key of what runs."""
+    and how to save them back, under ``planned``'s key (settled: the key of what runs)."""
     from ...cache import embedding_cache, embedding_cache_root, verified
 
-    planned = planned.settle()
     cache = embedding_cache(planned.settings, embedding_cache_root(cache_root))
     table = EmbeddingTable() if fresh else verified(cache, planned)[0]
     return table, (lambda t: cache.save(planned.embedding_key, t))

@@ -17,7 +17,7 @@ from ...errors import InputError
 from ...plan import plan
 from .checks.identity import identity_of
 from .embed import embed_side
-from .gate import all_texts, drift_groups, drift_scoring
+from .plan import plan_drift
 
 
 def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None = None, conformance: bool = True,
@@ -31,21 +31,23 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
     from ....models.adapters.receipt import write_receipt
 
     step = on_step or (lambda _name: None)
-    calls, groups = drift_groups(conformance, texts)
-    planned = plan(reference, drift_scoring(), **load_options)
+    asked = plan_drift(texts=texts, conformance=conformance)
+    groups = list(asked.groups)
+    planned = plan(reference, asked.scorings[0], **load_options).settle()
     failed: dict[str, str] = {}
     refused: dict[str, list] = {}
     # What the encoder returned, before drift normalises it (a receipt gives back exactly that, so drift against
     # it computes what drift against the reference computes, to the last bit); embedded afresh, not from a cache.
     recorder = _Recording(planned.encoder)
     step(f"embed {planned.name}")
-    table = embed_side(replace(planned, view=replace(planned.view, encoder=recorder)), "reference", calls, groups[1:],
-                       failed, refused, cache_root, fresh=True)
+    table, _ = embed_side(replace(planned, view=replace(planned.view, encoder=recorder)), "reference", asked.calls,
+                          groups[1:], failed, refused, cache_root, fresh=True)
+    planned = planned.settled()  # its identity names what ran
     if failed or refused:
         what = next(iter(failed.values()), None) or f"{len(refused)} text(s) refused as too long"
         raise InputError(f"{planned.name} could not embed every text of the receipt ({what}).",
                          "make the receipt with a reference that embeds them all (a local model, say).")
-    every = all_texts(groups)
+    every = asked.texts
     variants = _variants(planned, groups, diagnose, step)
     write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(planned.view),
                   planned.name, variants)

@@ -22,45 +22,42 @@ from ....plan import Plan, Scoring
 from ....protocol.conformance import TextGroup
 from ....results.drift import DriftReport
 from ....results.drift_findings import Finding
+from ..plan import PROTOCOL_GROUP, DriftOptions, DriftPlan
 from . import base64, behaviours, diagnosis, identity, invariance, norms, physscore, token_counts, tokenization
 
 # In the order they run within a stage (a report shows findings in ``drift_findings.FINDINGS``' order)
 CHECKS = (base64, norms, token_counts, invariance, identity, behaviours, tokenization, physscore, diagnosis)
 STAGES = ("before", "scored", "verdict")
-PROTOCOL_GROUP = "protocol"
-
-
-@dataclass(frozen=True)
-class DriftOptions:
-    """What a drift was asked (``gate.drift``'s keywords, checked there)."""
-    threshold: float
-    resamples: int
-    fail_on_collisions: bool = False
-    expect_model: str | None = None
-    expect_precision: str | None = None
-    invariance: bool = True
-    invariance_tier: str = "cosine"
-    diagnose: bool = True
-    accept: tuple[str, ...] = ()
 
 
 @dataclass
 class DriftRun:
-    """One drift as its checks see it: the sides' plans (reference first) and names, drift's texts (``groups``:
-    the protocol's first) and encode calls, the options, and, as it goes, each side's embeddings (``tables``),
-    the texts both embedded (``maps``: each side's vector of each scored text, in the space both keep), the groups
-    that failed, the texts a side refused, and the report."""
+    """One drift as its checks see it: the sides' plans (reference first; each replaced by its plan as it ran once
+    it has embedded) and names, what was asked (``asked``: the options, drift's texts and encode calls), and, as it
+    goes, each side's embeddings (``tables``), the texts both embedded (``maps``: each side's vector of each scored
+    text, in the space both keep), the groups that failed, the texts a side refused, and the report."""
     plans: list[Plan]
     names: list[str]
-    groups: list[TextGroup]
-    calls: list[list[str]]
-    options: DriftOptions
+    asked: DriftPlan
     timed: Callable[..., Any]
     tables: list[EmbeddingTable] = field(default_factory=list)
     maps: list[dict[str, Any]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     refused: dict[str, list] = field(default_factory=dict)
     report: DriftReport | None = None
+
+    @property
+    def options(self) -> DriftOptions:
+        return self.asked.options
+
+    @property
+    def groups(self) -> tuple[TextGroup, ...]:
+        """drift's groups of texts, the protocol's first."""
+        return self.asked.groups
+
+    @property
+    def calls(self) -> list[list[str]]:
+        return self.asked.calls
 
     @property
     def scored(self) -> DriftReport:

@@ -51,7 +51,8 @@ def model_id_match(said: Any, expected: str) -> str | None:
 
 def identity_of(view) -> dict:
     """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
-    and content hashes; anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
+    and content hashes, its dtype and the provider it runs on (``view`` as it ran: a GPU that fell back says cpu);
+    anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
     it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
     n_params. A receipt says its reference's, and names the file."""
     if can(view.encoder, "require"):  # an encoder of a fixed text set (a receipt) says its reference's identity
@@ -66,7 +67,7 @@ def identity_of(view) -> dict:
                 "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
                 "parameters": _int_or_none(meta.get("n_params"))}
     if info.get("onnx_sha256") or info.get("source_sha256"):
-        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"),
+        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"), "provider": info.get("provider"),
                 "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
                 "max_tokens": _int_or_none(info.get("max_seq_length"))}
     return {"kind": "object", "model": view.name}

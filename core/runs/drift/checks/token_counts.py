@@ -4,6 +4,7 @@ otherwise: reported beside a drift as a clue, never gated (servers count by thei
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ....errors import FastevalError, first_line
@@ -32,7 +33,7 @@ def check(run: DriftRun) -> TokenCounts:
                                     probe_texts(run.groups)))
 
 
-def probe_texts(groups: list[TextGroup]) -> list[str]:
+def probe_texts(groups: Sequence[TextGroup]) -> list[str]:
     """A few texts of every kind drift has (the protocol's first, then one of each other group), short of the long
     ones (a server may refuse them)."""
     picked = list(groups[0].texts[:4])
