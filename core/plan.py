@@ -291,7 +291,17 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     if planned.view.usage is not None:  # a served model: what it sent and got
         result.usage = planned.view.usage.as_dict()
     result.machine = machine_of(planned.settled())
+    result.hf_id = hf_id_of(planned.name)
     return result
+
+
+def hf_id_of(name: str) -> str | None:
+    """A model's Hugging Face id where fasteval's registry knows it (by name, id or the paper's model id), written
+    into its result when it is made: the records a report writes of it name it so on any later version."""
+    from ..models.sources.registry import find_spec
+
+    spec = find_spec(name)
+    return spec.hf_id if spec is not None else None
 
 
 def machine_of(planned: Plan) -> dict[str, Any]:

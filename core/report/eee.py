@@ -5,12 +5,12 @@ evaluation record of the Every Eval Ever schema (``every-eval-ever`` 0.3.0, ``ev
 UUID made from the result's key, so the same result keeps its file name), ready to copy into the datastore.
 
 A record names the evaluation library (fasteval and its version, with the protocol, similarity and vector options
-that made the numbers), the model (its Hugging Face id where the registry knows it, and whether it ran here or on
-a server), and one evaluation result per task metric: each PhysScore task's main score (its MTEB main score) and
-beside it every named sub-metric, on MTEB's 0-1 scale, with the bootstrap's 95% interval where the result has one.
-Before a record is written, each task's main score is checked against the sub-metric it names (an exam whose main
-score is not its sub-metric would publish two numbers for one thing). The tasks' data is fasteval's generated
-protocol (``source_type: other``), named with its version and content key.
+that made the numbers), the model (its Hugging Face id where the registry knew it at sweep time, and whether it ran
+here or on a server), and one evaluation result per task metric: each PhysScore task's main score (its MTEB main
+score) and beside it every named sub-metric, on MTEB's 0-1 scale, with the bootstrap's 95% interval where the result
+has one. Before a record is written, each task's main score is checked against the sub-metric it names (an exam
+whose main score is not its sub-metric would publish two numbers for one thing). The tasks' data is fasteval's
+generated protocol (``source_type: other``), named with its version and content key.
 
 The conventions follow the package's own adapters (lm-eval's: ``evaluation_id`` as name/model/timestamp, the
 Unix-time timestamps, a result id per metric, a harness-namespaced metric id); its validator accepts the records
@@ -71,14 +71,12 @@ def _strings(values: dict[str, Any]) -> dict[str, str]:
 
 
 def model_info(result: Any) -> dict[str, Any]:
-    """Who was evaluated: its name, its Hugging Face id where the registry knows it (its developer the id's
-    owner), where it ran (this machine's onnxruntime, or a server), and what fasteval knows of its weights."""
-    from ...models.sources.registry import find_spec
-
+    """Who was evaluated: its name, its Hugging Face id where fasteval's registry knew it when the result was made
+    (its developer the id's owner; ``ModelResult.hf_id``), where it ran (this machine's onnxruntime, or a server),
+    and what fasteval knows of its weights."""
     settings = result.settings
     deployment = settings.get("deployment") if isinstance(settings.get("deployment"), dict) else None
-    spec = find_spec(result.model)
-    hf_id = spec.hf_id if spec is not None else result.model
+    hf_id = result.hf_id or result.model
     info: dict[str, Any] = {"name": result.model, "id": hf_id,
                             "developer": hf_id.split("/", 1)[0] if "/" in hf_id else LOCAL_DEVELOPER}
     if deployment:
@@ -88,7 +86,7 @@ def model_info(result: Any) -> dict[str, Any]:
                                     "version": str((result.machine or {}).get("onnxruntime", "unknown"))}
     info["additional_details"] = {
         "deployment_type": "externally_managed" if deployment else "self_deployed",
-        "model_availability": "open_weights" if spec is not None else "unknown",
+        "model_availability": "open_weights" if result.hf_id is not None else "unknown",
         **_strings({"dtype": settings.get("dtype"), "onnx_sha256": settings.get("onnx_sha256"),
                     "source_sha256": settings.get("source_sha256"), "served_model": (deployment or {}).get("model")})}
     return info
@@ -97,16 +95,15 @@ def model_info(result: Any) -> dict[str, Any]:
 def task_results(result: Any, retrieved: str) -> list[dict[str, Any]]:
     """One evaluation result per metric of each task the result ran: the main score first, then each sub-metric.
     ValueError where a task's main score is not the sub-metric it names."""
-    from ..results.mteb import scores_of, task_exams
+    from ..results.mteb import task_exams
 
     similarity = result.settings.get("similarity", "cos")
     protocol = result.protocol
+    exams = task_exams()
     out = []
-    for task, exam in task_exams().items():
-        if exam.key not in result.exams:
-            continue
+    for task, scores in result.task_scores().items():
+        exam = exams[task]
         exam_result = result.exams[exam.key]
-        scores = scores_of(exam, exam_result)
         main = scores.pop("main_score")
         if main != scores.get(exam.main_score):
             raise ValueError(f"{task}'s main score {main!r} is not its {exam.main_score} "
@@ -160,18 +157,19 @@ def _interval(metric: str, summary: dict[str, Any], settings: dict[str, Any]) ->
     return out
 
 
+# What of a result's provenance (``ModelResult.provenance``) the record's ``eval_library`` details carry (fasteval's
+# version is the library's own, the precision and the server are the model's details): "key" as "result_key"
+LIBRARY_DETAILS = ("protocol", "similarity", "key", "dimensions", "vector_quantization", "calibration", "provider",
+                   "normalize_quantities", "prompt")
+
+
 def eee_record(entry: Any, retrieved: str | None = None) -> dict[str, Any]:
     """The Every Eval Ever record of one result a report read (a ``LoadedResult``)."""
     result = entry.result
     retrieved = retrieved or str(int(time.time()))
-    settings = result.settings
     info = model_info(result)
-    library = _strings({"protocol": result.protocol, "similarity": settings.get("similarity", "cos"),
-                        "result_key": settings.get("key"), "dimensions": settings.get("dimensions"),
-                        "vector_quantization": settings.get("vector_quantization"),
-                        "calibration": settings.get("calibration"), "provider": settings.get("provider"),
-                        "normalize_quantities": settings.get("normalize_quantities"),
-                        "prompt": settings.get("prompt")})
+    made = result.provenance()
+    library = _strings({("result_key" if k == "key" else k): made[k] for k in LIBRARY_DETAILS})
     return {
         "schema_version": SCHEMA_VERSION,
         "evaluation_id": f"{HARNESS}/{info['id']}/{retrieved}",

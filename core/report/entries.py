@@ -7,7 +7,7 @@ import logging
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from .. import protocol as P
 from ..errors import InputError, first_line
 from ..vectors import vector_words
 from ..results.model import RESULT_FILE, ModelResult
-from ..results.read import NotFastevalResult, find_result_files, load_result
+from ..results.read import NotFastevalResult, find_result_files, read_result
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,8 @@ class LoadedResult:
     result: ModelResult
     run: str = ""
     model: str = ""  # the model it is a run of (``model_of``, over every result the report read), "" for its id
+    # the file as it was written (read once with ``result``): what the long table carries, never recomputed
+    written: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def model_key(self) -> str:
@@ -69,9 +71,11 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         raise InputError(f"No {RESULT_FILE} found under {results_dir}.",
                          "pass the --out folder of `fasteval sweep` (it holds one folder per model).")
     loaded: list[tuple[Path, ModelResult]] = []
+    written: dict[Path, dict[str, Any]] = {}
     for path in paths:
         try:
-            loaded.append((path, load_result(path)))
+            result, written[path] = read_result(path)
+            loaded.append((path, result))
         except NotFastevalResult:  # another tool's results.json: not ours to read or to warn about
             log.info("left out %s: not a fasteval result", path)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
@@ -104,7 +108,7 @@ def load_results(results_dir: Path, models: Iterable[str] | None = None,
         raise InputError(f"No readable result under {results_dir}"
                          + (" for the chosen models." if models is not None else "."),
                          "run `fasteval sweep --out DIR` first, or check the --models names.")
-    return _labelled(results_dir, loaded, model)
+    return _labelled(results_dir, loaded, model, written)
 
 
 
@@ -170,8 +174,8 @@ def _run_words(r: ModelResult, group: list[ModelResult]) -> list[str]:
     return words
 
 
-def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]], model: dict[int, str]
-              ) -> list[LoadedResult]:
+def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]], model: dict[int, str],
+              written: dict[Path, dict[str, Any]]) -> list[LoadedResult]:
     """Label = the model's own name (all-MiniLM-L6-v2) and, in brackets, what sets the run apart ("[normalized]",
     "[l2]", "[prompt 'query: ']", "[multilingual]"); where several results still share one, the folder path relative
     to the root."""
@@ -184,7 +188,8 @@ def _labelled(results_dir: Path, loaded: list[tuple[Path, ModelResult]], model: 
     for (path, r), run, label in zip(loaded, runs, labels):
         if labels.count(label) > 1:
             label = path.parent.relative_to(results_dir).as_posix()
-        out.append(LoadedResult(label=label, path=path, result=r, run=run, model=model[id(r)]))
+        out.append(LoadedResult(label=label, path=path, result=r, run=run, model=model[id(r)],
+                                written=written[path]))
     return out
 
 

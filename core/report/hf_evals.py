@@ -1,8 +1,8 @@
 """Hugging Face community evals: each model's PhysScore results in the format a model repository's
 ``.eval_results/`` folder takes (a YAML list, one entry a benchmark task: ``dataset: {id, task_id}``, ``value``,
 ``date``, ``source: {url, name}``, ``notes``), written by ``fasteval report`` to
-``hf-eval-results/<model>/physscore.yaml`` (the model's Hugging Face id, where the registry knows it) for a pull
-request to the model's repository (docs/results.md maps the fields).
+``hf-eval-results/<model>/physscore.yaml`` (the model's Hugging Face id, where the registry knew it at sweep time)
+for a pull request to the model's repository (docs/results.md maps the fields).
 
 Only a model's main run on the paper's protocol is written (a model page shows the benchmark as the paper defines
 it; a run under other settings is not that benchmark's number): one entry a PhysScore task, its value the task's
@@ -25,7 +25,6 @@ SOURCE = {"url": "https://arxiv.org/abs/2609.20821", "name": "fasteval"}
 def hf_entries(entry: Any) -> list[dict[str, Any]]:
     """The community-eval entries of one result a report read (none for another protocol's or another run's)."""
     from ..protocol.paper import PROTOCOL_VERSION
-    from ..results.mteb import scores_of, task_exams
 
     result = entry.result
     if entry.run or result.protocol != PROTOCOL_VERSION:
@@ -33,10 +32,8 @@ def hf_entries(entry: Any) -> list[dict[str, Any]]:
     similarity = result.settings.get("similarity", "cos")
     date = time.strftime("%Y-%m-%d", time.gmtime(Path(entry.path).stat().st_mtime))
     out = []
-    for task, exam in task_exams().items():
-        if exam.key not in result.exams:
-            continue
-        value = scores_of(exam, result.exams[exam.key])["main_score"]
+    for task, scores in result.task_scores().items():
+        value = scores["main_score"]
         if value is None or not math.isfinite(value):
             continue
         item: dict[str, Any] = {"dataset": {"id": f"fasteval/{task}", "task_id": task}, "value": value,
@@ -68,15 +65,13 @@ def yaml_text(entries: list[dict[str, Any]]) -> str:
 
 def hf_files(entries: list[Any]) -> dict[str, str]:
     """``hf-eval-results/<model id>/physscore.yaml`` of each model whose main paper run the report read (its
-    Hugging Face id where the registry knows it, as the repository is named)."""
-    from ...models.sources.registry import find_spec
+    Hugging Face id where fasteval's registry knew it when the result was made, as the repository is named)."""
     from .eee import path_component
 
     files = {}
     for e in entries:
         items = hf_entries(e)
         if items:
-            spec = find_spec(e.result.model)
-            repo = "/".join(map(path_component, (spec.hf_id if spec is not None else e.result.model).split("/")))
+            repo = "/".join(map(path_component, (e.result.hf_id or e.result.model).split("/")))
             files[f"{HF_FOLDER}/{repo}/{HF_FILE}"] = yaml_text(items)
     return files

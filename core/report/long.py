@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 LONG_CSV, LONG_PARQUET = "results-long.csv", "results-long.parquet"
@@ -43,21 +42,15 @@ def _cell(record: dict[str, Any]) -> str:
     return "/".join(str(v) for v in record.values() if isinstance(v, str))
 
 
-def provenance(data: dict[str, Any], label: str, run: str, path: Path) -> dict[str, Any]:
-    """What every row of one results.json carries beside its value."""
-    settings = data.get("settings") or {}
-    machine = data.get("machine") or {}
-    said = settings.get("deployment")
-    deployment: dict[str, Any] = said if isinstance(said, dict) else {}
-    return {"model": label, "model_id": data.get("model_id"), "run": run, "protocol": data.get("protocol"),
-            "key": data.get("key") or settings.get("key"), "fasteval_version": data.get("fasteval_version"),
-            "similarity": settings.get("similarity", "cos"), "dimensions": settings.get("dimensions"),
-            "vector_quantization": settings.get("vector_quantization"), "calibration": settings.get("calibration"),
-            "dtype": settings.get("dtype"), "provider": settings.get("provider"),
-            "normalize_quantities": bool(settings.get("normalize_quantities", False)),
-            "deployment": deployment.get("url"),
-            "machine": "; ".join(str(machine[k]) for k in ("cpu", "gpu") if machine.get(k)) or None,
-            "result": str(path)}
+def provenance(entry: Any) -> dict[str, Any]:
+    """What every row of one result (a ``LoadedResult``) carries beside its value: its name in the report, its run,
+    the result's own provenance (``ModelResult.provenance``) and its file."""
+    result = entry.result
+    carried = {**result.provenance(), "model": entry.label, "model_id": result.model_id, "run": entry.run or "main",
+               "result": str(entry.path)}
+    carried["normalize_quantities"] = bool(carried["normalize_quantities"])
+    carried["key"] = carried["key"] or entry.written.get("key")  # (a file a library call wrote: its key is the file's)
+    return {c: carried[c] for c in LONG_COLUMNS if c in carried}
 
 
 def long_rows(data: dict[str, Any], carried: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,15 +69,9 @@ def long_rows(data: dict[str, Any], carried: dict[str, Any]) -> list[dict[str, A
 
 
 def long_table(entries: Iterable[Any]) -> list[dict[str, Any]]:
-    """Every row of every result a report read (``LoadedResult``s), read from each results.json as written."""
-    from ..io import read_json
-
-    rows = []
-    for e in entries:
-        data = read_json(e.path)
-        if isinstance(data, dict):
-            rows += long_rows(data, provenance(data, e.label, e.run or "main", e.path))
-    return rows
+    """Every row of every result a report read (``LoadedResult``s), from each results.json as it was written (read
+    once, with the result)."""
+    return [row for e in entries for row in long_rows(e.written, provenance(e))]
 
 
 def long_csv(rows: list[dict[str, Any]]) -> str:

@@ -26,6 +26,36 @@ class ModelResult:
     # Where the numbers came from (never in a key): the CPU and its SIMD flags, the onnxruntime build and the
     # provider that ran, on the GPU its name, driver, CUDA, cuDNN and TF32 (``models.machine.provenance``).
     machine: dict[str, Any] = field(default_factory=dict)
+    # The model's Hugging Face id where fasteval's registry knew it when the result was made (what the Every Eval
+    # Ever and Hugging Face records name it by, so the same result gives the same records on any later version);
+    # None for another model, and in results written before it was recorded.
+    hf_id: str | None = None
+
+    def provenance(self) -> dict[str, Any]:
+        """How this result was made, beside its numbers: the one list every record of it draws on (the long
+        table's columns, the Every Eval Ever record's details): its key, fasteval's version, the protocol, the
+        similarity, the vector options, the precision, the provider, the quantities' normalisation, the prompt, a
+        served model's URL and the machine (its CPU; its GPU)."""
+        s = self.settings
+        said = s.get("deployment")
+        deployment: dict[str, Any] = said if isinstance(said, dict) else {}
+        machine = self.machine or {}
+        return {"key": s.get("key"), "fasteval_version": self.fasteval_version, "protocol": self.protocol,
+                "similarity": s.get("similarity", "cos"), "dimensions": s.get("dimensions"),
+                "vector_quantization": s.get("vector_quantization"), "calibration": s.get("calibration"),
+                "dtype": s.get("dtype"), "provider": s.get("provider"),
+                "normalize_quantities": s.get("normalize_quantities"), "prompt": s.get("prompt"),
+                "deployment": deployment.get("url"),
+                "machine": "; ".join(str(machine[k]) for k in ("cpu", "gpu") if machine.get(k)) or None}
+
+    def task_scores(self) -> dict[str, dict[str, float | None]]:
+        """Each PhysScore task this result ran -> its MTEB scores (0-1, non-finite as None, with its
+        ``main_score``), in the registry's order: the one derivation the MTEB files, the Every Eval Ever records and
+        the Hugging Face entries read."""
+        from .mteb import scores_of, task_exams
+
+        return {task: scores_of(exam, self.exams[exam.key]) for task, exam in task_exams().items()
+                if exam.key in self.exams}
 
     @property
     def display_name(self) -> str:

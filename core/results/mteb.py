@@ -90,16 +90,14 @@ def mteb_files(result: ModelResult) -> dict[str, str]:
     payloads = {"mteb/model_meta.json": _model_meta(result)}
     if result.protocol and result.protocol == _paper_version():  # the tasks are the paper protocol's, not another's
         version = _mteb_version()
-        for e in registry():
-            if e.key in result.exams:
-                scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v)
-                          for k, v in scores_of(e, result.exams[e.key]).items()}
-                payloads[f"mteb/{e.mteb_task}.json"] = {
-                    "dataset_revision": result.protocol, "task_name": e.mteb_task, "mteb_version": version,
-                    "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES,
-                                        "mteb_version": version}]},
-                    "evaluation_time": float(result.timings.get(e.key, 0.0) or 0.0), "kg_co2_emissions": None,
-                    "date": None, "evaluation_phases": None}
+        exams = task_exams()
+        for task, task_scores in result.task_scores().items():
+            scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v) for k, v in task_scores.items()}
+            payloads[f"mteb/{task}.json"] = {
+                "dataset_revision": result.protocol, "task_name": task, "mteb_version": version,
+                "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES, "mteb_version": version}]},
+                "evaluation_time": float(result.timings.get(exams[task].key, 0.0) or 0.0), "kg_co2_emissions": None,
+                "date": None, "evaluation_phases": None}
     return {name: dumps(payload) for name, payload in payloads.items()}
 
 

@@ -45,15 +45,22 @@ def load_result(path: Path) -> ModelResult:
 
     Raises ValueError (or OSError, KeyError, TypeError) when the file is not a readable fasteval result.
     """
+    return read_result(path)[0]
+
+
+def read_result(path: Path) -> tuple[ModelResult, dict[str, Any]]:
+    """A results.json read once: its typed result, and the file's content as it was written (what the long table
+    carries, never recomputed). Raises as ``load_result``."""
     data = read_json(path)
     if not is_fasteval_result(data) or not isinstance(data["exams"], dict):
         raise NotFastevalResult("not a fasteval result (no fasteval_version, model_id or exams)")
     exams = {e.key: e.result_type.from_json(data["exams"][e.key]) for e in registry() if e.key in data["exams"]}
+    hf_id = data.get("hf_id")
     return ModelResult(model=str(data.get("model", data["model_id"])), model_id=data["model_id"],
                        settings=data.get("settings") or {}, protocol=data.get("protocol", ""),
                        fasteval_version=data.get("fasteval_version", ""), exams=exams,
                        timings=data.get("timings") or {}, usage=data.get("usage") or {},
-                       machine=data.get("machine") or {})
+                       machine=data.get("machine") or {}, hf_id=hf_id if isinstance(hf_id, str) else None), data
 
 
 class NotFastevalResult(ValueError):

@@ -122,3 +122,62 @@ def test_the_hf_community_evals_file_holds_each_task_main_score(report):
         assert {e["dataset"]["task_id"]: e["value"] for e in entries} == want
         assert all(e["dataset"]["id"] == f"fasteval/{e['dataset']['task_id']}" and e["source"]["name"] == "fasteval"
                    and len(e["date"]) == 10 and "notes" not in e for e in entries)
+
+
+def test_the_records_name_a_model_as_its_result_does_and_ask_no_registry(tmp_path):
+    """A result records its model's Hugging Face id when it is made (the registry's, then): the Every Eval Ever
+    record and the HF entries name the model by what results.json holds, so the same results give the same records
+    on another version, whose registry may say otherwise. A result written before the id was recorded is named by
+    its model's name alone (the registry installed at report time is not asked)."""
+    from fasteval import evaluate
+    from fasteval.core.io import read_json, write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.results.files import result_files
+
+    made = evaluate(FakeEncoder(noise=0.2, tokens="chars"), name="all-MiniLM-L6-v2", bootstrap=0, exams=(1,))
+    assert made.hf_id == "sentence-transformers/all-MiniLM-L6-v2", "recorded from the registry when made"
+    root = tmp_path / "results"
+    for folder, hf_id in (("then", "an-org-of-then/all-MiniLM-L6-v2"), ("before", None)):
+        files = result_files(made, key=f"key-{folder}")
+        data = json.loads(files["results.json"])
+        assert data["hf_id"] == made.hf_id
+        data["hf_id"] = hf_id  # what that version's registry said, or nothing (written before it was recorded)
+        data["settings"]["key"] = f"key-{folder}"  # as a sweep's job records it
+        files["results.json"] = json.dumps(data)
+        write_result_folder(root / folder, files)
+    rep = build_report(root, out=tmp_path / "rep", png=False, resamples=0)
+    ids = {read_json(p)["eval_library"]["additional_details"]["result_key"]: read_json(p)["model_info"]
+           for p in (rep.out / "every-eval-ever").rglob("*.json")}
+    assert ids["key-then"]["id"] == "an-org-of-then/all-MiniLM-L6-v2"
+    assert ids["key-then"]["developer"] == "an-org-of-then"
+    assert ids["key-then"]["additional_details"]["model_availability"] == "open_weights"
+    assert ids["key-before"]["id"] == "all-MiniLM-L6-v2" and ids["key-before"]["developer"] == "local"
+    assert ids["key-before"]["additional_details"]["model_availability"] == "unknown"
+    assert (rep.out / "hf-eval-results" / "an-org-of-then" / "all-MiniLM-L6-v2" / "physscore.yaml").is_file()
+
+
+def test_a_report_reads_each_results_json_once(monkeypatch, tmp_path):
+    """The typed result, the long table and the records come from one reading of each file."""
+    import fasteval.core.io as io
+    import fasteval.core.results.read as read
+    from fasteval import evaluate
+    from fasteval.core.io import write_result_folder
+    from fasteval.core.report.build import build_report
+    from fasteval.core.results.files import result_files
+
+    for name in ("org/one", "org/two"):
+        made = evaluate(FakeEncoder(noise=0.2, tokens="chars"), name=name, bootstrap=0, exams=(1,))
+        write_result_folder(tmp_path / "results" / made.model_id, result_files(made, key=f"key-{made.model_id}"))
+    reads: list = []
+    real = io.read_json
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(io, "read_json", counted)
+    monkeypatch.setattr(read, "read_json", counted)
+    rep = build_report(tmp_path / "results", out=tmp_path / "rep", png=False, resamples=0)
+    assert (rep.out / "results-long.csv").is_file() and list((rep.out / "every-eval-ever").rglob("*.json"))
+    results = sorted(r for r in reads if r.endswith("results.json"))
+    assert len(results) == 2 and len(set(results)) == 2, reads
