@@ -85,17 +85,17 @@ def _diagnosis_line(ctx: Ctx, fp32, candidate, drift, what: str, expected: str |
             runs[diagnose].append(time.perf_counter() - start)
             report = got if diagnose else report
     assert report is not None and report.has(Diagnosis)
-    d = report.get(Diagnosis).said
-    named = (f"named {d['variant']} (worst cosine {d['worst']:.5f}; the reference's own {d['reference']:.4f})"
-             if d["variant"] else f"no variant named (closest: {d['closest']}; the reference's own "
-                                  f"{d['reference']:.4f})")
+    d = report.get(Diagnosis)
+    named = (f"named {d.variant} (worst cosine {d.worst:.5f}; the reference's own {d.reference:.4f})"
+             if d.variant else f"no variant named (closest: {d.closest}; the reference's own {d.reference:.4f})")
+    tried = d.tried or []
     return Line("drift", f"{ctx.model}: the diagnosis of {what}", med(runs[True]),
                 med(runs[False]), "the same drift with --no-diagnose",
-                f"{named} on {d['texts']} texts, {len(d['tried'])} variant(s) tried "
-                f"({sum(t.get('texts', 0) for t in d['tried'])} texts embedded in all)",
-                d["variant"] == expected, None,
+                f"{named} on {d.texts} texts, {len(tried)} variant(s) tried "
+                f"({sum(t.texts or 0 for t in tried)} texts embedded in all)",
+                d.variant == expected, None,
                 f"drift with its diagnosis <= {DIAGNOSIS_OVER_DRIFT}x drift without",
-                {"with_runs": runs[True], "without_runs": runs[False], "diagnosis": d},
+                {"with_runs": runs[True], "without_runs": runs[False], "diagnosis": d.to_json()["diagnosis"]},
                 limit_s=DIAGNOSIS_OVER_DRIFT * med(runs[False]))
 
 
@@ -118,15 +118,16 @@ def _receipt_line(ctx: Ctx, fp32, candidate, drift) -> Line:
             runs[diagnose].append(time.perf_counter() - start)
             made = got if diagnose else made
     report = drift(str(paths[True]), candidate, resamples=0, cache_root=None)
-    d = report.get(Diagnosis).said
+    d = report.get(Diagnosis)
     sizes = {k: p.stat().st_size for k, p in paths.items()}
     return Line("drift", f"{ctx.model}: --save-receipt with the diagnosis's variants", med(runs[True]),
                 med(runs[False]), "--save-receipt --no-diagnose",
                 f"{made['variants']} variants on {made['variant_texts']} texts; {sizes[True] / 2**20:.1f} MiB "
                 f"against {sizes[False] / 2**20:.1f} MiB; drift against it names the CLS-pooled copy "
-                f"{d.get('variant')} (worst {d.get('worst') or 0:.5f})",
-                d.get("variant") == "pooling=cls", None, "",
-                {"with_runs": runs[True], "without_runs": runs[False], "sizes": sizes, "diagnosis": d})
+                f"{d.variant} (worst {d.worst or 0:.5f})",
+                d.variant == "pooling=cls", None, "",
+                {"with_runs": runs[True], "without_runs": runs[False], "sizes": sizes,
+                 "diagnosis": d.to_json().get("diagnosis")})
 
 
 # A faithful served copy's drift is held to this: at most 1.2x the two sides' embedding, scoring, the batch probe,
@@ -144,16 +145,16 @@ def _line(model: str, label: str, reference, candidate, drift, gated: bool = Fal
     embedding = t.get("embed reference", 0.0) + t.get("embed candidate", 0.0)
     budget = (f"; time {seconds:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()) +
               f", other {seconds - sum(t.values()):.2f}")
-    p = report.get(PhysScore).said
+    p = report.get(PhysScore)
     groups = "; ".join(f"{name} {g.mean:.4f}/{g.worst:.4f}" if g.mean is not None else
                        f"{name} failed" if g.failed else f"{name} n/a (every text refused)"
                        for name, g in report.groups.items())
     return Line("drift", f"{model}: fp32 folder against {label}", seconds, None, "",
                 f"{report.verdict}" + (f" ({'; '.join(report.reasons)})" if report.reasons else "") +
                 f": cosine mean {report.mean_cosine:.5f}, worst {report.worst_cosine:.5f}; "
-                f"collisions {report.get(Collisions).collided}; Δτ {p['delta_tau']:+.2f} [{p['delta_tau_ci_low']:.2f}, "
-                f"{p['delta_tau_ci_high']:.2f}], {len(p['cells_changed'])} of 20 cells changed; per group mean/worst: "
-                f"{groups}" + "".join(f"; {b['behaviour']}: {b['texts']} {b['group']} text(s) (takes {b['max_tokens']} "
+                f"collisions {report.get(Collisions).collided}; Δτ {p.delta_tau:+.2f} [{p.delta_tau_ci_low:.2f}, "
+                f"{p.delta_tau_ci_high:.2f}], {len(p.cells_changed)} of 20 cells changed; per group mean/worst: "
+                f"{groups}" + "".join(f"; {b.behaviour}: {b.texts} {b.group} text(s) (takes {b.max_tokens} "
                                       f"tokens)" for b in report.get(Behaviours).found) + budget, None,
                 target_name=(f"drift <= {DRIFT_OVER_EMBEDDING}x both sides' embedding ({label}; "
                              f"{DRIFT_OVER_EMBEDDING * embedding:.2f} s)") if gated else "",

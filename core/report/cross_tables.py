@@ -136,7 +136,7 @@ def drift_table(root: Path) -> Table | None:
         rows.append({"pair": f"{report.candidate} vs {report.reference}", "group": "all", "verdict": report.verdict,
                      "mean": report.mean_cosine, "worst": report.worst_cosine, "share_below": None,
                      "collisions": report.get(Collisions).collided,
-                     "delta_tau": report.get(PhysScore).said.get("delta_tau")})
+                     "delta_tau": report.get(PhysScore).delta_tau})
         rows += [{"pair": "", "group": name, "verdict": "failed" if g.failed else "", "mean": g.mean,
                   "worst": g.worst, "share_below": g.share_below, "collisions": None, "delta_tau": None}
                  for name, g in report.groups.items()]

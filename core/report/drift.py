@@ -35,9 +35,9 @@ def drift_text(report: DriftReport) -> str:
         what = (f"failed ({g.failed})" if g.failed else repr(cut(g.worst_text or "", 86))
                 if drifted(g.worst, report.threshold) else g.probes)
         lines.append(f"  {g.name:<16} {g.n:>5} {fmt(g.mean):>8} {fmt(g.worst):>8} {below:>6}  {cut(what, 90)}")
-    drifted_texts = [w for w in report.worst if drifted(w["cosine"], report.threshold)]
+    drifted_texts = [w for w in report.worst if drifted(w.cosine, report.threshold)]
     if drifted_texts:
-        lines += ["", "  worst texts:"] + [f"    {w['group']}: {shown_text(w['text'])}: {w['cosine']:.4f}"
+        lines += ["", "  worst texts:"] + [f"    {w.group}: {shown_text(w.text)}: {w.cosine:.4f}"
                                             for w in drifted_texts]
     return "\n".join(lines + placed["details"])
 
@@ -138,13 +138,13 @@ def candidate_rows(reports: list[DriftReport]) -> list[dict]:
     invariance cosine."""
     rows = []
     for r in reports:
-        p = r.get(PhysScore).said
+        p = r.get(PhysScore)
         rows.append({"candidate": r.candidate, "verdict": r.verdict,
                      "precision": r.get(Identity).precision.get("candidate"),
                      "worst": r.worst_cosine, "mean": r.mean_cosine,
                      "groups_below": len(r.drifted_groups),
-                     "delta_tau": p.get("delta_tau"), "delta_tau_ci_low": p.get("delta_tau_ci_low"),
-                     "delta_tau_ci_high": p.get("delta_tau_ci_high"), "cells_changed": len(p.get("cells_changed", [])),
+                     "delta_tau": p.delta_tau, "delta_tau_ci_low": p.delta_tau_ci_low,
+                     "delta_tau_ci_high": p.delta_tau_ci_high, "cells_changed": len(p.cells_changed),
                      "batch_worst": r.get(Invariance).worst, "diagnosis": r.get(Diagnosis).variant,
                      "reasons": "; ".join(r.reasons + [f"accepted: {a}" for a in r.accepted_drift])})
     return rows

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from .drift_findings import FINDINGS, Collisions, Finding, PhysScore
+from .drift_findings import FINDINGS, Collisions, Finding, PhysScore, read_records, record_json
 
 DEFAULT_THRESHOLD = 0.99  # a text whose two embeddings' cosine is below this has drifted ...
 COSINE_TOLERANCE = 1e-6  # ... by more than this: two identical models give cosines of 0.9999999999999991
@@ -45,6 +45,14 @@ class GroupDrift:
 
 
 @dataclass
+class WorstText:
+    """One of the worst texts: its group, the text (cut as a report names it) and its cosine."""
+    group: str
+    text: str
+    cosine: float
+
+
+@dataclass
 class DriftReport:
     reference: str
     candidate: str
@@ -53,7 +61,7 @@ class DriftReport:
     mean_cosine: float
     worst_cosine: float
     groups: dict[str, GroupDrift]
-    worst: list[dict[str, Any]]  # the worst texts: group, text, cosine
+    worst: list[WorstText]
     neighbourhood_agreement: float
     # what the checks found (one of each kind at most, ``drift_findings.FINDINGS``), in the order they ran
     findings: list[Finding] = field(default_factory=list)
@@ -115,9 +123,9 @@ class DriftReport:
 
     def line(self, label: str) -> str:
         """One line: the cosines, the collisions and the PhysScore side (the export's fp16 / int8 report)."""
-        p = self.get(PhysScore).said
-        side = (f"; Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f}, cells whose tau changed: "
-                f"{len(p['cells_changed'])} of 20" if p else "")
+        p = self.get(PhysScore)
+        side = (f"; Table 1 tau {p.reference_tau:.2f} -> {p.candidate_tau:.2f}, cells whose tau changed: "
+                f"{len(p.cells_changed)} of 20" if p.ran else "")
         return (f"{label} on {self.texts} texts: cosine mean {self.mean_cosine:.5f}, worst {self.worst_cosine:.5f}; "
                 f"collisions {self.get(Collisions).collided}{side}")
 
@@ -132,7 +140,7 @@ class DriftReport:
             "groups": {k: {"probes": g.probes, "n": g.n, "mean": g.mean, "worst": g.worst,
                            "share_below": g.share_below, "worst_text": g.worst_text, "failed": g.failed}
                        for k, g in self.groups.items()},
-            "worst": self.worst, "neighbourhood_agreement": self.neighbourhood_agreement,
+            "worst": [record_json(w) for w in self.worst], "neighbourhood_agreement": self.neighbourhood_agreement,
             "reasons": self.reasons, "accepted": self.accepted, "accepted_drift": self.accepted_drift,
             **found, "timings": self.timings})
 
@@ -140,10 +148,11 @@ class DriftReport:
     def from_json(cls, data: dict[str, Any]) -> DriftReport:
         """A report read back from its ``to_json`` (a drift.json): the same fields and findings; what the JSON
         leaves out (each text's cosine) is empty. KeyError or TypeError when it is not one."""
-        known = {f.name for f in fields(cls)} - {"groups", "findings", "cosines"}
+        known = {f.name for f in fields(cls)} - {"groups", "findings", "cosines", "worst"}
         groups = {name: GroupDrift(name=name, **g) for name, g in dict(data["groups"]).items()}
         findings = [f for kind in FINDINGS if (f := kind.from_json(data)) is not None]
-        return cls(**{k: v for k, v in data.items() if k in known}, groups=groups, findings=findings)
+        return cls(**{k: v for k, v in data.items() if k in known}, groups=groups, findings=findings,
+                   worst=read_records(WorstText, data.get("worst")))
 
 
 def drifted(cosine: float | None, threshold: float) -> bool:

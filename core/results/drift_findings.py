@@ -1,8 +1,15 @@
-"""What each drift check found, typed: one class per check (``FINDINGS``, in the order a report shows them). A
+"""What each drift check found, typed: one class per check (``FINDINGS``, in the order a report shows them), each
+with its real fields and the records they hold (a collision, an invariance condition, a variant tried, ...). A
 finding knows its reasons (why it makes the candidate drift), its terminal lines (by place: under the verdict, the
 hints, the identity line, beside the means, the details below the groups), its drift.json keys and its JUnit cases;
 ``DriftReport`` (``drift.py``) holds findings and loops over them. Which check makes each finding, and when, is the
 runs' registry (``core/runs/drift/checks``).
+
+drift.json is written and read by one helper over the records' fields (``record_json``, ``from_record``): each field
+under its name (or the key drift.json has always used, ``json_key``), a field marked ``omitted`` left out where it
+is None (as it always was), read back by its annotated type; a drift.json written before the findings were typed
+reads the same (``tests/data/drift-before-typed-findings.json``). Only what a server says of itself stays a plain
+mapping (``SideIdentity.server``, ``SideIdentity.info``: its JSON, as it said it).
 
 Adding a check: its finding here (a dataclass with ``key``, ``to_json``/``from_json`` and what it shows) with one line
 in ``FINDINGS``, and its check in ``core/runs/drift/checks`` with one line in ``CHECKS`` (docs/house.md).
@@ -10,10 +17,14 @@ in ``FINDINGS``, and its check in ``core/runs/drift/checks`` with one line in ``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
+import types
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import lru_cache
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, Union
 
 F = TypeVar("F", bound="Finding")
+R = TypeVar("R")
 
 
 class DriftReport(Protocol):
@@ -35,12 +46,102 @@ INVARIANCE_MIN = 0.999
 # candidate may differ from the reference's by this share at most (embed-parity's 5%): dot-product and Euclidean
 # users see a norm that cosine users do not.
 NORM_TOLERANCE = 0.05
-# The PhysScore side's keys (``PhysScore``), written at the top level of drift.json.
-PHYSSCORE_KEYS = ("reference_tau", "candidate_tau", "reference_pacc", "candidate_pacc", "delta_tau", "cells_changed",
-                  "delta_tau_ci_low", "delta_tau_ci_high")
 # Where a finding's terminal lines go (``Finding.lines``), in the order the terminal shows the places
 PLACES = ("verdict", "hints", "identity", "summary", "details")
 SIDES = ("reference", "candidate")
+
+
+# --- drift.json: one helper over the records' fields -----------------------------------------------------------------
+def omitted(key: str | None = None) -> Any:
+    """A field left out of drift.json where it is None (``key``: its name there, where not the field's)."""
+    return field(default=None, metadata={"omit": True, **({"key": key} if key else {})})
+
+
+def json_key(key: str, factory: Any = None) -> Any:
+    """A field written under another key than its name (the one drift.json has always used); None by default, or
+    what ``factory`` makes."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"key": key})
+    return field(default=None, metadata={"key": key})
+
+
+def record_json(record: Any) -> dict[str, Any]:
+    """A record (a finding, or a record it holds) as drift.json writes it: each field under its key, nested records
+    and lists of them as theirs, an ``omitted`` field left out where it is None."""
+    out = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if value is None and f.metadata.get("omit"):
+            continue
+        out[f.metadata.get("key", f.name)] = _json(value)
+    return out
+
+
+def _json(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return record_json(value)
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    return value
+
+
+def from_record(kind: type[R], data: Any) -> R:
+    """``kind`` read back from what ``record_json`` wrote (``data``): each field by its key and annotated type; a key
+    that is missing, or holds another shape than its type (what a server said is not always the shape expected),
+    gives the field's default; other keys are left alone."""
+    given = data if isinstance(data, dict) else {}
+    hints = _hints(kind)  # type: ignore[arg-type]
+    values = {}
+    for f in fields(kind):  # type: ignore[arg-type]
+        key = f.metadata.get("key", f.name)
+        if key in given and f.init:
+            read = _read(hints[f.name], given[key])
+            if read is not _WRONG:
+                values[f.name] = read
+    return kind(**values)
+
+
+_WRONG = object()  # a value of another shape than its field's type
+
+
+def read_records(kind: type[R], value: Any) -> list[R]:
+    """A JSON list of records (what ``record_json`` wrote of each) read back as ``kind``; an item of another shape
+    left out, and [] for a value that is not a list."""
+    return [from_record(kind, v) for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+@lru_cache(maxsize=None)
+def _hints(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind)
+
+
+def _read(tp: Any, value: Any) -> Any:
+    """``value`` as type ``tp`` (a record, a list or dict of them, an optional one, a plain value), or _WRONG."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            read = _read(arg, value)
+            if read is not _WRONG:
+                return read
+        return _WRONG
+    if is_dataclass(tp):
+        return from_record(tp, value) if isinstance(value, dict) else _WRONG  # type: ignore[arg-type]
+    if origin is list:  # an item of another shape is left out
+        return [r for r in (_read(args[0], v) for v in value) if r is not _WRONG] if isinstance(value, list) else _WRONG
+    if origin is dict:
+        return ({k: r for k, v in value.items() if (r := _read(args[1], v)) is not _WRONG}
+                if isinstance(value, dict) else _WRONG)
+    if tp is Any:
+        return value
+    if tp is float:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _WRONG
+    if tp in (int, str, bool):
+        return value if isinstance(value, tp) and (tp is bool or not isinstance(value, bool)) else _WRONG
+    return value
 
 
 class Case(NamedTuple):
@@ -76,50 +177,108 @@ class Finding:
         return []
 
 
-def _dict(value: Any) -> dict:
-    """``value`` where it is a dict, else an empty one (what a server says is not always the shape expected)."""
-    return value if isinstance(value, dict) else {}
+class Nested(Finding):
+    """A finding written under its own key of drift.json (``key``), as one object, where its check ran (``ran``)."""
+
+    @property
+    def ran(self) -> bool:
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        return {self.key: record_json(self)} if self.ran else {}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding | None:
+        return from_record(cls, data[cls.key]) if isinstance(data.get(cls.key), dict) else None
 
 
 # --- identity: who each side says it is, the precision it serves, what its kind of server is known to move --------
 @dataclass
+class VectorsKept:
+    """What a vector store keeps of a side (``core.vectors.VectorForm.keyed``), where not its floats."""
+    dimensions: int | None = omitted()
+    vector_quantization: str | None = omitted()
+    calibration: str | None = omitted()
+    turbovec: str | None = omitted()
+
+    def words(self) -> str:
+        """In words: "the first 256 dimensions, binary"."""
+        said = [f"the first {self.dimensions} dimensions"] if self.dimensions else []
+        if self.vector_quantization:
+            said.append(self.vector_quantization + (f" (calibrated on {self.calibration})" if self.calibration
+                                                    else ""))
+        return ", ".join(said)
+
+
+@dataclass
+class SideIdentity:
+    """What one side says it is (``checks.identity.identity_of``): its kind ("served", "local", "object"), the model
+    it names; a served one its URL, what /models (``server``) and TEI's /info (``info``) say, as they said it; a
+    local one its dtype, the provider it ran on and its content hashes; the longest input it takes (``max_tokens``)
+    and its parameters where it says; a receipt its file and the fasteval that wrote it; what a store keeps of it."""
+    kind: str | None = None
+    model: str | None = None
+    url: str | None = omitted()
+    server: dict[str, Any] | None = omitted()  # the server's own JSON (/models' entry)
+    info: dict[str, Any] | None = omitted()  # the server's own JSON (TEI's /info)
+    dtype: str | None = omitted()
+    provider: str | None = omitted()
+    source_sha256: str | None = omitted()
+    onnx_sha256: str | None = omitted()
+    max_tokens: int | None = omitted()
+    parameters: int | None = omitted()
+    receipt: str | None = omitted()
+    receipt_fasteval_version: str | None = omitted()
+    vectors: VectorsKept | None = omitted()
+
+    def words(self, precision: str | None) -> str:
+        """As the identity line shows it: "'all-MiniLM-L6-v2' (local, f32, on cpu, 256 tokens, onnx 0123456789ab)"."""
+        said = [self.kind or "?"]
+        said += [precision] if precision else []
+        said += [f"on {self.provider}"] if self.provider else []
+        said += [f"{self.parameters / 1e6:.1f}M parameters"] if self.parameters else []
+        said += [f"{self.max_tokens} tokens"] if self.max_tokens else []
+        said += [f"onnx {self.onnx_sha256[:12]}"] if self.onnx_sha256 else []
+        said += [f"as a store keeps it: {self.vectors.words()}"] if self.vectors else []
+        return f"{self.model!r} ({', '.join(said)})"
+
+
+@dataclass
+class KnownDifferences:
+    """What the candidate's kind of server is known to move: its kind, and the groups with why."""
+    server: str | None = None
+    groups: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Identity(Finding):
     key: ClassVar[str] = "identity"
-    sides: dict[str, Any] = field(default_factory=dict)  # side -> what it says it is (``checks.identity``)
-    match: str | None = None  # --expect-model: how the candidate's id names it ("exactly", a path's end)
-    mismatch: str | None = None  # --expect-model: why the candidate is not the model expected
+    sides: dict[str, SideIdentity] = json_key("identity", dict)
+    mismatch: str | None = json_key("identity_mismatch")  # --expect-model: why the candidate is not the model expected
+    match: str | None = json_key("identity_match")  # --expect-model: how the candidate's id names it ("exactly", ...)
     precision: dict[str, str | None] = field(default_factory=dict)  # side -> the weights' precision it states
     precision_mismatch: str | None = None
-    # the candidate's kind of server and the groups it is known to move: {"server": "llama.cpp", "groups": {...}}
-    known_differences: dict[str, Any] = field(default_factory=dict)
+    # the candidate's kind of server and the groups it is known to move (the --accept hint)
+    known_differences: KnownDifferences | None = omitted()
 
     def to_json(self) -> dict[str, Any]:
-        return {"identity": self.sides, "identity_mismatch": self.mismatch, "identity_match": self.match,
-                "precision": self.precision, "precision_mismatch": self.precision_mismatch,
-                **({"known_differences": self.known_differences} if self.known_differences else {})}
+        return record_json(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Identity | None:
-        return cls(_dict(data.get("identity")), data.get("identity_match"), data.get("identity_mismatch"),
-                   _dict(data.get("precision")), data.get("precision_mismatch"),
-                   _dict(data.get("known_differences")))
+        return from_record(cls, data)
+
+    def side(self, name: str) -> SideIdentity:
+        """What ``name`` ("reference", "candidate") says it is; an empty identity where it said nothing."""
+        return self.sides.get(name) or SideIdentity()
 
     def reasons(self, report: DriftReport) -> list[str]:
         return (([f"identity: {self.mismatch}"] if self.mismatch else [])
                 + ([f"precision: {self.precision_mismatch}"] if self.precision_mismatch else []))
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        who = {side: self.sides.get(side, {}) for side in SIDES}
-        line = ("  identity: " + "; ".join(f"{side} {w.get('model')!r} ({w.get('kind', '?')}"
-                                           + (f", {self.precision[side]}" if self.precision.get(side) else "")
-                                           + (f", on {w['provider']}" if w.get("provider") else "")
-                                           + (f", {w['parameters'] / 1e6:.1f}M parameters" if w.get("parameters")
-                                              else "")
-                                           + (f", {w['max_tokens']} tokens" if w.get("max_tokens") else "")
-                                           + (f", onnx {str(w['onnx_sha256'])[:12]}" if w.get("onnx_sha256") else "")
-                                           + (f", as a store keeps it: {store_words(w['vectors'])}"
-                                              if w.get("vectors") else "")
-                                           + ")" for side, w in who.items() if w)
+        line = ("  identity: " + "; ".join(f"{side} {self.sides[side].words(self.precision.get(side))}"
+                                           for side in SIDES if side in self.sides)
                 + (f" -- {self.mismatch}" if self.mismatch else "")
                 + (f" -- the expected model, named {self.match}" if self.match and self.match != "exactly" else "")
                 + (f" -- {self.precision_mismatch}" if self.precision_mismatch else ""))
@@ -128,53 +287,50 @@ class Identity(Finding):
     def hint_lines(self, report: DriftReport) -> list[str]:
         """For a candidate of a kind of server known to move some groups (llama.cpp: scripts, length), the --accept
         that gates the rest, when those groups drifted and are not accepted yet."""
-        known = _dict(self.known_differences.get("groups"))
+        known = self.known_differences.groups if self.known_differences else {}
         pending = {g: known[g] for g in report.drifted_groups if g not in report.accepted and g in known}
-        if not pending:
+        if not pending or self.known_differences is None:
             return []
         why = "; ".join(f"{g}: {reason}" for g, reason in pending.items())
         flags = " ".join(f"--accept {g}" for g in pending)
-        return [f"  hint: {self.known_differences.get('server')} is known to differ here ({why}); if that is "
+        return [f"  hint: {self.known_differences.server} is known to differ here ({why}); if that is "
                 f"accepted, add {flags} to gate the rest"]
 
     def cases(self, report: DriftReport) -> list[Case]:
-        return [Case("identity", failure=self.mismatch, out=str(self.sides.get("candidate", {}))),
+        candidate = record_json(self.sides["candidate"]) if "candidate" in self.sides else {}
+        return [Case("identity", failure=self.mismatch, out=str(candidate)),
                 Case("precision", failure=self.precision_mismatch, out=str(self.precision))]
-
-
-def store_words(vectors: dict) -> str:
-    """What a side's store keeps, in words: "the first 256 dimensions, binary"."""
-    words = [f"the first {vectors['dimensions']} dimensions"] if vectors.get("dimensions") else []
-    if vectors.get("vector_quantization"):
-        words.append(f"{vectors['vector_quantization']}"
-                     + (f" (calibrated on {vectors['calibration']})" if vectors.get("calibration") else ""))
-    return ", ".join(words)
 
 
 # --- base64 against float: the same texts asked both ways of a served candidate -----------------------------------
 @dataclass
-class Base64(Finding):
+class Base64(Nested):
+    """How a served candidate's base64 answers compare with its float ones: on how many texts (``compared``; None:
+    not asked), the largest difference read as OpenAI's little-endian float32, which byte order matches (None:
+    neither), the ``finding`` where little-endian does not; ``skipped`` (why it could not be asked) or ``base64``
+    ("ignored ...": a server that answers base64 with floats)."""
     key: ClassVar[str] = "base64"
-    # compared, max_abs, endianness ("little", "big", None), finding | skipped | base64 ("ignored ...")
-    said: dict[str, Any] = field(default_factory=dict)
+    compared: int | None = None
+    max_abs: float | None = omitted()
+    endianness: str | None = omitted()
+    finding: str | None = omitted()
+    skipped: str | None = omitted()
+    base64: str | None = omitted()
 
-    def to_json(self) -> dict[str, Any]:
-        return {"base64": self.said} if self.said else {}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Base64 | None:
-        return cls(data["base64"]) if isinstance(data.get("base64"), dict) else None
+    @property
+    def ran(self) -> bool:
+        return self.compared is not None
 
     def reasons(self, report: DriftReport) -> list[str]:
-        return [f"base64: {self.said['finding']}"] if self.said.get("finding") else []
+        return [f"base64: {self.finding}"] if self.finding else []
 
     def cases(self, report: DriftReport) -> list[Case]:
-        if not self.said:
+        if not self.ran:
             return []
-        if self.said.get("skipped"):
-            return [Case("base64", skipped=str(self.said["skipped"]))]
-        return [Case("base64", failure=self.said.get("finding"), out=f"{self.said.get('compared')} text(s); "
-                                                                      f"endianness {self.said.get('endianness')}")]
+        if self.skipped:
+            return [Case("base64", skipped=self.skipped)]
+        return [Case("base64", failure=self.finding,
+                     out=f"{self.compared} text(s); endianness {self.endianness}")]
 
 
 # --- the diagnosis: the usual misconfiguration of the reference the candidate embeds like -------------------------
@@ -210,33 +366,49 @@ FIXES: dict[str, str] = {
 
 
 @dataclass
-class Diagnosis(Finding):
+class Tried:
+    """One variant of the reference a diagnosis embedded: its worst and mean cosine to the candidate on the texts it
+    was compared on (``texts``), or why it was skipped; ``same_as_reference``: it left these texts' vectors as they
+    were (it explains nothing here)."""
+    variant: str
+    worst: float | None = None
+    mean: float | None = None
+    texts: int | None = omitted()
+    skipped: str | None = omitted()
+    same_as_reference: bool | None = omitted()
+
+
+@dataclass
+class Diagnosis(Nested):
+    """The usual misconfiguration of the reference the candidate embeds like: the best conforming ``variant`` (or
+    None) with its ``worst`` cosine, else the ``closest`` one where it comes closer than the reference's own
+    settings (``reference``: their worst cosine), on how many ``texts``; every variant ``tried``, the closest
+    first (None: no diagnosis ran); ``unavailable``: why none could be made."""
     key: ClassVar[str] = "diagnosis"
-    # variant (the best conforming one, or None), worst, closest, reference, texts, tried | unavailable
-    said: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        # the Fix lines beside what was found: a CI that reads drift.json needs them as much as a person
-        return {"diagnosis": {**self.said, "line": self.line(), "fix": self.fixes()}} if self.said else {}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Diagnosis | None:
-        said = data.get("diagnosis")
-        if not isinstance(said, dict):
-            return None
-        return cls({k: v for k, v in said.items() if k not in ("line", "fix")})  # both are made from the rest
+    variant: str | None = None
+    worst: float | None = None
+    closest: str | None = None
+    reference: float | None = omitted()
+    texts: int | None = omitted()
+    tried: list[Tried] | None = None
+    unavailable: str | None = omitted()
 
     @property
-    def variant(self) -> str | None:
-        return self.said.get("variant")
+    def ran(self) -> bool:
+        return self.tried is not None
+
+    def to_json(self) -> dict[str, Any]:
+        # the Fix lines beside what was found: a CI that reads drift.json needs them as much as a person (both are
+        # made from the rest, so they are not read back)
+        return {self.key: {**record_json(self), "line": self.line(), "fix": self.fixes()}} if self.ran else {}
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        return {"verdict": [f"  {line}" for line in [self.line(), *self.fixes()]]} if self.said else {}
+        return {"verdict": [f"  {line}" for line in [self.line(), *self.fixes()]]} if self.ran else {}
 
     def cases(self, report: DriftReport) -> list[Case]:
         """A failing case where the candidate drifts (the diagnosis and its Fix are what a CI viewer must show;
         viewers fold passing cases), else a passing one."""
-        if not self.said:
+        if not self.ran:
             return []
         text = "\n".join([self.line(), *self.fixes()])
         if report.verdict == "drifts":
@@ -246,7 +418,7 @@ class Diagnosis(Finding):
     def fixes(self) -> list[str]:
         """'Fix (change): ...' for each change of the variant it named (two for a pair); none where it named none."""
         lines = []
-        for change in str(self.variant or "").split("+") if self.variant else []:
+        for change in self.variant.split("+") if self.variant else []:
             setting, _, value = change.partition("=")
             text = FIXES.get(setting)
             if text is not None:
@@ -256,85 +428,108 @@ class Diagnosis(Finding):
 
     def line(self) -> str:
         """The terminal's line under the verdict."""
-        d = self.said
-        if d.get("unavailable"):
-            return f"diagnosis: not available: {d['unavailable']}"
-        if d.get("variant"):
-            return (f"diagnosis: the candidate embeds like the reference with {d['variant']} (worst cosine "
-                    f"{d['worst']:.5f}); with the reference's own settings {d['reference']:.4f}")
-        if d.get("closest"):
-            return (f"diagnosis: no usual misconfiguration explains it; closest {d['closest']} "
-                    f"({d['worst']:.4f}; the reference's own {d['reference']:.4f})")
-        if any(t.get("worst") is not None for t in d.get("tried", ())):
+        if self.unavailable:
+            return f"diagnosis: not available: {self.unavailable}"
+        if self.variant:
+            return (f"diagnosis: the candidate embeds like the reference with {self.variant} (worst cosine "
+                    f"{self.worst:.5f}); with the reference's own settings {self.reference:.4f}")
+        if self.closest:
+            return (f"diagnosis: no usual misconfiguration explains it; closest {self.closest} "
+                    f"({self.worst:.4f}; the reference's own {self.reference:.4f})")
+        if any(t.worst is not None for t in self.tried or ()):
             return (f"diagnosis: no usual misconfiguration explains it, and none comes closer than the reference's "
-                    f"own settings ({d['reference']:.4f})")
+                    f"own settings ({self.reference:.4f})")
         return "diagnosis: no usual misconfiguration could be tried"
 
 
 # --- token-count parity: a served candidate's usage.prompt_tokens against the reference tokenizer's count ----------
 @dataclass
-class TokenCounts(Finding):
+class CountedText:
+    """A text sent alone: the reference's tokenizer's count of it and the server's."""
+    text: str
+    reference_tokens: int
+    candidate_tokens: int
+
+
+@dataclass
+class TokenCounts(Nested):
+    """How a served candidate counts the texts it is sent (``usage``) against the reference's tokenizer: on how
+    many (``compared``; None: not asked, or the server reports no counts), how many differ, those that differ most.
+    Never gated: a clue to a drift."""
     key: ClassVar[str] = "token_counts"
-    said: dict[str, Any] = field(default_factory=dict)  # compared, differ, examples; never gated
+    compared: int | None = None
+    differ: int = 0
+    examples: list[CountedText] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"token_counts": self.said} if self.said else {}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TokenCounts | None:
-        return cls(data["token_counts"]) if isinstance(data.get("token_counts"), dict) else None
+    @property
+    def ran(self) -> bool:
+        return self.compared is not None
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        counts = self.said
-        if not counts.get("differ") or report.verdict != "drifts":  # a clue to a drift; beside a conforming run, noise
+        if not self.differ or report.verdict != "drifts":  # a clue to a drift; beside a conforming run, noise
             return {}
-        characters = all(e["candidate_tokens"] == len(e["text"]) for e in counts["examples"])
+        characters = all(e.candidate_tokens == len(e.text) for e in self.examples)
         return {"summary": [
-            f"  token counts: the server counts {counts['differ']} of {counts['compared']} texts otherwise than the "
+            f"  token counts: the server counts {self.differ} of {self.compared} texts otherwise than the "
             "reference's tokenizer (special tokens added or not, another tokenizer): " + "; ".join(
-                f"{e['text']!r}: the server {e['candidate_tokens']}, the reference's tokenizer "
-                f"{e['reference_tokens']}" for e in counts["examples"])
+                f"{e.text!r}: the server {e.candidate_tokens}, the reference's tokenizer {e.reference_tokens}"
+                for e in self.examples)
             + ("; the server's counts are the texts' characters, not tokens (as infinity's are)"
                if characters else "")]}
 
 
 # --- the norm gate: raw norms against the reference's ----------------------------------------------------------------
 @dataclass
-class Norms(Finding):
+class Norms(Nested):
+    """The raw (unnormalised) norms of a few texts on both sides: on how many (``compared``; None: not compared),
+    whether each side returns unit vectors, the candidate's worst ratio to the reference's and its text, the
+    ``finding`` where they differ; where the reference can drop its normalisation, the worst ratio against that and
+    ``variant`` ("normalize=off") where it is within NORM_TOLERANCE."""
     key: ClassVar[str] = "norms"
-    # compared, reference_unit, candidate_unit, worst_ratio, text, finding, normalize_off_ratio, variant
-    said: dict[str, Any] = field(default_factory=dict)
+    compared: int | None = None
+    reference_unit: bool = False
+    candidate_unit: bool = False
+    worst_ratio: float | None = None
+    text: str | None = None
+    finding: str | None = omitted()
+    normalize_off_ratio: float | None = omitted()
+    variant: str | None = omitted()
 
-    def to_json(self) -> dict[str, Any]:
-        return {"norms": self.said} if self.said else {}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Norms | None:
-        return cls(data["norms"]) if isinstance(data.get("norms"), dict) else None
+    @property
+    def ran(self) -> bool:
+        return self.compared is not None
 
     def reasons(self, report: DriftReport) -> list[str]:
-        return [f"norms: {self.said['finding']}"] if self.said.get("finding") else []
+        return [f"norms: {self.finding}"] if self.finding else []
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        n = self.said
-        if not n or n.get("reference_unit"):  # the reference's norms carry meaning: how the candidate's compare
+        if not self.ran or self.reference_unit:  # the reference's norms carry meaning: how the candidate's compare
             return {}
-        return {"summary": [f"  norms (raw vectors, {n['compared']} texts): the candidate's over the reference's, "
-                            f"worst {n['worst_ratio']:.4f} for {n['text']!r}"
-                            + ("; the candidate returns unit vectors" if n.get("candidate_unit") else "")]}
+        return {"summary": [f"  norms (raw vectors, {self.compared} texts): the candidate's over the reference's, "
+                            f"worst {self.worst_ratio:.4f} for {self.text!r}"
+                            + ("; the candidate returns unit vectors" if self.candidate_unit else "")]}
 
     def cases(self, report: DriftReport) -> list[Case]:
-        if not self.said:
+        if not self.ran:
             return []
-        return [Case("norms", failure=self.said.get("finding"),
-                     out=f"worst ratio {self.said.get('worst_ratio')} over {self.said.get('compared')} texts")]
+        return [Case("norms", failure=self.finding, out=f"worst ratio {self.worst_ratio} over {self.compared} texts")]
 
 
 # --- collisions: distinct texts the reference keeps apart that the candidate makes one ----------------------------
 @dataclass
+class Collision:
+    """Two texts the reference keeps apart that the candidate makes one: both cosines, the groups they are of."""
+    text_a: str
+    text_b: str
+    reference_cosine: float
+    candidate_cosine: float
+    groups: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Collisions(Finding):
     key: ClassVar[str] = "collisions"
-    listed: list[dict[str, Any]] = field(default_factory=list)  # text_a, text_b, reference_cosine, candidate_cosine
+    listed: list[Collision] = field(default_factory=list)  # the first (``COLLISIONS_LISTED``), in text order
     count: int | None = None  # how many there are (``listed`` holds the first); None: as many as listed
     gated: bool = False  # --fail-on-collisions: a collision drifts
 
@@ -343,11 +538,12 @@ class Collisions(Finding):
         return len(self.listed) if self.count is None else self.count
 
     def to_json(self) -> dict[str, Any]:
-        return {"collisions": self.listed, "collision_count": self.collided}
+        return {"collisions": _json(self.listed), "collision_count": self.collided}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Collisions | None:
-        return cls(list(data.get("collisions") or []), data.get("collision_count"))
+        count = data.get("collision_count")
+        return cls(read_records(Collision, data.get("collisions")), count if isinstance(count, int) else None)
 
     def reasons(self, report: DriftReport) -> list[str]:
         return [f"{self.collided} collision(s)"] if self.gated and self.listed else []
@@ -360,11 +556,11 @@ class Collisions(Finding):
         for cluster in collision_clusters(self.listed)[:10]:  # a collapse of k texts once, not k(k-1)/2 times
             if len(cluster) == 1:
                 c = cluster[0]
-                lines.append(f"    {pair_text(c['text_a'], c['text_b'])}: {c['reference_cosine']:.3f} -> "
-                             f"{c['candidate_cosine']:.4f}")
+                lines.append(f"    {pair_text(c.text_a, c.text_b)}: {c.reference_cosine:.3f} -> "
+                             f"{c.candidate_cosine:.4f}")
             else:
-                texts = list(dict.fromkeys(t for c in cluster for t in (c["text_a"], c["text_b"])))
-                lowest = min(c["reference_cosine"] for c in cluster)
+                texts = list(dict.fromkeys(t for c in cluster for t in (c.text_a, c.text_b)))
+                lowest = min(c.reference_cosine for c in cluster)
                 lines.append(f"    {len(texts)} texts collapse onto one vector ({len(cluster)} pairs; reference "
                              f"cosines from {lowest:.3f}): " + ", ".join(shown_text(t) for t in texts[:6])
                              + (f" and {len(texts) - 6} more" if len(texts) > 6 else ""))
@@ -381,72 +577,103 @@ class Collisions(Finding):
 
 # --- tokenization: how each side tokenizes the drifted texts -------------------------------------------------------
 @dataclass
-class Tokenization(Finding):
+class TokenizedText:
+    """A drifted text both sides tokenize into other ids: its first ids on each side and their counts."""
+    text: str
+    reference_ids: list[int]
+    candidate_ids: list[int]
+    reference_tokens: int
+    candidate_tokens: int
+
+
+@dataclass
+class Tokenization(Nested):
+    """How both sides tokenize the drifted texts: how many were compared (None: not compared), how many the
+    candidate tokenizes into other ids (``differ``), how many into the same ids cut at another length
+    (``truncated``), and the first few that differ."""
     key: ClassVar[str] = "tokenization"
     explains: ClassVar[bool] = True
-    said: dict[str, Any] = field(default_factory=dict)  # compared, differ, truncated, examples
+    compared: int | None = None
+    differ: int = 0
+    truncated: int = 0
+    examples: list[TokenizedText] = field(default_factory=list)
+
+    @property
+    def ran(self) -> bool:
+        return self.compared is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"tokenization": self.said}
+        return {self.key: record_json(self) if self.ran else {}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Tokenization | None:
-        return cls(_dict(data.get("tokenization")))
+        return from_record(cls, data.get(cls.key))
 
     def reasons(self, report: DriftReport) -> list[str]:
-        t, out = self.said, []
-        if t.get("differ"):
-            out.append(f"tokenizer: {t['differ']} of {t['compared']} drifted texts tokenized differently")
-        if t.get("truncated"):
-            sides = report.get(Identity).sides
-            limits = [sides.get(side, {}).get("max_tokens") for side in SIDES]
-            out.append(f"truncation: {t['truncated']} drifted text(s) cut at another length" +
+        out = []
+        if self.differ:
+            out.append(f"tokenizer: {self.differ} of {self.compared} drifted texts tokenized differently")
+        if self.truncated:
+            identity = report.get(Identity)
+            limits = [identity.side(side).max_tokens for side in SIDES]
+            out.append(f"truncation: {self.truncated} drifted text(s) cut at another length" +
                        (f" (the reference takes {limits[0]} tokens, the candidate {limits[1]})" if all(limits) else ""))
         return out
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        t = self.said
-        if not t.get("differ") and not t.get("truncated"):
+        if not self.differ and not self.truncated:
             return {}
-        lines = ["", f"  tokenizer: of the {t['compared']} worst drifted texts the candidate tokenizes {t['differ']} "
-                     f"into other ids and cuts {t['truncated']} at another length than the reference"]
-        lines += [f"    {e['text']!r}: {e['reference_tokens']} tokens {e['reference_ids'][:8]} against "
-                  f"{e['candidate_tokens']} {e['candidate_ids'][:8]}" for e in t["examples"]]
+        lines = ["", f"  tokenizer: of the {self.compared} worst drifted texts the candidate tokenizes {self.differ} "
+                     f"into other ids and cuts {self.truncated} at another length than the reference"]
+        lines += [f"    {e.text!r}: {e.reference_tokens} tokens {e.reference_ids[:8]} against "
+                  f"{e.candidate_tokens} {e.candidate_ids[:8]}" for e in self.examples]
         return {"details": lines}
 
     def cases(self, report: DriftReport) -> list[Case]:
-        t = self.said
-        if not t:
+        if not self.ran:
             return []
-        return [Case("tokenizer", out=f"{t['differ']} of {t['compared']} drifted texts tokenized into other ids, "
-                                      f"{t['truncated']} cut at another length; examples: {t['examples']}")]
+        return [Case("tokenizer", out=f"{self.differ} of {self.compared} drifted texts tokenized into other ids, "
+                                      f"{self.truncated} cut at another length; examples: "
+                                      f"{_json(self.examples)}")]
 
 
 # --- invariance: the candidate's vectors in other batches, orders and states ---------------------------------------
 @dataclass
+class Condition:
+    """One condition the candidate's probes were embedded in: the lowest cosine of a probe to its embedding alone,
+    that probe, the largest difference of a number (0.0: bit-exact); or why it was skipped."""
+    condition: str
+    worst: float | None = omitted()
+    text: str | None = omitted()
+    max_abs: float | None = omitted()
+    skipped: str | None = omitted()
+
+
+@dataclass
 class Invariance(Finding):
     key: ClassVar[str] = "invariance"
-    rows: list[dict[str, Any]] = field(default_factory=list)  # condition, worst, text, max_abs | skipped
+    rows: list[Condition] = field(default_factory=list)
     tier: str = "cosine"  # choices.INVARIANCE_TIERS: "bitwise" drifts at any difference of a number
 
     def to_json(self) -> dict[str, Any]:
-        return {"invariance": self.rows, **({"invariance_tier": self.tier} if self.tier != "cosine" else {})}
+        return {"invariance": _json(self.rows), **({"invariance_tier": self.tier} if self.tier != "cosine" else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Invariance | None:
-        return cls(list(data.get("invariance") or []), data.get("invariance_tier") or "cosine")
+        tier = data.get("invariance_tier")
+        return cls(read_records(Condition, data.get("invariance")), tier if isinstance(tier, str) else "cosine")
 
     @property
     def worst(self) -> float | None:
-        batch = [r["worst"] for r in self.rows if r.get("worst") is not None]
+        batch = [r.worst for r in self.rows if r.worst is not None]
         return min(batch) if batch else None
 
     def reasons(self, report: DriftReport) -> list[str]:
-        out = [f"batch: {r['condition']} {r['worst']:.4f}" for r in self.rows
-               if r.get("worst") is not None and not r["worst"] >= INVARIANCE_MIN]
+        out = [f"batch: {r.condition} {r.worst:.4f}" for r in self.rows
+               if r.worst is not None and not r.worst >= INVARIANCE_MIN]
         if self.tier == "bitwise":
-            out += [f"bitwise: {r['condition']} differs by {r['max_abs']:.1e}" for r in self.rows
-                    if r.get("worst") is not None and r["worst"] >= INVARIANCE_MIN and r.get("max_abs")]
+            out += [f"bitwise: {r.condition} differs by {r.max_abs:.1e}" for r in self.rows
+                    if r.worst is not None and r.worst >= INVARIANCE_MIN and r.max_abs]
         return out
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
@@ -455,81 +682,105 @@ class Invariance(Finding):
         lines = ["", f"  invariance of the candidate (cosine to each text embedded alone; below {INVARIANCE_MIN}: "
                      "it depends on the batch" + ("; the bitwise tier: any difference drifts"
                                                   if self.tier == "bitwise" else "") + "; max |diff| of a number):"]
-        lines += [f"    {r['condition']:<26} " + (f"skipped ({r['skipped']})" if "skipped" in r else
-                                                   f"{r['worst']:.6f}  max |diff| {r.get('max_abs', 0.0):.1e}  "
-                                                   f"{r['text']!r}") for r in self.rows]
+        lines += [f"    {r.condition:<26} " + (f"skipped ({r.skipped})" if r.skipped is not None else
+                                               f"{r.worst:.6f}  max |diff| {r.max_abs or 0.0:.1e}  {r.text!r}")
+                  for r in self.rows]
         return {"details": lines}
 
     def cases(self, report: DriftReport) -> list[Case]:
         out = []
         for r in self.rows:
-            if "skipped" in r:
-                out.append(Case(f"invariance {r['condition']}", skipped=r["skipped"]))
+            if r.skipped is not None or r.worst is None:
+                out.append(Case(f"invariance {r.condition}", skipped=r.skipped or "not measured"))
                 continue
-            bit_exact = self.tier != "bitwise" or not r.get("max_abs")
-            out.append(Case(f"invariance {r['condition']}", out=f"worst {r['worst']:.6f} for {r['text']!r}",
-                            failure=(f"cosine {r['worst']:.6f} < {INVARIANCE_MIN} to {r['text']!r} embedded alone"
-                                     if r["worst"] < INVARIANCE_MIN else None if bit_exact else
-                                     f"a number differs by {r['max_abs']:.1e} from {r['text']!r} embedded alone "
+            bit_exact = self.tier != "bitwise" or not r.max_abs
+            out.append(Case(f"invariance {r.condition}", out=f"worst {r.worst:.6f} for {r.text!r}",
+                            failure=(f"cosine {r.worst:.6f} < {INVARIANCE_MIN} to {r.text!r} embedded alone"
+                                     if r.worst < INVARIANCE_MIN else None if bit_exact else
+                                     f"a number differs by {r.max_abs:.1e} from {r.text!r} embedded alone "
                                      "(bitwise)")))
         return out
 
 
 # --- behaviours: inputs a side refuses as too long where the other embeds them -------------------------------------
 @dataclass
+class Behaviour:
+    """Inputs of one group one side refuses as too long where the other embeds them: how many, the shortest, what
+    the side said, the longest input it takes and where the other truncates, where they say."""
+    side: str
+    model: str
+    group: str
+    behaviour: str
+    texts: int
+    shortest_chars: int | None
+    message: str
+    max_tokens: int | None = None
+    other_truncates_at: int | None = None
+
+
+@dataclass
 class Behaviours(Finding):
     key: ClassVar[str] = "behaviours"
-    # one per side and group: side, model, group, behaviour, texts, shortest_chars, message, max_tokens,
-    # other_truncates_at
-    found: list[dict[str, Any]] = field(default_factory=list)
+    found: list[Behaviour] = field(default_factory=list)  # one per side and group
 
     def to_json(self) -> dict[str, Any]:
-        return {"behaviours": self.found}
+        return {"behaviours": _json(self.found)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Behaviours | None:
-        return cls(list(data.get("behaviours") or []))
+        return cls(read_records(Behaviour, data.get("behaviours")))
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
         lines = []
         for b in self.found:
-            other = "the candidate" if b["side"] == "reference" else "the reference"
-            limits = ((f"; it takes at most {b['max_tokens']} tokens" if b.get("max_tokens") else "")
-                      + (f", {other} truncates at {b['other_truncates_at']}" if b.get("other_truncates_at") else ""))
-            lines += ["", f"  behaviour: {b['model']} refuses {b['texts']} input(s) of the {b['group']} group that "
-                          f"{other} embeds (the shortest {b['shortest_chars']} characters{limits}: "
-                          f"{b['message'][:100]}); they are left out of the cosines, the rest of the group is scored"]
+            other = "the candidate" if b.side == "reference" else "the reference"
+            limits = ((f"; it takes at most {b.max_tokens} tokens" if b.max_tokens else "")
+                      + (f", {other} truncates at {b.other_truncates_at}" if b.other_truncates_at else ""))
+            lines += ["", f"  behaviour: {b.model} refuses {b.texts} input(s) of the {b.group} group that "
+                          f"{other} embeds (the shortest {b.shortest_chars} characters{limits}: "
+                          f"{b.message[:100]}); they are left out of the cosines, the rest of the group is scored"]
         return {"details": lines} if lines else {}
 
     def cases(self, report: DriftReport) -> list[Case]:
-        return [Case(f"behaviour {b['side']} {b['group']}",
-                     skipped=f"{b['behaviour']}: {b['texts']} input(s): {b['message'][:160]}") for b in self.found]
+        return [Case(f"behaviour {b.side} {b.group}", skipped=f"{b.behaviour}: {b.texts} input(s): {b.message[:160]}")
+                for b in self.found]
 
 
 # --- the PhysScore side: Table 1 of both sides and the paired bootstrap Δτ ------------------------------------------
 @dataclass
 class PhysScore(Finding):
+    """Table 1 τ and PACC of both sides (None: not scored), Δτ (candidate − reference) with its 95% interval (None:
+    no bootstrap), the cells whose τ changed; written at the top level of drift.json."""
     key: ClassVar[str] = "physscore"
-    said: dict[str, Any] = field(default_factory=dict)  # PHYSSCORE_KEYS
+    reference_tau: float | None = None
+    candidate_tau: float | None = None
+    reference_pacc: float | None = None
+    candidate_pacc: float | None = None
+    delta_tau: float | None = None
+    cells_changed: list[str] = field(default_factory=list)
+    delta_tau_ci_low: float | None = None
+    delta_tau_ci_high: float | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.reference_tau is not None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.said)
+        return record_json(self) if self.ran else {}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PhysScore | None:
-        said = {k: data[k] for k in PHYSSCORE_KEYS if k in data}
-        return cls(said) if said else None
+        found = from_record(cls, data)
+        return found if found.ran else None
 
     def lines(self, report: DriftReport) -> dict[str, list[str]]:
-        p = self.said
-        if not p:
+        if not self.ran:
             return {}
-        ci = ("" if p.get("delta_tau_ci_low") is None
-              else f" [{p['delta_tau_ci_low']:.2f}, {p['delta_tau_ci_high']:.2f}]")
-        return {"details": ["", f"  PhysScore: Table 1 tau {p['reference_tau']:.2f} -> {p['candidate_tau']:.2f} "
-                                f"(delta {p['delta_tau']:+.2f}{ci}), "
-                                f"PACC {p['reference_pacc']:.2f} -> {p['candidate_pacc']:.2f}; "
-                                f"{len(p['cells_changed'])} of 20 cells changed"]}
+        ci = "" if self.delta_tau_ci_low is None else f" [{self.delta_tau_ci_low:.2f}, {self.delta_tau_ci_high:.2f}]"
+        return {"details": ["", f"  PhysScore: Table 1 tau {self.reference_tau:.2f} -> {self.candidate_tau:.2f} "
+                                f"(delta {self.delta_tau:+.2f}{ci}), "
+                                f"PACC {self.reference_pacc:.2f} -> {self.candidate_pacc:.2f}; "
+                                f"{len(self.cells_changed)} of 20 cells changed"]}
 
 
 # Every finding a report may hold, in the order it shows them (its terminal places, its JUnit cases, its reasons;
@@ -548,7 +799,7 @@ def shown_text(text: str) -> str:
     return f"{ascii(text)} ({'NFD' if unicodedata.is_normalized('NFD', text) else 'not NFC'})"
 
 
-def collision_clusters(listed: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def collision_clusters(listed: list[Collision]) -> list[list[Collision]]:
     """The collisions grouped by the texts they join (the pairs of one collapse together: k texts on one vector are
     one cluster of k(k-1)/2 pairs), in the order of each cluster's first pair."""
     parent: dict[str, str] = {}
@@ -560,10 +811,10 @@ def collision_clusters(listed: list[dict[str, Any]]) -> list[list[dict[str, Any]
         return t
 
     for c in listed:
-        parent[root(c["text_a"])] = root(c["text_b"])
-    clusters: dict[str, list[dict[str, Any]]] = {}
+        parent[root(c.text_a)] = root(c.text_b)
+    clusters: dict[str, list[Collision]] = {}
     for c in listed:
-        clusters.setdefault(root(c["text_a"]), []).append(c)
+        clusters.setdefault(root(c.text_a), []).append(c)
     return list(clusters.values())
 
 

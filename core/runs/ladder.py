@@ -170,9 +170,9 @@ def ladder_rows(rungs: Sequence[tuple[Rung, Outcome]], resamples: int = DEFAULT_
                      "bytes_per_vector": rung.bytes_per_vector,
                      "tau": s["tau_display"], "tau_ci_low": s.get("tau_ci_low"), "tau_ci_high": s.get("tau_ci_high"),
                      "pacc": s["pacc_display"], "avg": s["avg_display"],
-                     "delta_tau": round(float(delta["delta_tau"]), 4) if rung.label != "full" else 0.0,
-                     "delta_tau_ci_low": delta.get("delta_tau_ci_low"),
-                     "delta_tau_ci_high": delta.get("delta_tau_ci_high"), "folder": str(outcome.path or "")})
+                     "delta_tau": round(float(delta.delta_tau or 0.0), 4) if rung.label != "full" else 0.0,
+                     "delta_tau_ci_low": delta.delta_tau_ci_low,
+                     "delta_tau_ci_high": delta.delta_tau_ci_high, "folder": str(outcome.path or "")})
     return rows
 
 

@@ -37,31 +37,27 @@ def test_every_check_is_one_registered_module_with_a_typed_finding():
 def test_a_report_with_every_finding_reads_back_as_it_was_written():
     """drift.json written with every kind of finding and read back gives the same JSON, reasons and verdict."""
     from fasteval.core.results.drift import DriftReport, GroupDrift
-    from fasteval.core.results.drift_findings import (Base64, Behaviours, Collisions, Diagnosis, Identity,
-                                                      Invariance, Norms, PhysScore, TokenCounts, Tokenization)
+    from fasteval.core.results.drift_findings import (Base64, Behaviour, Behaviours, Collision, Collisions,
+                                                      Condition, CountedText, Diagnosis, Identity, Invariance,
+                                                      KnownDifferences, Norms, PhysScore, SideIdentity, TokenCounts,
+                                                      Tokenization)
 
     report = DriftReport("ref", "cand", 0.99, 3, 0.98, 0.5, {"protocol": GroupDrift("protocol", "p", 3, 0.98, 0.5,
                                                                                       0.3, "5 m")}, [], 0.9)
-    for finding in (Identity({"candidate": {"model": "m", "max_tokens": 256}, "reference": {"max_tokens": 512}},
-                             None, "the candidate says it is 'm', expected 'x'", {"candidate": "q8_0"},
+    for finding in (Identity({"candidate": SideIdentity(model="m", max_tokens=256),
+                              "reference": SideIdentity(max_tokens=512)},
+                             "the candidate says it is 'm', expected 'x'", None, {"candidate": "q8_0"},
                              "the candidate serves q8_0 weights, the reference f32",
-                             {"server": "llama.cpp", "groups": {"protocol": "why"}}),
-                    Base64({"compared": 1, "max_abs": 1.0, "endianness": "big", "finding": "big-endian"}),
-                    Diagnosis({"variant": "pooling=cls", "worst": 0.999, "reference": 0.5, "tried": []}),
-                    TokenCounts({"compared": 1, "differ": 1, "examples": [{"text": "a", "reference_tokens": 3,
-                                                                           "candidate_tokens": 1}]}),
-                    Norms({"compared": 2, "reference_unit": False, "candidate_unit": True, "worst_ratio": 2.0,
-                           "text": "a", "finding": "it normalises"}),
-                    Collisions([{"text_a": "a", "text_b": "b", "reference_cosine": 0.5, "candidate_cosine": 1.0}],
-                               7, gated=False),
-                    Tokenization({"compared": 1, "differ": 0, "truncated": 1, "examples": []}),
-                    Invariance([{"condition": "in a batch of 2", "worst": 0.5, "text": "a", "max_abs": 0.1}],
-                               "bitwise"),
-                    Behaviours([{"side": "candidate", "model": "m", "group": "length", "behaviour": "refuses",
-                                 "texts": 1, "shortest_chars": 9, "message": "too long"}]),
-                    PhysScore({"reference_tau": 36.97, "candidate_tau": 36.5, "reference_pacc": 60.0,
-                               "candidate_pacc": 59.0, "delta_tau": -0.47, "cells_changed": ["length/1"],
-                               "delta_tau_ci_low": -1.0, "delta_tau_ci_high": 0.1})):
+                             KnownDifferences("llama.cpp", {"protocol": "why"})),
+                    Base64(1, max_abs=1.0, endianness="big", finding="big-endian"),
+                    Diagnosis("pooling=cls", 0.999, reference=0.5, tried=[]),
+                    TokenCounts(1, 1, [CountedText("a", 3, 1)]),
+                    Norms(2, False, True, 2.0, "a", finding="it normalises"),
+                    Collisions([Collision("a", "b", 0.5, 1.0)], 7, gated=False),
+                    Tokenization(1, 0, 1, []),
+                    Invariance([Condition("in a batch of 2", 0.5, "a", 0.1)], "bitwise"),
+                    Behaviours([Behaviour("candidate", "m", "length", "refuses", 1, 9, "too long")]),
+                    PhysScore(36.97, 36.5, 60.0, 59.0, -0.47, ["length/1"], -1.0, 0.1)):
         report.add(finding)
     data = report.to_json()
     back = DriftReport.from_json(data)
@@ -81,6 +77,51 @@ def test_a_report_with_every_finding_reads_back_as_it_was_written():
               if c.find("failure") is not None}
     assert failed == {"group protocol", "identity", "precision", "base64", "norms", "invariance in a batch of 2",
                       "diagnosis"}  # a drifting candidate's diagnosis and Fix: a failing case (issue 66, item 12)
+
+
+def test_a_drift_json_written_before_the_findings_were_typed_reads_as_before():
+    """tests/data/drift-before-typed-findings.json, written by the code before the findings had fields of their own
+    (every finding, each in the shapes its check writes: a served and a local side, a diagnosis with its variants,
+    invariance rows compared and skipped, a behaviour, the PhysScore side): read back typed, it writes the same
+    drift.json, byte for byte, and its values are the findings' fields."""
+    import json
+
+    from fasteval.core.io import dumps
+    from fasteval.core.report.drift import drift_files
+    from fasteval.core.results.drift import DriftReport
+    from fasteval.core.results.drift_findings import Collisions, Diagnosis, Identity, Invariance, PhysScore
+
+    from fakes import ROOT
+
+    path = ROOT / "tests" / "data" / "drift-before-typed-findings.json"
+    data = json.loads(path.read_text())
+    report = DriftReport.from_json(data)
+    assert drift_files(report)["drift.json"] == dumps(data), "the same keys, values and order"
+    candidate = report.get(Identity).side("candidate")
+    assert candidate.kind == "served" and candidate.max_tokens == 512 and candidate.server is not None
+    kept = report.get(Identity).side("reference").vectors
+    assert kept is not None and kept.vector_quantization == "int8" and kept.dimensions == 256
+    diagnosis = report.get(Diagnosis)
+    assert diagnosis.closest == "pooling=cls" and [t.variant for t in diagnosis.tried or []][:1] == ["pooling=cls"]
+    assert diagnosis.tried and diagnosis.tried[1].same_as_reference and diagnosis.tried[2].skipped == "no GPU"
+    assert [r.skipped for r in report.get(Invariance).rows] == [None, "refused: too long"]
+    assert report.get(Collisions).listed[0].groups == ["accents"] and report.get(PhysScore).delta_tau == -0.47
+    assert report.worst[0].text == "한국어 텍스트" and report.worst[0].cosine == 0.7796
+
+
+def test_the_findings_hold_no_untyped_mapping_but_what_a_server_says():
+    """Every field of a finding, of the records it holds and of the drift report is typed: a mapping of Any only
+    where a server's own JSON is kept as it said it (/models' entry, TEI's /info)."""
+    import dataclasses
+    import typing
+
+    from fasteval.core.results import drift, drift_findings
+
+    records = [c for m in (drift, drift_findings) for c in vars(m).values()
+               if dataclasses.is_dataclass(c) and c.__module__ == m.__name__]
+    untyped = [f"{c.__name__}.{f.name}" for c in records for f in dataclasses.fields(c)
+               if "dict[str, Any]" in str(typing.get_type_hints(c)[f.name]).replace("typing.", "")]
+    assert sorted(untyped) == ["SideIdentity.info", "SideIdentity.server"], untyped
 
 
 def test_a_check_that_did_not_run_shows_nothing():

@@ -100,13 +100,13 @@ def test_where_no_variant_explains_it_the_closest_is_named(tiny_encoder):
     from fakes import FakeEncoder
 
     report = fasteval.drift(tiny_encoder, FakeEncoder(dim=32), invariance=False, resamples=0, conformance=False)
-    d = report.get(Diagnosis).said
-    assert report.verdict == "drifts" and d["variant"] is None and d["closest"] == d["tried"][0]["variant"]
-    names = [t["variant"] for t in d["tried"]]
+    d = report.get(Diagnosis)
+    assert report.verdict == "drifts" and d.variant is None and d.tried and d.closest == d.tried[0].variant
+    names = [t.variant for t in d.tried]
     assert {"pooling=cls", "pooling=max", "pooling=last", "special_tokens=off", "precision=fp16",
             "precision=int8"} <= set(names) and any("+" in n for n in names)
-    assert all("skipped" not in t for t in d["tried"]), d["tried"]
-    assert Diagnosis(d).line().startswith(f"diagnosis: no usual misconfiguration explains it; closest {d['closest']}")
+    assert all(t.skipped is None for t in d.tried), d.tried
+    assert d.line().startswith(f"diagnosis: no usual misconfiguration explains it; closest {d.closest}")
 
 
 def _without_variants(source, dest) -> None:
@@ -150,8 +150,8 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
 
     candidate = fasteval.load_model(str(cls_folder), provider="cpu")
     folder = fasteval.drift(tiny_encoder, candidate, invariance=False, resamples=0)
-    assert folder.get(Diagnosis).said["variant"] == "pooling=cls"
-    assert abs(folder.get(Diagnosis).said["worst"] - saved["worst"]) <= 1e-3  # the receipt keeps float16 rows
+    assert folder.get(Diagnosis).variant == "pooling=cls"
+    assert abs((folder.get(Diagnosis).worst or 0.0) - saved["worst"]) <= 1e-3  # the receipt keeps float16 rows
     assert run_cli(["drift", "--save-receipt", bare, tiny_st_folder, *common, "--no-diagnose"],
                    env=env).returncode == 0
     assert bare.stat().st_size < receipt.stat().st_size
@@ -160,7 +160,7 @@ def test_a_receipt_names_the_cause_as_the_folder_does(tiny_st_folder, cls_folder
                       (old, "the receipt holds no variants' vectors (saved before receipts carried them)")):
         report = fasteval.drift(str(path), candidate, invariance=False, resamples=0)
         assert report.verdict == "drifts" and abs(report.worst_cosine - folder.worst_cosine) <= 1e-6
-        assert report.get(Diagnosis).said["variant"] is None and report.get(Diagnosis).said["unavailable"] == why
+        assert report.get(Diagnosis).variant is None and report.get(Diagnosis).unavailable == why
         said = [ln.strip() for ln in drift_text(report).splitlines() if "diagnosis" in ln]
         assert said == [f"diagnosis: not available: {why}"], said
 
@@ -217,7 +217,7 @@ def test_a_candidate_that_drifts_for_its_batches_alone_is_not_diagnosed(tiny_enc
     texts = ["5 meters", "two kilograms"]
     rows = dict(zip(texts, tiny_encoder.encode(texts)))
     said = diagnose(tiny_encoder, rows, {t: 1.0 for t in texts}, 0.99)
-    assert said["variant"] is None and said["tried"] == [] and said["unavailable"].startswith("no text drifted")
+    assert said.variant is None and said.tried == [] and str(said.unavailable).startswith("no text drifted")
 
 
 def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder, tiny_bare_folder):
@@ -236,13 +236,13 @@ def test_a_candidate_that_does_not_normalise_is_named_normalize_off(tiny_encoder
 
     report = fasteval.drift(tiny_encoder, bare, resamples=0, conformance=False, invariance=False)
     assert report.worst_cosine > 0.9999 and report.verdict == "drifts" and not report.has(Diagnosis)
-    norms = report.get(Norms).said
-    assert norms["reference_unit"] and not norms["candidate_unit"] and norms["variant"] == "normalize=off", norms
-    assert abs(norms["normalize_off_ratio"] - 1) < 1e-4
-    assert report.reasons == ["norms: " + norms["finding"]] and "does not normalise where the model does" in \
-        norms["finding"]
-    scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).get(Norms).said
-    assert "finding" in scaled and "variant" not in scaled and abs(scaled["normalize_off_ratio"] - 3) < 1e-3
+    norms = report.get(Norms)
+    assert norms.reference_unit and not norms.candidate_unit and norms.variant == "normalize=off", norms
+    assert norms.normalize_off_ratio is not None and abs(norms.normalize_off_ratio - 1) < 1e-4
+    assert norms.finding and report.reasons == ["norms: " + norms.finding]
+    assert "does not normalise where the model does" in norms.finding
+    scaled = fasteval.drift(tiny_encoder, Scaled(), resamples=0, conformance=False, invariance=False).get(Norms)
+    assert scaled.finding and scaled.variant is None and abs((scaled.normalize_off_ratio or 0) - 3) < 1e-3
 
 
 def test_a_prompt_left_out_or_another_prompt_is_named(tiny_st_folder, tmp_path):
@@ -262,5 +262,5 @@ def test_a_prompt_left_out_or_another_prompt_is_named(tiny_st_folder, tmp_path):
     query = fasteval.load_model(str(folder), provider="cpu", prompt_name="query")
     for reference, candidate, named in ((plain, query, "prompt=query"), (query, plain, "prompt=none")):
         report = fasteval.drift(reference, candidate, resamples=0, conformance=False, invariance=False)
-        assert report.verdict == "drifts" and report.get(Diagnosis).said["variant"] == named, report.get(Diagnosis).said
-        assert report.get(Diagnosis).said["worst"] > 0.9999
+        assert report.verdict == "drifts" and report.get(Diagnosis).variant == named, report.get(Diagnosis)
+        assert (report.get(Diagnosis).worst or 0.0) > 0.9999

@@ -100,7 +100,7 @@ def test_scores_equal_an_independent_computation():
     assert report.groups["g1"].share_below == pytest.approx(np.mean(cos[:25] < 0.995))
     brute = [(i, j) for i in range(40) for j in range(i + 1, 40)
              if ua[i] @ ua[j] < COLLISION_APART and ub[i] @ ub[j] >= COLLISION_SAME]
-    assert brute == [(3, 7)] and [(c["text_a"], c["text_b"]) for c in report.get(Collisions).listed] == [("t3", "t7")]
+    assert brute == [(3, 7)] and [(c.text_a, c.text_b) for c in report.get(Collisions).listed] == [("t3", "t7")]
     sa, sb = ua @ ua.T, ub @ ub.T
     agree = []
     for i in range(40):
@@ -134,8 +134,8 @@ def test_an_encoder_against_itself_conforms():
     report = run(TextEncoder())
     assert report.verdict == "conforms" and report.worst_cosine == pytest.approx(1.0)
     assert not report.get(Collisions).listed
-    p = report.get(PhysScore).said
-    assert p["delta_tau"] == 0 and p["cells_changed"] == [] and p["delta_tau_ci_low"] == p["delta_tau_ci_high"] == 0
+    p = report.get(PhysScore)
+    assert p.delta_tau == 0 and p.cells_changed == [] and p.delta_tau_ci_low == p.delta_tau_ci_high == 0
     names = {g.name for g in conformance_groups()}
     assert {"accents", "case", "unicode_forms", "whitespace", "scripts", "number_formats", "length", "edge"} <= names
     assert set(report.groups) == {"protocol", *names}
@@ -158,8 +158,8 @@ def test_each_broken_encoder_is_caught_by_its_group(broken, group, untouched, co
     text = drift_text(report)
     assert f"{group}: " in text, "the worst texts are named with their group"
     if colliding:
-        pairs = {(c["text_a"], c["text_b"]) for c in report.get(Collisions).listed} | \
-                {(c["text_b"], c["text_a"]) for c in report.get(Collisions).listed}
+        pairs = {(c.text_a, c.text_b) for c in report.get(Collisions).listed} | \
+                {(c.text_b, c.text_a) for c in report.get(Collisions).listed}
         assert colliding in pairs
 
 
@@ -297,7 +297,7 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     candidate (its /models entry carries meta) whose known groups drifted gets the --accept that gates the rest,
     another candidate no hint, and once accepted no hint either."""
     from fasteval.core.report.drift import drift_text
-    from fasteval.core.results.drift_findings import Identity
+    from fasteval.core.results.drift_findings import Identity, SideIdentity
     from fasteval.core.runs.drift.checks.identity import known_differences
 
     report = run(ChangesHangul(), invariance=False)
@@ -307,7 +307,7 @@ def test_the_verdict_comes_first_and_a_known_server_kind_suggests_accept():
     assert plain[0] == f"fasteval drift: drifts, {n} reason{'s' * (n != 1)} (exit 1)"
     assert len(plain[0]) < 60 and plain[2:2 + len(report.reasons)] == [f"  reason: {r}" for r in report.reasons]
     assert not any("hint:" in line for line in plain)
-    served = {"kind": "served", "model": "m", "server": {"id": "m", "meta": {"n_ctx": 512}}}
+    served = SideIdentity("served", "m", server={"id": "m", "meta": {"n_ctx": 512}})
     report.add(Identity({"candidate": served}, known_differences=known_differences(served)))
     hint = [line for line in drift_text(report).splitlines() if "hint:" in line]
     assert hint == ["  hint: llama.cpp is known to differ here (scripts: its WordPiece tokenizes Hangul differently); "
@@ -418,12 +418,13 @@ def test_a_stores_vectors_of_the_same_model_conform_and_keep_their_physscore(sto
     threshold = {"int8": 0.98, "int4": 0.8, "turboquant4": 0.9}.get(store.get("vector_quantization"), 0.99)
     report = run(TextEncoder(), candidate_vectors=store, invariance=False, threshold=threshold)
     assert report.verdict == "conforms", report.reasons
-    assert report.get(Identity).sides["candidate"]["vectors"]["vector_quantization" if "vector_quantization" in store
-                                                   else "dimensions"] == list(store.values())[-1]
-    assert "vectors" not in report.get(Identity).sides["reference"]
+    kept_form = report.get(Identity).sides["candidate"].vectors
+    assert kept_form is not None and getattr(kept_form, "vector_quantization" if "vector_quantization" in store
+                                             else "dimensions") == list(store.values())[-1]
+    assert report.get(Identity).sides["reference"].vectors is None
     floats = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0).exams["exam1"].summary()
     kept = fasteval.evaluate(TextEncoder(), exams=(1,), bootstrap=0, **store).exams["exam1"].summary()
-    assert report.get(PhysScore).said["delta_tau"] == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
+    assert report.get(PhysScore).delta_tau == pytest.approx(kept["tau"] - floats["tau"], abs=1e-9)
     if integers:
         assert threshold <= report.worst_cosine < 1.0, "an integer vector is near its float, not equal to it"
     else:
@@ -462,7 +463,8 @@ def test_int8_calibrated_on_other_texts_embeds_them_on_both_sides():
     mine = ["2 meters", "café", "Zürich", "two kilograms", "0.5 seconds", "many words of a longer sentence here"]
     report = run(TextEncoder(), candidate_vectors={"vector_quantization": "int8", "calibration": mine},
                  invariance=False, threshold=0.5)
-    assert report.get(Identity).sides["candidate"]["vectors"]["calibration"].startswith("sha256:")
+    kept_form = report.get(Identity).sides["candidate"].vectors
+    assert kept_form is not None and str(kept_form.calibration).startswith("sha256:")
     assert report.worst_cosine < 0.99, "six calibration texts clip most of the others"
 
 
@@ -472,14 +474,13 @@ def test_a_collapse_is_one_line_and_unicode_twins_show_their_forms():
     import itertools
     import unicodedata
 
-    from fasteval.core.results.drift_findings import Collisions, collision_clusters
+    from fasteval.core.results.drift_findings import Collision, Collisions, collision_clusters
 
     nfc = "café 5 m"
     nfd = unicodedata.normalize("NFD", nfc)
     collapsed = [nfc, nfd, *(f"{k} meters" for k in range(16))]  # 18 texts on one vector: 153 pairs
-    pairs = [{"text_a": a, "text_b": b, "reference_cosine": 0.5, "candidate_cosine": 1.0}
-             for a, b in itertools.combinations(collapsed, 2)]
-    pairs.append({"text_a": "1 km", "text_b": "1 kg", "reference_cosine": 0.8, "candidate_cosine": 0.9999})
+    pairs = [Collision(a, b, 0.5, 1.0) for a, b in itertools.combinations(collapsed, 2)]
+    pairs.append(Collision("1 km", "1 kg", 0.8, 0.9999))
     assert [len(c) for c in collision_clusters(pairs)] == [153, 1]
     lines = Collisions(pairs).lines(None)["details"]  # type: ignore[arg-type]
     assert len(lines) == 4, lines  # a blank line, the count, the collapse, the pair

@@ -15,6 +15,7 @@ import numpy as np
 from ...embeddings import as_array, can
 from ...errors import InputError
 from ...plan import plan
+from ...results.drift_findings import record_json
 from .checks.identity import identity_of
 from .embed import embed_side
 from .plan import plan_drift
@@ -49,7 +50,7 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
                          "make the receipt with a reference that embeds them all (a local model, say).")
     every = asked.texts
     variants = _variants(planned, groups, diagnose, step)
-    write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), identity_of(planned.view),
+    write_receipt(Path(path), every, np.stack([recorder.raw[t] for t in every]), record_json(identity_of(planned.view)),
                   planned.name, variants)
     return {"texts": len(every), "dim": table.dim, "name": planned.name,
             "variants": len(variants.get("names") or ()), "variant_texts": len(variants.get("texts") or ())}

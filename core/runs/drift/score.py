@@ -9,8 +9,8 @@ import numpy as np
 
 from ...errors import InputError
 from ...protocol.conformance import TextGroup
-from ...results.drift import DriftReport, GroupDrift, drifted
-from ...results.drift_findings import Collisions
+from ...results.drift import DriftReport, GroupDrift, WorstText, drifted
+from ...results.drift_findings import Collision, Collisions
 
 COLLISION_APART, COLLISION_SAME = 0.99, 0.999
 NEIGHBOURS = 10
@@ -64,11 +64,9 @@ def score_drift(reference: str, candidate: str, groups: list[TextGroup], ref: di
         for t in g.texts:
             group_of.setdefault(t, g.name)
     order = np.argsort(cos, kind="stable")
-    worst = [{"group": group_of[texts[i]], "text": short(texts[i]), "cosine": float(cos[i])}
-             for i in order[:WORST_LISTED]]
+    worst = [WorstText(group_of[texts[i]], short(texts[i]), float(cos[i])) for i in order[:WORST_LISTED]]
     pairs, agreement, count = pairwise(a, b)
-    collisions = [{"text_a": short(texts[i]), "text_b": short(texts[j]), "reference_cosine": ra,
-                   "candidate_cosine": cb, "groups": sorted({group_of[texts[i]], group_of[texts[j]]})}
+    collisions = [Collision(short(texts[i]), short(texts[j]), ra, cb, sorted({group_of[texts[i]], group_of[texts[j]]}))
                   for i, j, ra, cb in pairs]
     return DriftReport(reference, candidate, threshold, len(texts), float(np.mean(cos)), float(np.min(cos)),
                        out_groups, worst, agreement, findings=[Collisions(collisions, count, fail_on_collisions)],

@@ -28,13 +28,13 @@ def applies(run: DriftRun) -> bool:
 
 
 def check(run: DriftRun) -> Base64:
-    finding = Base64(parity(run.candidate, run.calls[0][:1], (run.names[0], run.names[1], run.tables[0].dim)))
-    if finding.said.get("finding"):
+    finding = parity(run.candidate, run.calls[0][:1], (run.names[0], run.names[1], run.tables[0].dim))
+    if finding.finding:
         run.candidate.use_float()
     return finding
 
 
-def parity(candidate: Any, texts: list[str], reference: tuple[str, str, int | None] | None = None) -> dict[str, Any]:
+def parity(candidate: Any, texts: list[str], reference: tuple[str, str, int | None] | None = None) -> Base64:
     """``texts`` asked as floats and as base64: ``endianness`` (which reading matches: "little", "big"; None:
     neither), ``max_abs`` (little-endian's), a ``finding`` where little-endian does not match; ``base64:
     "ignored"`` for a server that answers base64 with floats. ``reference``: (its name, the candidate's, its
@@ -43,23 +43,21 @@ def parity(candidate: Any, texts: list[str], reference: tuple[str, str, int | No
     try:
         floats = candidate.encoded_as(texts, "float")
     except FastevalError as err:
-        return {"compared": 0, "skipped": first_line(err, 160)}
+        return Base64(0, skipped=first_line(err, 160))
     if reference is not None:  # another model: refused now, after one text (never a parity to report)
         check_dimensions(reference[0], reference[1], reference[2], floats.shape[1])
     try:
         encoded = candidate.encoded_as(texts, "base64")
     except FastevalError as err:
-        return {"compared": 0, "skipped": first_line(err, 160)}
+        return Base64(0, skipped=first_line(err, 160))
     if encoded is None:
-        return {"compared": len(texts), "base64": "ignored (the server answered floats)"}
+        return Base64(len(texts), base64="ignored (the server answered floats)")
     diffs = {name: _max_abs(encoded, dtype, floats) for name, dtype in (("little", "<f4"), ("big", ">f4"))}
     endianness = next((n for n, d in diffs.items() if d <= BASE64_TOLERANCE), None)
-    out: dict[str, Any] = {"compared": len(texts), "max_abs": diffs["little"], "endianness": endianness}
-    if endianness != "little":
-        out["finding"] = ("its base64 vectors are big-endian float32, not OpenAI's little-endian"
-                          if endianness == "big" else
-                          f"its base64 vectors are not its float ones (max |diff| {diffs['little']:.3g})")
-    return out
+    finding = (None if endianness == "little" else
+               "its base64 vectors are big-endian float32, not OpenAI's little-endian" if endianness == "big" else
+               f"its base64 vectors are not its float ones (max |diff| {diffs['little']:.3g})")
+    return Base64(len(texts), max_abs=diffs["little"], endianness=endianness, finding=finding)
 
 
 def _max_abs(encoded: list[str], dtype: str, floats: np.ndarray) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ....results.drift_findings import SIDES, Behaviours, Identity
+from ....results.drift_findings import SIDES, Behaviour, Behaviours, Identity
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -19,16 +19,14 @@ def applies(run: DriftRun) -> bool:
 
 
 def check(run: DriftRun) -> Behaviours:
-    identity = run.scored.get(Identity).sides
-    out: dict[tuple[str, str], dict] = {}
+    identity = run.scored.get(Identity)
+    out: dict[tuple[str, str], Behaviour] = {}
     for text, hits in run.refused.items():
         for side, group, err in hits:
             other = SIDES[side == "reference"]
-            entry = out.setdefault((side, group), {
-                "side": side, "model": run.names[side == "candidate"], "group": group,
-                "behaviour": "refuses long inputs", "texts": 0, "shortest_chars": None, "message": err.message[:200],
-                "max_tokens": identity.get(side, {}).get("max_tokens"),
-                "other_truncates_at": identity.get(other, {}).get("max_tokens")})
-            entry["texts"] += 1
-            entry["shortest_chars"] = min(len(text), entry["shortest_chars"] or len(text))
+            entry = out.setdefault((side, group), Behaviour(
+                side, run.names[side == "candidate"], group, "refuses long inputs", 0, None, err.message[:200],
+                identity.side(side).max_tokens, identity.side(other).max_tokens))
+            entry.texts += 1
+            entry.shortest_chars = min(len(text), entry.shortest_chars or len(text))
     return Behaviours(list(out.values()))

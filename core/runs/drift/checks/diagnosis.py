@@ -22,7 +22,7 @@ from .....models.onnx.variants import Variant, pairs_of
 from ....embeddings import as_array, can, normalize_rows
 from ....errors import first_line
 from ....results.drift import drifted
-from ....results.drift_findings import Diagnosis
+from ....results.drift_findings import Diagnosis, Tried
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -57,8 +57,8 @@ def applies(run: DriftRun) -> bool:
 def check(run: DriftRun) -> Diagnosis:
     unexplained, threshold = _unexplained(run), run.options.threshold
     if run.receipt:
-        return Diagnosis(diagnose_recorded(run.reference.recorded_variants, run.maps[1], unexplained, threshold))
-    return Diagnosis(diagnose(run.reference, run.maps[1], unexplained, threshold))
+        return diagnose_recorded(run.reference.recorded_variants, run.maps[1], unexplained, threshold)
+    return diagnose(run.reference, run.maps[1], unexplained, threshold)
 
 
 def _unexplained(run: DriftRun) -> dict[str, float]:
@@ -89,11 +89,11 @@ def _cosines(vectors: np.ndarray, candidate: np.ndarray) -> np.ndarray:
 
 
 def diagnose(reference: Any, candidate_rows: dict[str, np.ndarray], cosines: dict[str, float], threshold: float,
-             load: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Which usual misconfiguration of ``reference`` (an OnnxEncoder) the candidate embeds like: ``{"variant": the
-    best conforming one or None, "worst": its worst cosine, "reference": the reference's own worst on the same texts,
-    "texts": how many, "tried": [{"variant", "worst", "mean", "texts"}, ...] best first}``. ``candidate_rows``: the
-    candidate's vector of each text; ``cosines``: the gate's cosine of each text (which drifted)."""
+             load: Callable[..., Any] | None = None) -> Diagnosis:
+    """Which usual misconfiguration of ``reference`` (an OnnxEncoder) the candidate embeds like: the best
+    conforming variant or None, its worst cosine, the reference's own worst on the same texts, how many, and every
+    variant tried, the best first (``Diagnosis``). ``candidate_rows``: the candidate's vector of each text;
+    ``cosines``: the gate's cosine of each text (which drifted)."""
     singles, embedder = _live(reference, load)
     return _diagnosis(singles, embedder, diagnosis_texts(cosines, threshold), candidate_rows, cosines, threshold,
                       pairs=lambda closest: pairs_of([v for v in singles if v.name in closest]))
@@ -119,21 +119,20 @@ def _live(reference: Any, load: Callable[..., Any] | None) -> tuple[list[Variant
 
 def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[list[str]], np.ndarray] | None],
                texts: list[str], candidate_rows: dict[str, np.ndarray], cosines: dict[str, float], threshold: float,
-               pairs: Callable[[list[str]], list[Variant]]) -> dict[str, Any]:
+               pairs: Callable[[list[str]], list[Variant]]) -> Diagnosis:
     """The diagnosis over ``texts`` (the drifted ones first, the worst first): each single variant in order, the
     cheapest first, until one conforms; where none does, ``pairs`` of the closest. A variant embeds the worst
     SCREEN_TEXTS texts first and the rest only where it conforms on those (one that does not conform on the worst
     texts cannot conform on all): ``texts`` in ``tried`` says on how many each was compared. ``embedder``: how a
     variant embeds (None: it cannot here, and it is left out)."""
     if not any(drifted(cosines[t], threshold) for t in texts):
-        return {"variant": None, "worst": None, "closest": None, "tried": [],
-                "unavailable": "no text drifted: there is no misconfiguration of the reference to name"}
+        return Diagnosis(tried=[], unavailable="no text drifted: there is no misconfiguration of the reference to name")
     candidate = {t: np.asarray(candidate_rows[t]) for t in texts}
     screen = texts[:SCREEN_TEXTS]
 
     def conforms(worst: float | None) -> bool:  # a variant embeds like the candidate: drift's one rule, turned
         return worst is not None and not drifted(worst, threshold)
-    tried: list[dict[str, Any]] = []
+    tried: list[Tried] = []
     # each variant's worst cosine on the screen texts, which every variant was compared on: the closest is chosen on
     # these (a variant that went on to all the texts has a lower worst than one that stopped at the screen)
     on_screen: dict[str, float] = {}
@@ -145,9 +144,8 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
                 return
             vectors = as_array(embed(screen))
             if vectors.shape[1:] != candidate[screen[0]].shape:
-                tried.append({"variant": variant.name, "worst": None, "mean": None,
-                              "skipped": f"{vectors.shape[1]} dimensions, the candidate's "
-                                         f"{candidate[screen[0]].shape[0]}"})
+                tried.append(Tried(variant.name, skipped=f"{vectors.shape[1]} dimensions, the candidate's "
+                                                         f"{candidate[screen[0]].shape[0]}"))
                 return
             compared = screen
             cos = _cosines(vectors, np.stack([candidate[t] for t in screen]))
@@ -159,31 +157,29 @@ def _diagnosis(singles: list[Variant], embedder: Callable[[Variant], Callable[[l
                 vectors = np.vstack([vectors, as_array(embed(texts[len(screen):]))])
                 compared = texts
                 cos = _cosines(vectors, np.stack([candidate[t] for t in texts]))
-            tried.append({"variant": variant.name, "worst": float(cos.min()), "mean": float(cos.mean()),
-                          "texts": len(compared), **({"same_as_reference": True} if same else {})})
+            tried.append(Tried(variant.name, float(cos.min()), float(cos.mean()), len(compared),
+                               same_as_reference=True if same else None))
         except Exception as err:  # noqa: BLE001 - a variant this model cannot run is reported, never a crash
             log.info("diagnosis: %s could not be tried: %s", variant.name, first_line(err, 160))
-            tried.append({"variant": variant.name, "worst": None, "mean": None, "skipped": first_line(err, 160)})
+            tried.append(Tried(variant.name, skipped=first_line(err, 160)))
 
     for v in singles:  # in order, the cheapest first (the reference's own graph, then its other exports)
         attempt(v)
-        if tried and conforms(tried[-1]["worst"]):
+        if tried and conforms(tried[-1].worst):
             break  # it embeds like this one: the cause is named, the rest need not run
-    if not any(conforms(t["worst"]) for t in tried):  # two changes, the closest
-        moved = [t for t in _ranked(tried, on_screen) if t["worst"] is not None and not t.get("same_as_reference")]
-        for pair in pairs([t["variant"] for t in moved[:CLOSEST_PAIRED]]):
+    if not any(conforms(t.worst) for t in tried):  # two changes, the closest
+        moved = [t for t in _ranked(tried, on_screen) if t.worst is not None and not t.same_as_reference]
+        for pair in pairs([t.variant for t in moved[:CLOSEST_PAIRED]]):
             attempt(pair)
     ranked = _ranked(tried, on_screen)  # the closest first, on the texts every variant was compared on
     own = min(cosines[t] for t in texts)
     own_on_screen = min(cosines[t] for t in screen)
-    best = next((t for t in ranked if conforms(t["worst"])), None)
+    best = next((t for t in ranked if conforms(t.worst)), None)
     # the closest is named only where it comes closer than the reference's own settings
-    closer = next((t for t in ranked if t["variant"] in on_screen
-                   and on_screen[t["variant"]] > own_on_screen + CLOSER), None)
-    return {"variant": best["variant"] if best else None,
-            "worst": best["worst"] if best else (closer["worst"] if closer else None),
-            "closest": None if best or not closer else closer["variant"],
-            "reference": own, "texts": len(texts), "tried": ranked}
+    closer = next((t for t in ranked if t.variant in on_screen and on_screen[t.variant] > own_on_screen + CLOSER),
+                  None)
+    return Diagnosis(best.variant if best else None, best.worst if best else (closer.worst if closer else None),
+                     None if best or not closer else closer.variant, own, len(texts), ranked)
 
 
 # --- receipts: the variants recorded once, for a CI job with no weights -------------------------------------------
@@ -239,7 +235,7 @@ def record_variants(reference: Any, texts: list[str], load: Callable[..., Any] |
 
 
 def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str, np.ndarray],
-                      cosines: dict[str, float], threshold: float) -> dict[str, Any]:
+                      cosines: dict[str, float], threshold: float) -> Diagnosis:
     """The diagnosis from a receipt's recorded variants (``ReceiptEncoder.variants``: ``names``, ``texts``, and
     ``rows(name, texts)``), as ``diagnose`` makes it from a folder: the receipt's texts the candidate embedded, the
     drifted first; the singles in the order they were recorded, then the recorded pairs of the closest. Where the
@@ -247,12 +243,11 @@ def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str,
     if not recorded or not recorded.get("names"):
         why = (recorded or {}).get("unavailable") or ("the receipt holds no variants' vectors (saved before "
                                                       "receipts carried them)")
-        return {"variant": None, "worst": None, "closest": None, "unavailable": why, "tried": []}
+        return Diagnosis(tried=[], unavailable=why)
     held = {t: cosines[t] for t in recorded["texts"] if t in cosines and t in candidate_rows}
     if not any(drifted(c, threshold) for c in held.values()):
-        return {"variant": None, "worst": None, "closest": None, "tried": [],
-                "unavailable": f"none of the receipt's {len(held)} diagnosis texts drifted (the drift is in texts "
-                               "it does not sample)"}
+        return Diagnosis(tried=[], unavailable=f"none of the receipt's {len(held)} diagnosis texts drifted (the drift "
+                                               "is in texts it does not sample)")
     texts = diagnosis_texts(held, threshold, limit=len(held))
     names = recorded["names"]
     singles = [Variant(n, ()) for n in names if "+" not in n]
@@ -266,10 +261,10 @@ def diagnose_recorded(recorded: dict[str, Any] | None, candidate_rows: dict[str,
     return _diagnosis(singles, embedder, texts, candidate_rows, held, threshold, pairs)
 
 
-def _ranked(tried: Sequence[dict[str, Any]], on_screen: dict[str, float] | None = None) -> list[dict[str, Any]]:
+def _ranked(tried: Sequence[Tried], on_screen: dict[str, float] | None = None) -> list[Tried]:
     """The tried variants, the closest first: by their worst cosine (``on_screen``: on the screen texts, which
     every variant was compared on), then their mean."""
-    def worst(t: dict[str, Any]) -> float | None:
-        return t["worst"] if on_screen is None else on_screen.get(t["variant"])
+    def worst(t: Tried) -> float | None:
+        return t.worst if on_screen is None else on_screen.get(t.variant)
 
-    return sorted(tried, key=lambda t: (worst(t) is None, -(worst(t) or 0.0), -(t["mean"] or 0.0)))
+    return sorted(tried, key=lambda t: (worst(t) is None, -(worst(t) or 0.0), -(t.mean or 0.0)))

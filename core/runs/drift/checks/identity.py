@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ....embeddings import can
-from ....results.drift_findings import SIDES, Identity
+from ....results.drift_findings import SIDES, Identity, KnownDifferences, SideIdentity, VectorsKept, from_record
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -25,14 +25,15 @@ def check(run: DriftRun) -> Identity:
     sides = {side: identity_of(p.view) for side, p in zip(SIDES, run.plans)}
     for side, s in zip(SIDES, run.scorings):  # what a store keeps of a side, where it is not the floats
         if s.vectors is not None:
-            sides[side]["vectors"] = s.vectors.keyed()
-    said, expected = sides["candidate"].get("model"), run.options.expect_model
+            sides[side].vectors = from_record(VectorsKept, s.vectors.keyed())
+    said, expected = sides["candidate"].model, run.options.expect_model
     match = model_id_match(said, expected) if expected is not None else None
     mismatch = (f"the candidate says it is {said!r}, expected {expected!r}"
                 if expected is not None and match is None else None)
     precision = {side: precision_of(sides[side]) for side in SIDES}
-    return Identity(sides, match, mismatch, precision, precision_mismatch(precision, run.options.expect_precision),
-                    known_differences(sides["candidate"]))
+    return Identity(sides, mismatch=mismatch, match=match, precision=precision,
+                    precision_mismatch=precision_mismatch(precision, run.options.expect_precision),
+                    known_differences=known_differences(sides["candidate"]))
 
 
 def model_id_match(said: Any, expected: str) -> str | None:
@@ -49,33 +50,41 @@ def model_id_match(said: Any, expected: str) -> str | None:
     return None
 
 
-def identity_of(view) -> dict:
+def identity_of(view) -> SideIdentity:
     """What an encoder says it is: a served model its id, URL and what /models and /info say; a local one its name
     and content hashes, its dtype and the provider it runs on (``view`` as it ran: a GPU that fell back says cpu);
-    anything else its name. ``max_tokens``: the longest input it takes or truncates to, where
-    it says (a local model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's
-    n_params. A receipt says its reference's, and names the file."""
+    anything else its name. ``max_tokens``: the longest input it takes or truncates to, where it says (a local
+    model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's n_params. A
+    receipt says its reference's, and names the file."""
     if can(view.encoder, "require"):  # an encoder of a fixed text set (a receipt) says its reference's identity
-        return dict(view.encoder.identity)
+        return from_record(SideIdentity, dict(view.encoder.identity))
     info = view.info
     deployment = info.get("deployment")
     if isinstance(deployment, dict):
         server = _dict(deployment.get("server"))
         meta = _dict(server.get("meta"))
-        return {"kind": "served", "model": deployment.get("model"), "url": deployment.get("url"),
-                "server": deployment.get("server"), **({"info": deployment["info"]} if "info" in deployment else {}),
-                "max_tokens": _int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
-                "parameters": _int_or_none(meta.get("n_params"))}
+        model = deployment.get("model")
+        return SideIdentity("served", None if model is None else str(model), url=_str_or_none(deployment.get("url")),
+                            server=deployment.get("server") if isinstance(deployment.get("server"), dict) else None,
+                            info=deployment["info"] if isinstance(deployment.get("info"), dict) else None,
+                            max_tokens=_int_or_none(server.get("max_model_len") or meta.get("n_ctx")),
+                            parameters=_int_or_none(meta.get("n_params")))
     if info.get("onnx_sha256") or info.get("source_sha256"):
-        return {"kind": "local", "model": view.name, "dtype": info.get("dtype"), "provider": info.get("provider"),
-                "source_sha256": info.get("source_sha256"), "onnx_sha256": info.get("onnx_sha256"),
-                "max_tokens": _int_or_none(info.get("max_seq_length"))}
-    return {"kind": "object", "model": view.name}
+        return SideIdentity("local", view.name, dtype=_str_or_none(info.get("dtype")),
+                            provider=_str_or_none(info.get("provider")),
+                            source_sha256=_str_or_none(info.get("source_sha256")),
+                            onnx_sha256=_str_or_none(info.get("onnx_sha256")),
+                            max_tokens=_int_or_none(info.get("max_seq_length")))
+    return SideIdentity("object", view.name)
 
 
 def _dict(value) -> dict:
     """``value`` where it is a dict, else an empty one (what a server says is not always the shape expected)."""
     return value if isinstance(value, dict) else {}
+
+
+def _str_or_none(value) -> str | None:
+    return None if value is None else str(value)
 
 
 def _int_or_none(value) -> int | None:
@@ -98,13 +107,11 @@ def normalize_precision(said: object) -> str | None:
     return next((k for k, names in PRECISION_NAMES.items() if name in names), name)
 
 
-def precision_of(identity: dict) -> str | None:
+def precision_of(identity: SideIdentity) -> str | None:
     """The weights' precision an identity states: a local model's dtype, llama.cpp's /models ``meta.ftype``, TEI's
     /info ``dtype``; None when it states none (vLLM, infinity, OpenAI)."""
-    server = _dict(identity.get("server"))
-    meta = _dict(server.get("meta"))
-    info = _dict(identity.get("info"))
-    return normalize_precision(identity.get("dtype") or meta.get("ftype") or info.get("dtype"))
+    meta = _dict((identity.server or {}).get("meta"))
+    return normalize_precision(identity.dtype or meta.get("ftype") or (identity.info or {}).get("dtype"))
 
 
 def precision_mismatch(precision: dict, expected: str | None) -> str | None:
@@ -132,15 +139,14 @@ KNOWN_DIFFERENCES = {
 }
 
 
-def server_kind(identity: dict) -> str | None:
+def server_kind(identity: SideIdentity) -> str | None:
     """The kind of server an identity comes from, where it is one of KNOWN_DIFFERENCES' (llama.cpp's /models entry
     carries ``meta``); None otherwise."""
-    server = _dict(identity.get("server"))
-    return "llama.cpp" if isinstance(server.get("meta"), dict) else None
+    return "llama.cpp" if isinstance((identity.server or {}).get("meta"), dict) else None
 
 
-def known_differences(identity: dict) -> dict[str, Any]:
-    """What the kind of server ``identity`` comes from is known to move: {"server": its kind, "groups": {group: why}};
-    empty for another."""
+def known_differences(identity: SideIdentity) -> KnownDifferences | None:
+    """What the kind of server ``identity`` comes from is known to move (its kind, the groups and why); None for
+    another."""
     kind = server_kind(identity)
-    return {"server": kind, "groups": dict(KNOWN_DIFFERENCES[kind])} if kind in KNOWN_DIFFERENCES else {}
+    return KnownDifferences(kind, dict(KNOWN_DIFFERENCES[kind])) if kind in KNOWN_DIFFERENCES else None

@@ -20,7 +20,7 @@ import numpy as np
 
 from ....embeddings import as_array, normalize_rows
 from ....errors import FastevalError, InputRefusedError, first_line
-from ....results.drift_findings import Invariance
+from ....results.drift_findings import Condition, Invariance
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -52,7 +52,7 @@ def _raw(encoder, texts: list[str]) -> np.ndarray:
     return as_array(encoder.encode(list(texts))).astype(np.float64)
 
 
-def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
+def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[Condition]:
     """One row per condition: ``condition``, ``worst`` (the lowest cosine of a probe to its embedding alone),
     ``text`` (that probe), ``max_abs`` (the largest absolute difference of a number of a probe's vector from its
     embedding alone; 0.0: bit-exact), or ``skipped`` (why it could not be run). ``texts``: the pool the probes and their
@@ -66,15 +66,15 @@ def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
     fillers = [t for t in pool if t not in probes]
     raw_alone = np.stack([_raw(encoder, [p])[0] for p in probes])
 
-    def worst(condition: str, pairs: list[tuple[int, np.ndarray]], baseline: np.ndarray = raw_alone) -> dict:
+    def worst(condition: str, pairs: list[tuple[int, np.ndarray]], baseline: np.ndarray = raw_alone) -> Condition:
         """Each probe's vector under ``condition`` against its ``baseline`` (default: embedded alone)."""
         unit = normalize_rows(baseline)
         cos = [float(unit[i] @ normalize_rows(v[None, :])[0]) for i, v in pairs]
         k = int(np.argmin(cos))
         max_abs = max(float(np.max(np.abs(v - baseline[i]))) for i, v in pairs)
-        return {"condition": condition, "worst": cos[k], "text": probes[pairs[k][0]], "max_abs": max_abs}
+        return Condition(condition, cos[k], probes[pairs[k][0]], max_abs)
 
-    rows = []
+    rows: list[Condition] = []
     for size in BATCH_SIZES:  # the probes side by side, each batch filled up to its size with other texts
         pairs = []
         for start in range(0, len(probes), size):
@@ -92,13 +92,13 @@ def invariance(encoder, texts: list[str], long_texts: list[str]) -> list[dict]:
             out = _raw(encoder, [probes[0], *long_texts[:3]])
             rows.append(worst("beside long neighbours", [(0, out[0])]))
         except InputRefusedError as err:
-            rows.append({"condition": "beside long neighbours", "skipped": f"refused: {first_line(err, 120)}"})
+            rows.append(Condition("beside long neighbours", skipped=f"refused: {first_line(err, 120)}"))
     try:
         with ThreadPoolExecutor(IN_FLIGHT) as pool_:
             outs = list(pool_.map(lambda _k: _raw(encoder, probes), range(IN_FLIGHT)))
         rows.append(worst(f"{IN_FLIGHT} requests in flight", [(i, o[i]) for o in outs for i in range(len(probes))]))
     except FastevalError as err:
-        rows.append({"condition": f"{IN_FLIGHT} requests in flight", "skipped": first_line(err, 120)})
+        rows.append(Condition(f"{IN_FLIGHT} requests in flight", skipped=first_line(err, 120)))
     # the same batch in another order: each probe against itself in the first order
     order = np.random.default_rng(SHUFFLE_SEED).permutation(len(batch))
     at = {int(k): row for k, row in zip(order, _raw(encoder, [batch[k] for k in order]))}

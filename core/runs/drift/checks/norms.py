@@ -26,10 +26,10 @@ def applies(run: DriftRun) -> bool:
 
 
 def check(run: DriftRun) -> Norms:
-    return Norms(norm_check(run.reference, run.candidate, run.groups[0].texts[:NORM_TEXTS]))
+    return norm_check(run.reference, run.candidate, run.groups[0].texts[:NORM_TEXTS])
 
 
-def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, Any]:
+def norm_check(reference: Any, candidate: Any, texts: list[str]) -> Norms:
     """How ``candidate``'s raw norms of ``texts`` compare with ``reference``'s: ``compared``, whether each side
     returns unit vectors, the worst ratio and its text, a ``finding`` where they differ, and where the reference
     can drop its normalisation, ``normalize_off_ratio`` (the worst against that) and ``variant``."""
@@ -38,25 +38,24 @@ def norm_check(reference: Any, candidate: Any, texts: list[str]) -> dict[str, An
     unit = [bool(np.all(np.abs(n - 1) <= 1e-3)) for n in (rn, cn)]
     ratio = np.divide(cn, rn, out=np.full_like(cn, np.inf), where=rn > 0)
     k = int(np.argmax(np.abs(ratio - 1)))
-    out: dict[str, Any] = {"compared": len(texts), "reference_unit": unit[0], "candidate_unit": unit[1],
-                           "worst_ratio": float(ratio[k]), "text": texts[k]}
+    out = Norms(len(texts), unit[0], unit[1], float(ratio[k]), texts[k])
     if unit[0] and not unit[1]:
-        out["finding"] = (f"the candidate's vectors are not unit vectors (norm {cn[k]:.4g} for {texts[k]!r}), the "
-                          "reference's are: it does not normalise where the model does")
+        out.finding = (f"the candidate's vectors are not unit vectors (norm {cn[k]:.4g} for {texts[k]!r}), the "
+                       "reference's are: it does not normalise where the model does")
         if can(reference, "variant"):  # the reference with its Normalize dropped: does the candidate embed like it?
             from .diagnosis import Variant
 
             off = reference.variant(Variant("normalize=off", (("normalize", False),)))
             raw = np.linalg.norm(as_array(off.encode(list(texts))).astype(np.float64), axis=1)
             ratios = np.divide(cn, raw, out=np.full_like(cn, np.inf), where=raw > 0)
-            out["normalize_off_ratio"] = float(ratios[int(np.argmax(np.abs(ratios - 1)))])
-            if abs(out["normalize_off_ratio"] - 1) <= NORM_TOLERANCE:
-                out["variant"] = "normalize=off"
-                out["finding"] += f" (its norms are the reference's with normalize=off, within {NORM_TOLERANCE:.0%})"
+            out.normalize_off_ratio = float(ratios[int(np.argmax(np.abs(ratios - 1)))])
+            if abs(out.normalize_off_ratio - 1) <= NORM_TOLERANCE:
+                out.variant = "normalize=off"
+                out.finding += f" (its norms are the reference's with normalize=off, within {NORM_TOLERANCE:.0%})"
     elif not unit[0] and unit[1]:
-        out["finding"] = (f"the candidate returns unit vectors, the reference does not (norm {rn[k]:.4g} for "
-                          f"{texts[k]!r}): it normalises where the model does not")
+        out.finding = (f"the candidate returns unit vectors, the reference does not (norm {rn[k]:.4g} for "
+                       f"{texts[k]!r}): it normalises where the model does not")
     elif not unit[0] and not abs(ratio[k] - 1) <= NORM_TOLERANCE:
-        out["finding"] = (f"the candidate's norm is {ratio[k]:.4g}x the reference's for {texts[k]!r} (more than "
-                          f"{NORM_TOLERANCE:.0%} apart)")
+        out.finding = (f"the candidate's norm is {ratio[k]:.4g}x the reference's for {texts[k]!r} (more than "
+                       f"{NORM_TOLERANCE:.0%} apart)")
     return out

@@ -3,12 +3,12 @@ store keeps them) and the paired bootstrap Δτ (candidate − reference) with i
 the geometry of quantities. Not a reason to drift of its own: the cosines are the gate."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ....plan import score
-from ....results.drift_findings import PHYSSCORE_KEYS, PhysScore
+from ....results.drift_findings import PhysScore
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -23,10 +23,10 @@ def applies(run: DriftRun) -> bool:
 
 def check(run: DriftRun) -> PhysScore:
     results = [score(p, table)["exam1"] for p, table in zip(run.plans, run.tables)]
-    return PhysScore(physscore_drift(results[0], results[1], run.options.resamples))
+    return physscore_drift(results[0], results[1], run.options.resamples)
 
 
-def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
+def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> PhysScore:
     """Table 1 τ and PACC of both, the cells whose τ changed, and the paired bootstrap Δτ (candidate −
     reference, ×100) with its 95% interval (``resamples`` 0: none)."""
     from ....exams.geometry import table1_row
@@ -34,13 +34,12 @@ def physscore_drift(ref_exam1, cand_exam1, resamples: int) -> dict[str, Any]:
 
     r, c = table1_row(ref_exam1.cells), table1_row(cand_exam1.cells)
     changed = [f"{x.quantity}/{x.range_name}" for x, y in zip(ref_exam1.cells, cand_exam1.cells) if x.tau != y.tau]
-    out = dict(zip(PHYSSCORE_KEYS, (r["tau"], c["tau"], r["pacc"], c["pacc"], c["tau"] - r["tau"], changed,
-                                    None, None)))
+    out = PhysScore(r["tau"], c["tau"], r["pacc"], c["pacc"], c["tau"] - r["tau"], changed)
     if resamples:
         values = [np.asarray(x.values, dtype=np.float64) for x in ref_exam1.cells]
         rows = [[np.asarray(ex.heatmaps[x.key][0], dtype=np.float64) for x in ex.cells]
                 for ex in (ref_exam1, cand_exam1)]
         ta = resample_exam1(rows[0], resamples, values).table1()[0]
         tb = resample_exam1(rows[1], resamples, values).table1()[0]
-        out["delta_tau_ci_low"], out["delta_tau_ci_high"] = percentile_interval(tb - ta)
+        out.delta_tau_ci_low, out.delta_tau_ci_high = percentile_interval(tb - ta)
     return out

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....errors import FastevalError, first_line
 from ....protocol.conformance import TextGroup
-from ....results.drift_findings import TokenCounts
+from ....results.drift_findings import CountedText, TokenCounts
 
 if TYPE_CHECKING:
     from . import DriftRun
@@ -29,8 +29,7 @@ def applies(run: DriftRun) -> bool:
 
 
 def check(run: DriftRun) -> TokenCounts:
-    return TokenCounts(token_counts(run.reference.tokenizer, run.candidate, run.plans[1].view.usage,
-                                    probe_texts(run.groups)))
+    return token_counts(run.reference.tokenizer, run.candidate, run.plans[1].view.usage, probe_texts(run.groups))
 
 
 def probe_texts(groups: Sequence[TextGroup]) -> list[str]:
@@ -42,9 +41,9 @@ def probe_texts(groups: Sequence[TextGroup]) -> list[str]:
     return list(dict.fromkeys(picked))[:TOKEN_TEXTS]
 
 
-def token_counts(tokenizer: Any, candidate: Any, usage: Any, texts: list[str]) -> dict[str, Any]:
+def token_counts(tokenizer: Any, candidate: Any, usage: Any, texts: list[str]) -> TokenCounts:
     """Each text sent alone, the server's count for it against ``tokenizer``'s: ``compared``, ``differ`` (how many
-    differ) and ``examples`` (those that differ most); empty where the server reports no counts."""
+    differ) and ``examples`` (those that differ most); none compared where the server reports no counts."""
     rows = []
     for text in texts:
         before = usage.prompt_tokens
@@ -55,10 +54,10 @@ def token_counts(tokenizer: Any, candidate: Any, usage: Any, texts: list[str]) -
             continue
         said = usage.prompt_tokens - before
         if said <= 0:  # the server reports no counts
-            return {}
-        rows.append({"text": text, "reference_tokens": len(tokenizer.encode(text).ids), "candidate_tokens": said})
+            return TokenCounts()
+        rows.append(CountedText(text, len(tokenizer.encode(text).ids), said))
     if not rows:
-        return {}
-    differ = sorted((r for r in rows if r["reference_tokens"] != r["candidate_tokens"]),
-                    key=lambda r: -abs(r["reference_tokens"] - r["candidate_tokens"]))
-    return {"compared": len(rows), "differ": len(differ), "examples": differ[:3]}
+        return TokenCounts()
+    differ = sorted((r for r in rows if r.reference_tokens != r.candidate_tokens),
+                    key=lambda r: -abs(r.reference_tokens - r.candidate_tokens))
+    return TokenCounts(len(rows), len(differ), differ[:3])

@@ -4,11 +4,11 @@ at another length, is named as the explanation of its drift."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ....errors import FastevalError, first_line
 from ....results.drift import drifted
-from ....results.drift_findings import Tokenization
+from ....results.drift_findings import TokenizedText, Tokenization
 from ..score import short
 
 if TYPE_CHECKING:
@@ -46,16 +46,16 @@ def check(run: DriftRun) -> Tokenization:
         if got is None or len(got) != len(texts):
             return Tokenization()
         ids.append(got)
-    return Tokenization(compare_tokenizations(texts, ids[0], ids[1]))
+    return compare_tokenizations(texts, ids[0], ids[1])
 
 
 def compare_tokenizations(texts: list[str], reference: list[list[int]], candidate: list[list[int]],
-                          examples: int = 3) -> dict[str, Any]:
+                          examples: int = 3) -> Tokenization:
     """How two tokenizers' ids of the same ``texts`` compare: how many were compared, how many the candidate
     tokenizes into other ids (``differ``), how many into the same ids cut at another length (``truncated``), and
     the first few differing ones (text, both sides' first ids and their counts)."""
     differ, truncated = 0, 0
-    shown: list[dict[str, Any]] = []
+    shown: list[TokenizedText] = []
     for text, a, b in zip(texts, reference, candidate):
         if list(a) == list(b):
             continue
@@ -65,6 +65,5 @@ def compare_tokenizations(texts: list[str], reference: list[list[int]], candidat
             continue
         differ += 1
         if len(shown) < examples:
-            shown.append({"text": short(text), "reference_ids": list(a[:12]), "candidate_ids": list(b[:12]),
-                          "reference_tokens": len(a), "candidate_tokens": len(b)})
-    return {"compared": len(texts), "differ": differ, "truncated": truncated, "examples": shown}
+            shown.append(TokenizedText(short(text), list(a[:12]), list(b[:12]), len(a), len(b)))
+    return Tokenization(len(texts), differ, truncated, shown)
