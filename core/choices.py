@@ -8,6 +8,7 @@ are not here: they are the exam registry (``fasteval.core.exams``); the protocol
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from .errors import InputError
 
@@ -17,37 +18,62 @@ SIMILARITIES: tuple[str, ...] = ("cos", "dot", "l2")
 # drift's invariance gate: "cosine" (a condition below INVARIANCE_MIN drifts) or "bitwise" (any difference drifts:
 # a deployment that promises bit-exact answers, as vLLM's batch-invariant mode does).
 INVARIANCE_TIERS: tuple[str, ...] = ("cosine", "bitwise")
-# What a vector store may keep instead of the float vectors (core/vectors.py, whose FORMS holds how each is made and
-# scored), and what each stands for, in a few words (the help of every option that takes one).
-VECTOR_FORMS_SAID: dict[str, str] = {
-    "int8": "sentence-transformers' int8, ranges calibrated on Table 1's texts or --calibration",
-    "int4": "int8's arithmetic at 16 levels, two dimensions a byte, calibrated likewise",
-    "binary": "the sign bits, Hamming similarity",
-    "binary-centred": "the sign bits of the vectors less the calibration mean, Hamming",
-    "binary-asymmetric": "a float query's dot product with the stored sign bits",
-    "turboquant4": "TurboQuant at 4 bits, scored as turbovec's search scores (the stores extra)",
-    "turboquant2": "TurboQuant at 2 bits, likewise",
-}
-VECTOR_QUANTIZATIONS: tuple[str, ...] = tuple(VECTOR_FORMS_SAID)  # core.vectors.FORMS has one entry each
-CALIBRATED_FORMS: tuple[str, ...] = ("int8", "int4", "binary-centred")  # core.vectors.FORMS' calibrated ones
+# What a vector store may keep instead of the float vectors: the one table of the forms. Each form's family says how
+# core/vectors.py makes it, what it stands for and how it is scored:
+#   "integer": per-dimension ranges from a calibration set cut into 2**bits levels; it stands for its buckets'
+#              centres and is scored with the similarity asked of its integers;
+#   "sign":    one bit a dimension, the sign (of the vectors less the calibration mean where calibrated); it stands for
+#              +-1 and is scored with Hamming similarity, or (asymmetric) as a float query's dot product with them;
+#   "turbo":   TurboQuant's codes (turbovec), standing for the vectors they decode to, scored as turbovec's search
+#              scores a float query (asymmetric), turbovec's version recorded with the result.
+# ``needs``: the extra that installs what it scores with; ``said``: what it stands for, in a few words (the help of
+# every option that takes one).
+@dataclass(frozen=True)
+class Quantization:
+    name: str
+    family: str  # "integer", "sign" or "turbo"
+    bits: int  # a dimension's bits in the store
+    calibrated: bool  # ranges (or a centre) taken from a calibration set
+    asymmetric: bool  # scored as the store scores a float query against the stored vectors
+    said: str
+    needs: str | None = None  # the extra it needs installed
+
+
+QUANTIZATIONS: tuple[Quantization, ...] = (
+    Quantization("int8", "integer", 8, True, False,
+                 "sentence-transformers' int8, ranges calibrated on Table 1's texts or --calibration"),
+    Quantization("int4", "integer", 4, True, False, "int8's arithmetic at 16 levels, two dimensions a byte, "
+                                                    "calibrated likewise"),
+    Quantization("binary", "sign", 1, False, False, "the sign bits, Hamming similarity"),
+    Quantization("binary-centred", "sign", 1, True, False,
+                 "the sign bits of the vectors less the calibration mean, Hamming"),
+    Quantization("binary-asymmetric", "sign", 1, False, True, "a float query's dot product with the stored sign bits"),
+    Quantization("turboquant4", "turbo", 4, False, True,
+                 "TurboQuant at 4 bits, scored as turbovec's search scores (the stores extra)", needs="stores"),
+    Quantization("turboquant2", "turbo", 2, False, True, "TurboQuant at 2 bits, likewise", needs="stores"),
+)
+FORMS: dict[str, Quantization] = {q.name: q for q in QUANTIZATIONS}
+VECTOR_QUANTIZATIONS: tuple[str, ...] = tuple(FORMS)
+CALIBRATED_FORMS: tuple[str, ...] = tuple(q.name for q in QUANTIZATIONS if q.calibrated)
 # The vector ladder (fasteval sweep --ladder vectors): the truncations tried where below the model's dimension, the
 # forms, the common store setting beside them, and the bytes a vector of the bytes-matched view.
 LADDER_DIMENSIONS: tuple[int, ...] = (512, 256, 128, 64)
 BYTE_BUDGETS: tuple[int, ...] = (48, 96, 192)
+COMMON_STORE: tuple[int, str] = (256, "binary")  # the first 256 dimensions as sign bits: a rung of its own
 
 
 def vector_forms_help() -> str:
     """Every vector form and what it stands for, as an option's help says it."""
-    return "; ".join(f"{name} ({said})" for name, said in VECTOR_FORMS_SAID.items())
+    return "; ".join(f"{q.name} ({q.said})" for q in QUANTIZATIONS)
 
 
 def ladder_help() -> str:
     """The vector ladder's rungs, as --ladder's help says them."""
-    turbo = [q for q in VECTOR_QUANTIZATIONS if q.startswith("turboquant")]
+    turbo = [q.name for q in QUANTIZATIONS if q.family == "turbo"]
     return ("score each model as a vector store keeps it, rung by rung, from one embedding run: the floats, their "
             f"first {'/'.join(map(str, LADDER_DIMENSIONS))} dimensions, "
             f"{', '.join(q for q in VECTOR_QUANTIZATIONS if q not in turbo)}, {' and '.join(turbo)} (where turbovec "
-            "is installed), 256+binary, and the "
+            f"is installed), {COMMON_STORE[0]}+{COMMON_STORE[1]}, and the "
             f"bytes-matched view (each form at {'/'.join(map(str, BYTE_BUDGETS))} bytes a vector); one table, "
             "OUT/ladders/<model>.csv")
 SIMILARITY_ALIASES = {"cosine": "cos", "dot_product": "dot", "dot-product": "dot", "ip": "dot",

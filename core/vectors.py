@@ -1,27 +1,32 @@
-"""What a vector store keeps of an embedding: the first N dimensions (a Matryoshka model's truncation), int8 or int4
-scalar quantization, or one bit a dimension (binary, or binary of the centred vectors). Applied to the float
-embeddings after the cache (the unit rows the exams score, the paper's ``normalize_embeddings=True``), so every form
-of one model is scored from one embedding run; each form is keyed apart, only when asked for.
+"""What a vector store keeps of an embedding: the first N dimensions (a Matryoshka model's truncation) and/or one of
+the seven quantizations of ``choices.QUANTIZATIONS`` (the one table of the forms: each one's family, bits, whether it
+is calibrated or scored asymmetrically, what it needs installed). Applied to the float embeddings after the cache
+(the unit rows the exams score, the paper's ``normalize_embeddings=True``), so every form of one model is scored
+from one embedding run; each form is keyed apart, only when asked for.
 
 The first forms are sentence-transformers' own, and the tests hold them equal to it:
 
 - ``truncate``: the first N dimensions, then L2-normalised (``SentenceTransformer(truncate_dim=N)`` with
   ``normalize_embeddings=True``, as Matryoshka models are meant to be used);
-- ``quantize_int8``: ``quantize_embeddings(x, "int8", calibration_embeddings=c)``, per-dimension ranges from the
-  calibration embeddings (by default the texts of Table 1's 20 cells of the protocol in use), scored with the
-  asked similarity of the integer vectors;
-- binary: ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte (``kernels.bits.pack_signs``),
-  scored with Hamming similarity (``kernels.bits``);
+- int8 (the "integer" family): ``quantize_embeddings(x, "int8", calibration_embeddings=c)``, per-dimension ranges
+  from the calibration embeddings (by default the texts of Table 1's 20 cells of the protocol in use), scored with
+  the asked similarity of the integer vectors;
+- binary (the "sign" family): ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte
+  (``kernels.bits.pack_signs``), scored with Hamming similarity (``kernels.bits``);
 
-and two the stores ship beside them, on the same calibration set as int8:
+and those the stores ship beside them:
 
 - ``int4``: int8's arithmetic with 16 levels a dimension (``quantize_int(x, calibration, 4)``), two dimensions a
-  byte, scored as int8 is;
+  byte, on int8's calibration set, scored as int8 is;
 - ``binary-centred``: the sign bits of the vectors less the calibration set's mean (the centring Qdrant's docs
   recommend before binary quantization: a dimension that is positive for every text carries no bit), scored with
-  Hamming similarity.
+  Hamming similarity;
+- ``binary-asymmetric``: the stored sign bits scored as a store scores a float query against them (its dot product
+  with the +-1 signs: ``StoredTable``);
+- ``turboquant4``, ``turboquant2`` (the "turbo" family, the stores extra): turbovec's TurboQuant codes at 4 and 2
+  bits, scored as turbovec's search scores a float query, standing for the vectors they decode to.
 
-``FORMS`` says each quantization's bits a dimension and whether it is calibrated.
+What each form stands for beside another side's vectors (drift's common space: ``comparable``) is ``stands_for``.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .choices import VECTOR_QUANTIZATIONS, check_choice
+from .choices import FORMS, VECTOR_QUANTIZATIONS, Quantization, check_choice
 from .embeddings import EmbeddingTable, normalize_rows
 from .errors import InputError
 
@@ -41,17 +46,6 @@ from .errors import InputError
 TABLE1_CALIBRATION = "table1"
 
 
-@dataclass(frozen=True)
-class Quantization:
-    bits: int  # a dimension's bits in the store (1 and symmetric: scored with Hamming similarity)
-    calibrated: bool  # ranges (or a centre) taken from a calibration set
-    asymmetric: bool = False  # scored as the store scores a float query against the stored vectors
-
-
-# Each quantization ``--vector-quantization`` takes (choices.VECTOR_QUANTIZATIONS names them), by name
-FORMS = {"int8": Quantization(8, True), "int4": Quantization(4, True), "binary": Quantization(1, False),
-         "binary-centred": Quantization(1, True), "binary-asymmetric": Quantization(1, False, True),
-         "turboquant4": Quantization(4, False, True), "turboquant2": Quantization(2, False, True)}
 # What an asymmetric form's scores are recorded as: the float query's inner product with the stored vector
 ASYMMETRIC_SIMILARITY = "query-dot"
 
@@ -119,9 +113,14 @@ class VectorForm:
             out["vector_quantization"] = self.quantization
         if calibrated(self.quantization):
             out["calibration"] = self.calibration
-        if self.quantization is not None and self.quantization.startswith("turboquant"):
+        if self.family == "turbo":
             out["turbovec"] = _turbovec().__version__  # its codes and search are the scores
         return out
+
+    @property
+    def family(self) -> str | None:
+        """How it is made, stands for and is scored (``choices.Quantization.family``); None for the floats."""
+        return FORMS[self.quantization].family if self.quantization is not None else None
 
     @property
     def bits(self) -> int:
@@ -137,7 +136,7 @@ class VectorForm:
         Hamming for one-bit vectors, else the one asked."""
         if self.asymmetric:
             return ASYMMETRIC_SIMILARITY
-        return "hamming" if self.bits == 1 else asked
+        return "hamming" if self.family == "sign" else asked
 
     def calibration_of(self, table1_texts: Sequence[str]) -> list[str]:
         """The texts a calibrated form is calibrated on (none for another form)."""
@@ -163,7 +162,7 @@ class VectorForm:
                                                       "--dimensions out for all of them.")
             rows = truncate(rows, self.dimensions)
         if self.asymmetric and self.quantization is not None:
-            return stored_table(texts, rows, self.quantization, self.bits)
+            return stored_table(texts, rows, FORMS[self.quantization])
         if self.quantization is not None:
             rows = self.quantized(rows, self.calibration_rows(table, table1_texts))
         out = EmbeddingTable()
@@ -191,18 +190,18 @@ class VectorForm:
     def quantized(self, rows: np.ndarray, calibration: np.ndarray | None) -> np.ndarray:
         """``rows`` (truncated already) as the store keeps them, in float32: an integer form's integers, a one-bit
         form's 0/1 bits (whose sign bits are the packed ones)."""
-        if self.bits == 1:
+        if self.family == "sign":
             centre = calibration.mean(axis=0) if calibration is not None else 0.0
             return ((rows - centre) > 0).astype(np.float32)
-        assert calibration is not None  # every integer form is calibrated
+        assert self.family == "integer" and calibration is not None  # every integer form is calibrated
         return quantize_int(rows, calibration, self.bits).astype(np.float32)
 
     def stands_for(self, rows: np.ndarray, calibration: np.ndarray | None) -> np.ndarray:
         """The floats a store's vectors stand for, beside another side's (drift's common space): an integer
         form's bucket centres; a one-bit form's +-1 signs (of the centred rows for binary-centred)."""
-        if self.bits == 1:
+        if self.family == "sign":
             return np.where(self.quantized(rows, calibration) > 0, 1.0, -1.0).astype(np.float32)
-        if self.asymmetric:  # TurboQuant: the vectors its codes decode to (turbovec's search of the unit vectors)
+        if self.family == "turbo":  # the vectors its codes decode to (turbovec's search of the unit vectors)
             return turbo_decoded(turbo_search(rows, self.bits), rows.shape[1])
         assert calibration is not None
         return dequantize_int(quantize_int(rows, calibration, self.bits), calibration, self.bits)
@@ -229,15 +228,15 @@ class StoredTable(EmbeddingTable):
         return self._scores[[self._at[t] for t in a], [self._at[t] for t in b]]
 
 
-def stored_table(texts: list[str], rows: np.ndarray, quantization: str, bits: int) -> StoredTable:
-    """The store's table of ``rows`` (unit floats, one a text) under an asymmetric form: binary-asymmetric keeps
-    their signs (+-1) and scores a query by its dot product with them; TurboQuant keeps turbovec's codes and scores
-    a query by the inner products turbovec's search returns."""
+def stored_table(texts: list[str], rows: np.ndarray, form: Quantization) -> StoredTable:
+    """The store's table of ``rows`` (unit floats, one a text) under an asymmetric form: a sign form keeps their
+    signs (+-1) and scores a query by its dot product with them; TurboQuant keeps turbovec's codes and scores a
+    query by the inner products turbovec's search returns."""
     queries = np.ascontiguousarray(rows, dtype=np.float32)
-    if quantization == "binary-asymmetric":
+    if form.family == "sign":
         stored = np.where(queries > 0, 1.0, -1.0).astype(np.float32)
         return StoredTable(texts, stored, (queries.astype(np.float64) @ stored.T.astype(np.float64)))
-    search = turbo_search(queries, bits)
+    search = turbo_search(queries, form.bits)
     return StoredTable(texts, turbo_decoded(search, queries.shape[1]), search(queries))
 
 
@@ -337,10 +336,10 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
     floats."""
     kept = [f.dimensions for f in forms if f is not None and f.dimensions is not None]
     dims = min(kept) if kept else None
-    one_bit = any(f is not None and f.bits == 1 for f in forms)
+    one_bit = any(f is not None and f.family == "sign" for f in forms)
     shared = None  # a binary-centred side's centre, which a side of another form is centred by too
     for table, form in zip(tables, forms):
-        if form is not None and form.quantization == "binary-centred":
+        if form is not None and form.family == "sign" and calibrated(form.quantization):
             calibration = VectorForm(dims, form.quantization, form.calibration_texts).calibration_rows(
                 table, table1_texts)
             shared = None if calibration is None else calibration.mean(axis=0)
@@ -358,7 +357,7 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
         # binary-centred side's of its centred rows); else an integer side's bucket centres, a float side's floats
         mine = VectorForm(dims, form.quantization if form is not None else None,
                           form.calibration_texts if form is not None else None)
-        if mine.bits == 1 or (mine.quantization is not None and not one_bit):
+        if mine.family == "sign" or (mine.quantization is not None and not one_bit):
             rows = mine.stands_for(rows, mine.calibration_rows(table, table1_texts))
         elif one_bit:
             rows = np.where(rows - (0.0 if shared is None else shared) > 0, 1.0, -1.0).astype(np.float32)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..choices import BYTE_BUDGETS, DEFAULT_RESAMPLES, LADDER_DIMENSIONS, VECTOR_QUANTIZATIONS
+from ..choices import BYTE_BUDGETS, COMMON_STORE, DEFAULT_RESAMPLES, FORMS, LADDER_DIMENSIONS, QUANTIZATIONS
 from ..plan import scoring
 from .job import Job, Outcome
 
@@ -38,12 +38,12 @@ def vector_rungs(dim: int) -> list[Rung]:
 
     asked: list[tuple[str, int | None, str | None]] = [("full", None, None)]
     asked += [(str(n), n, None) for n in LADDER_DIMENSIONS if n < dim]
-    turbo = [q for q in VECTOR_QUANTIZATIONS if q.startswith("turboquant")]
-    asked += [(q, None, q) for q in VECTOR_QUANTIZATIONS if q not in turbo]
+    asked += [(q.name, None, q.name) for q in QUANTIZATIONS if q.family != "turbo"]
     # TurboQuant where turbovec is installed and takes the dimension (a multiple of 8); asked once (its hint too)
     turbovec = _has_turbovec()
-    asked += [(q, None, q) for q in turbo if dim % 8 == 0 and turbovec]
-    asked += [("256+binary", 256, "binary")] if 256 < dim else []
+    asked += [(q.name, None, q.name) for q in QUANTIZATIONS if q.family == "turbo" and dim % 8 == 0 and turbovec]
+    n, common = COMMON_STORE
+    asked += [(f"{n}+{common}", n, common)] if n < dim else []
     asked += _bytes_matched(dim, {(n or dim, q) for _, n, q in asked}, turbovec)
     return [Rung(label, n, q, VectorForm(n, q).bytes_per_vector(dim)) for label, n, q in asked]
 
@@ -53,14 +53,12 @@ def _bytes_matched(dim: int, have: set[tuple[int, str | None]], turbovec: bool
     """The rungs that keep exactly each of BYTE_BUDGETS a vector, one a form (the floats' first N dimensions, or N
     dimensions in a quantization: 48 bytes is 12 floats, 48 int8, 96 int4 or TurboQuant at 4 bits, 192 at 2, 384
     bits), where the model has N dimensions (and TurboQuant takes them), and not a rung already."""
-    from ..vectors import FORMS
-
     out: list[tuple[str, int | None, str | None]] = []
     for budget in BYTE_BUDGETS:
         for q in (None, *FORMS):
             bits = 32 if q is None else FORMS[q].bits
             n = budget * 8 // bits
-            turbo = q is not None and q.startswith("turboquant")
+            turbo = q is not None and FORMS[q].family == "turbo"
             if n > dim or n < 8 or (n, q) in have or (turbo and (n % 8 or not turbovec)):
                 continue
             have.add((n, q))

@@ -173,10 +173,6 @@ def test_help_names_every_vector_form_rung_and_output_as_they_are(tmp_path):
 
     from fasteval.core import choices
     from fasteval.core.runs.ladder import vector_rungs
-    from fasteval.core.vectors import FORMS
-
-    assert tuple(FORMS) == choices.VECTOR_QUANTIZATIONS
-    assert tuple(q for q, f in FORMS.items() if f.calibrated) == choices.CALIBRATED_FORMS
 
     def helped(*command):  # as a person reads it: the wrapping undone
         text = run_cli([*command, "--help"], env={"COLUMNS": "100"}).stdout

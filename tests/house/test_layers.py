@@ -113,3 +113,27 @@ def test_no_import_hook_and_fasteval_mteb_runs_on_first_use():
             "print(len(sys.meta_path) - n, 'numpy' in sys.modules, lazy, fasteval.mteb.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "False", "_LazyModule", "fasteval.core.mteb"]
+
+
+def test_the_vector_forms_are_one_table():
+    """The seven forms are rows of one table (``choices.QUANTIZATIONS``: family, bits, calibration, scoring, what
+    each needs): the code that makes, scores and climbs them asks a form's row, never its name (no string of a
+    form's name, or of a family's prefix, in vectors.py or the ladder), and the names, the calibrated ones and the
+    help are read from it."""
+
+
+    from fasteval.core import choices
+
+    names = set(choices.VECTOR_QUANTIZATIONS) | {"turboquant", "binary"}
+    for path in (ROOT / "core" / "vectors.py", ROOT / "core" / "runs" / "ladder.py"):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                      and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        said = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and id(n) not in docstrings and n.value in names]
+        assert not said, f"{path.name} names forms {said}: ask choices.FORMS[name] instead"
+    assert choices.VECTOR_QUANTIZATIONS == tuple(q.name for q in choices.QUANTIZATIONS)
+    assert choices.CALIBRATED_FORMS == ("int8", "int4", "binary-centred")
+    assert {q.family for q in choices.QUANTIZATIONS} == {"integer", "sign", "turbo"}
+    assert all(f"{q.name} ({q.said})" in choices.vector_forms_help() for q in choices.QUANTIZATIONS)
