@@ -8,9 +8,9 @@ The first forms are sentence-transformers' own, and the tests hold them equal to
 
 - ``truncate``: the first N dimensions, then L2-normalised (``SentenceTransformer(truncate_dim=N)`` with
   ``normalize_embeddings=True``, as Matryoshka models are meant to be used);
-- int8 (the "integer" family): ``quantize_embeddings(x, "int8", calibration_embeddings=c)``, per-dimension ranges
-  from the calibration embeddings (by default the texts of Table 1's 20 cells of the protocol in use), scored with
-  the asked similarity of the integer vectors;
+- int8 (the "integer" family, ``quantize_int(x, c, 8)``): ``quantize_embeddings(x, "int8",
+  calibration_embeddings=c)``, per-dimension ranges from the calibration embeddings (by default the texts of Table
+  1's 20 cells of the protocol in use), scored with the asked similarity of the integer vectors;
 - binary (the "sign" family): ``quantize_embeddings(x, "ubinary")``, the sign bits packed eight to a byte
   (``kernels.bits.pack_signs``), scored with Hamming similarity (``kernels.bits``);
 
@@ -76,11 +76,6 @@ def quantize_int(x: np.ndarray, calibration: np.ndarray, bits: int = 8) -> np.nd
     steps = np.where(steps == 0, 1, steps)
     buckets = np.clip(np.floor((x - starts) / steps), 0, levels - 1)
     return (buckets - levels // 2).astype(np.int8)
-
-
-def quantize_int8(x: np.ndarray, calibration: np.ndarray) -> np.ndarray:
-    """``quantize_embeddings(x, "int8", calibration_embeddings=calibration)``."""
-    return quantize_int(x, calibration, 8)
 
 
 def dequantize_int(q: np.ndarray, calibration: np.ndarray, bits: int = 8) -> np.ndarray:

@@ -60,9 +60,6 @@ class CheckResult:
     def by_similarity(self) -> list[CheckedCandidate]:
         return sorted(self.candidates, key=lambda c: -c.similarity)
 
-    def by_distance(self) -> list[CheckedCandidate]:
-        return sorted(self.candidates, key=lambda c: c.distance)
-
     def discordant_lines(self) -> list[str]:
         """ "2 meters is more similar than 2000 meters, but 1.998 km farther" for every listed discordant pair:
         every gap in one unit, the anchor's (its difference unit for a temperature), as the distances are."""

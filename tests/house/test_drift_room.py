@@ -21,13 +21,15 @@ def test_every_check_is_one_registered_module_with_a_typed_finding():
     """Each check declares when it runs, its step, whether it applies and what it finds; each finding kind is
     registered once, with its own drift.json keys (no two findings write one key)."""
     from fasteval.core.results.drift_findings import FINDINGS
-    from fasteval.core.runs.drift.checks import CHECKS, STAGES
+    from fasteval.core.runs.drift.checks import CHECKS, STAGES, run_checks
 
     modules = {p.stem for p in (DRIFT / "checks").glob("*.py") if p.stem != "__init__"}
     assert modules == {c.__name__.rsplit(".", 1)[1] for c in CHECKS}, "a check module outside the registry"
     for check in CHECKS:
         assert check.STAGE in STAGES and len(check.STEP) == 2, check.__name__
         assert callable(check.applies) and callable(check.check), check.__name__
+    with pytest.raises(ValueError, match="no stage 'scord'"):  # a misspelt stage runs nothing silently no more
+        run_checks(None, "scord")  # type: ignore[arg-type]
     keys = [kind.key for kind in FINDINGS]
     assert len(keys) == len(set(keys))
     written = [set(kind().to_json()) for kind in FINDINGS]

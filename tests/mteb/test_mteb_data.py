@@ -9,16 +9,40 @@ import json
 import subprocess
 import sys
 import zipfile
+from typing import Any
 
 import pytest
 
 mteb = pytest.importorskip("mteb")
 
-from fasteval.core.mteb.data import (KNOWN_ISSUES, descriptive_statistics, quality_findings,  # noqa: E402
+from fasteval.core.mteb.data import (KNOWN_ISSUES, dataset_card, descriptive_statistics,  # noqa: E402
                                      samples, write_datasets)
-from fasteval.core.results.mteb import metadata_kwargs, task_exams  # noqa: E402
+from fasteval.core.results.mteb import SPLIT, metadata_kwargs, task_exams  # noqa: E402
 
 TASKS = list(task_exams())
+
+# MTEB's dataset-quality rules (its tests/test_tasks/test_task_quality.py): a split's texts are all distinct, and
+# none is 3 characters long or shorter. MTEB's check reads a single text column only, so an STS task would pass it
+# unlooked at; here a pair task's pairs are all distinct and neither side's texts are that short (a text repeats
+# across pairs by design: the anchor of a cell, the quantity asked against its conversion and its trap).
+MIN_TEXT_LENGTH = 3  # a text must be longer than this
+
+
+def quality_findings(task: str, stats: dict[str, Any] | None = None) -> list[str]:
+    """What MTEB's dataset-quality rules find in one task's statistics: duplicate texts (of a text column) or pairs
+    (of a pair task), and texts of MIN_TEXT_LENGTH characters or fewer (a text column, each side of a pair)."""
+    stats = stats or descriptive_statistics(task)
+    found = []
+    text = stats.get("text_statistics")
+    if text and text["unique_texts"] != stats["num_samples"]:
+        found.append(f"{task} ({SPLIT}): {stats['num_samples']} samples, {text['unique_texts']} unique texts")
+    for column in ("text_statistics", "text1_statistics", "text2_statistics"):
+        text = stats.get(column)
+        if text and not text["min_text_length"] > MIN_TEXT_LENGTH:
+            found.append(f"{task} ({SPLIT}) {column}: texts of {text['min_text_length']} characters")
+    if stats.get("unique_pairs") is not None and stats["unique_pairs"] != stats["num_samples"]:
+        found.append(f"{task} ({SPLIT}): {stats['num_samples']} pairs, {stats['unique_pairs']} unique")
+    return found
 
 
 def mteb_own_statistics(name: str) -> dict:
@@ -59,6 +83,8 @@ def test_the_statistics_are_mtebs_own_standard_shape(name):
 def test_every_quality_finding_is_declared_and_every_declaration_found():
     found = {name: quality_findings(name) for name in TASKS}
     assert {n for n, f in found.items() if f} == set(KNOWN_ISSUES), found
+    for name in TASKS:  # a user of the dataset reads what is so by design in its card
+        assert (f"Known issues: {KNOWN_ISSUES[name]}." in dataset_card(name)) is (name in KNOWN_ISSUES)
     assert found["PhysScoreLexicalNumeric"] == [
         "PhysScoreLexicalNumeric (test) text1_statistics: texts of 1 characters",
         "PhysScoreLexicalNumeric (test) text2_statistics: texts of 1 characters",

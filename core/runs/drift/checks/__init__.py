@@ -94,8 +94,10 @@ class DriftRun:
 
 
 def run_checks(run: DriftRun, stage: str) -> list[Finding]:
-    """Every check of ``stage`` that applies, in order, each timed: their findings (held by the report where
-    there is one already)."""
+    """Every check of ``stage`` (one of STAGES) that applies, in order, each timed: their findings (held by the
+    report where there is one already)."""
+    if stage not in STAGES:  # a misspelt stage would run no check, silently
+        raise ValueError(f"drift has no stage {stage!r}; its stages: {', '.join(STAGES)}")
     found = []
     for check in CHECKS:
         if check.STAGE == stage and check.applies(run):
