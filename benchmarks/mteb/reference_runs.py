@@ -25,7 +25,7 @@ def main() -> int:
     from sentence_transformers import SentenceTransformer
 
     import fasteval
-    from fasteval.core.results.mteb import scores_of, task_exams
+    from fasteval.core.exams import scores_of, task_exams
     from fasteval.models.sources.registry import find_spec, source_folder
 
     cache = mteb.ResultCache(cache_path=HERE / "results")

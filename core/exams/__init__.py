@@ -11,6 +11,7 @@ load when the registry is first asked for.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -150,3 +151,15 @@ def protocol_groups(exams: Iterable[int | str], protocol=None) -> list[list[str]
         earlier = {tuple(g) for g in groups}
         groups += [list(g) for g in e.groups() if tuple(g) not in earlier]
     return groups
+
+
+def task_exams() -> dict[str, Exam]:
+    """Task name -> the exam it runs, in registry order."""
+    return {e.mteb_task: e for e in registry()}
+
+
+def scores_of(exam: Exam, result) -> dict[str, float | None]:
+    """One exam's result as an MTEB scores dict (0-1 scale, non-finite as None), with the task's main score."""
+    scores = {k: (None if v is None or not math.isfinite(v) else float(v)) for k, v in exam.mteb_scores(result).items()}
+    scores["main_score"] = scores[exam.main_score]
+    return scores

@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..results.mteb import BIBTEX, REFERENCE, SPLIT, task_exams
+from ..exams import task_exams
+from ..results.mteb import BIBTEX, REFERENCE, SPLIT
 
 # What MTEB's dataset-quality rules find that is the benchmark's design, declared as MTEB declares known issues: task
 # -> why, written into the task's dataset card (tests/mteb/test_mteb_data.py holds the rules: every finding is

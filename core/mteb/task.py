@@ -13,7 +13,8 @@ from typing import Any
 
 from ..errors import InputError
 from ...models.adapters.mteb import MtebEncoder
-from ..results.mteb import SPLIT, SUBSET, metadata_of, require_mteb, scores_of, task_exams
+from ..exams import scores_of, task_exams
+from ..results.mteb import SPLIT, SUBSET, metadata_of, require_mteb
 
 
 @lru_cache(maxsize=None)

@@ -95,7 +95,7 @@ def model_info(result: Any) -> dict[str, Any]:
 def task_results(result: Any, retrieved: str) -> list[dict[str, Any]]:
     """One evaluation result per metric of each task the result ran: the main score first, then each sub-metric.
     ValueError where a task's main score is not the sub-metric it names."""
-    from ..results.mteb import task_exams
+    from ..exams import task_exams
 
     similarity = result.settings.get("similarity", "cos")
     protocol = result.protocol

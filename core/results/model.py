@@ -52,7 +52,7 @@ class ModelResult:
         """Each PhysScore task this result ran -> its MTEB scores (0-1, non-finite as None, with its
         ``main_score``), in the registry's order: the one derivation the MTEB files, the Every Eval Ever records and
         the Hugging Face entries read."""
-        from .mteb import scores_of, task_exams
+        from ..exams import scores_of, task_exams
 
         return {task: scores_of(exam, self.exams[exam.key]) for task, exam in task_exams().items()
                 if exam.key in self.exams}

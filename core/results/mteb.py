@@ -11,12 +11,11 @@ and ``mteb.TaskResult.from_disk`` loads them: ``{"dataset_revision", "task_name"
 """
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
-from ..exams import Exam, registry
+from ..exams import task_exams
 from ..io import dumps
 from .model import ModelResult
 
@@ -44,11 +43,6 @@ def require_mteb():
     return mteb
 
 
-def task_exams() -> dict[str, Exam]:
-    """Task name -> the exam it runs, in registry order."""
-    return {e.mteb_task: e for e in registry()}
-
-
 def metadata_kwargs(name: str) -> dict[str, Any]:
     """What MTEB's TaskMetadata of one task is made of: its dataset (``fasteval/<task>``, pinned at the protocol's
     version: the tag its Hub dataset carries), type and main score, license, citation, domains, how its samples
@@ -71,13 +65,6 @@ def metadata_of(name: str):
     """The TaskMetadata of one PhysScore task."""
     mteb = require_mteb()
     return mteb.TaskMetadata(**metadata_kwargs(name))
-
-
-def scores_of(exam: Exam, result) -> dict[str, float | None]:
-    """One exam's result as an MTEB scores dict (0-1 scale, non-finite as None), with the task's main score."""
-    scores = {k: (None if v is None or not math.isfinite(v) else float(v)) for k, v in exam.mteb_scores(result).items()}
-    scores["main_score"] = scores[exam.main_score]
-    return scores
 
 
 def _model_meta(result: ModelResult) -> dict:

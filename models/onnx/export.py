@@ -24,6 +24,7 @@ from ...core.io import staged_folder
 from .. import installed_version
 from ..sources.bounds import check_depth, read_json_file, read_tokenizer
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
+from ..sources.registry import export_dir
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,6 @@ _COPY_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_tra
 # the transformer's own files the encoder reads beside tokenizer.json: padding and truncation sides, the maximum
 # length (sentence-transformers 6 keeps max_seq_length there), the position embeddings' count
 _TRANSFORMER_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json")
-
-
-def export_dir(cache_root: Path, source_hash: str, dtype: str) -> Path:
-    return cache_root / "onnx" / f"{source_hash[:20]}-{dtype}"
 
 
 def _copy_st_files(folder: ModelFolder, dest: Path) -> None:

@@ -128,10 +128,9 @@ def needs_of(name: str, dtype: str = "fp32", memory: int | None = None) -> Needs
     """What ``name`` (a registry name, a model folder, a Hugging Face id or a served URL) needs here, from the
     registry and whatever is already on this machine; nothing is downloaded."""
     from ...core.choices import is_url, public_model
-    from ..onnx.export import export_dir
     from .folder import content_hash
     from ...core.io import fasteval_home
-    from .registry import cache_folder, find_spec
+    from .registry import cache_folder, export_dir, find_spec
 
     memory = machine_memory() if memory is None else memory
     if is_url(name):  # shown without its credentials; nothing is cached for it, and a dry run does not call it

@@ -188,6 +188,12 @@ def cache_folder(hf_id: str) -> Path:
     return fasteval_home() / "models" / (spec.name if spec else hf_id.replace("/", "__"))
 
 
+def export_dir(cache_root: Path, source_hash: str, dtype: str) -> Path:
+    """Where the cache keeps a model's export in one precision: onnx/<its content hash>-<dtype> (what the export
+    writes and a model's needs look for)."""
+    return cache_root / "onnx" / f"{source_hash[:20]}-{dtype}"
+
+
 def is_cached(spec: ModelSpec) -> bool:
     return cache_folder(spec.hf_id).is_dir()
 

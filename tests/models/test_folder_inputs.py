@@ -76,7 +76,8 @@ def test_a_folder_that_changes_after_it_was_hashed_is_refused_and_nothing_is_cac
     """config.json edited between the hashing and the export's reading (an editor's save): the export refuses in
     one line; nothing is kept under the hash of the folder as it was; restored, the folder exports whole."""
     from fasteval.core.io import fasteval_home
-    from fasteval.models.onnx.export import export, export_dir
+    from fasteval.models.onnx.export import export
+    from fasteval.models.sources.registry import export_dir
     from fasteval.models.sources.folder import content_hash, load_folder
 
     original = (model_copy / "config.json").read_bytes()

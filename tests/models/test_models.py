@@ -357,7 +357,7 @@ def test_export_out_copies_an_export_the_cache_holds(tiny_st_folder, tiny_encode
     import json
 
     from fakes import run_cli
-    from fasteval.models.onnx.export import export_dir
+    from fasteval.models.sources.registry import export_dir
     from fasteval.models.sources.folder import content_hash
 
     cached = export_dir(fasteval_home, content_hash(tiny_st_folder), "fp32")

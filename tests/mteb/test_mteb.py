@@ -49,7 +49,7 @@ def test_tasks_have_full_metadata():
         task.load_data()
         rows = task.dataset["default"]["test"]
         from fasteval.core.exams import protocol_groups
-        from fasteval.core.results.mteb import task_exams
+        from fasteval.core.exams import task_exams
 
         calls = protocol_groups((task_exams()[m.name].choice,))
         assert rows["text"] == [t for call in calls for t in call] and set(rows.column_names) == {"text", "group"}

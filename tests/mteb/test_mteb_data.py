@@ -17,7 +17,8 @@ mteb = pytest.importorskip("mteb")
 
 from fasteval.core.mteb.data import (KNOWN_ISSUES, dataset_card, descriptive_statistics,  # noqa: E402
                                      samples, write_datasets)
-from fasteval.core.results.mteb import SPLIT, metadata_kwargs, task_exams  # noqa: E402
+from fasteval.core.exams import task_exams  # noqa: E402
+from fasteval.core.results.mteb import SPLIT, metadata_kwargs  # noqa: E402
 
 TASKS = list(task_exams())
 

@@ -77,7 +77,7 @@ def test_every_record_passes_the_validator_clean(report, validator):
 
 
 def test_each_task_reports_its_main_score_and_every_sub_metric_as_the_result_holds_them(report):
-    from fasteval.core.results.mteb import scores_of, task_exams
+    from fasteval.core.exams import scores_of, task_exams
 
     rep, results = report
     for name, path in records(rep).items():
@@ -112,7 +112,7 @@ def test_the_hf_community_evals_file_holds_each_task_main_score(report):
     a task, its value the task's MTEB main score, read back by a YAML parser as written."""
     import yaml
 
-    from fasteval.core.results.mteb import scores_of, task_exams
+    from fasteval.core.exams import scores_of, task_exams
 
     rep, results = report
     for model, result in results.items():
