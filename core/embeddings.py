@@ -23,7 +23,8 @@
 
 ``describe`` reads them once per run (``fasteval.core.plan``).
 
-What an encoder can do beyond embedding, which drift asks (``can``) and never infers from its class:
+What an encoder can do beyond embedding, which drift asks (the protocols ``Variants``, ``FixedTexts`` and
+``Encodings``) and never infers from its class:
 
 * ``variants() -> list`` and ``variant(variant, load=None) -> encoder`` - the model under its usual
   misconfigurations (a local ONNX model: ``fasteval.models.onnx.variants``), for drift's diagnosis and norm gate;
@@ -103,9 +104,41 @@ def describe(encoder: Any, name: str | None = None) -> EncoderView:
                        concurrency=concurrency if isinstance(concurrency, int) and concurrency > 1 else 1)
 
 
-def can(encoder: Any, member: str) -> bool:
-    """Whether ``encoder`` has the optional method ``member`` of the contract (see the module docstring)."""
-    return callable(getattr(encoder, member, None))
+# What an encoder can do beyond embedding (see the module docstring), as protocols: drift asks
+# ``isinstance(encoder, Variants)``, never the encoder's class, and a misspelt member is a type error, not a silent
+# False. Only methods and members that cost nothing to read: a protocol's check reads every member it names (a
+# receipt's ``recorded_variants`` reads its whole file, so it is not named here).
+@runtime_checkable
+class Variants(Protocol):
+    """A model that can run under its usual misconfigurations (a local ONNX model)."""
+
+    def variants(self) -> list[Any]: ...
+
+    def variant(self, variant: Any, load: Callable[..., Any] | None = None) -> Any: ...
+
+
+@runtime_checkable
+class FixedTexts(Protocol):
+    """An encoder of a fixed set of texts (a receipt): it refuses another set, and is read whole on ``check``."""
+
+    dim: int | None  # known from the file's headers, before a row is read
+
+    @property
+    def identity(self) -> dict[str, Any]: ...  # what its reference said it is, and the file
+
+    def require(self, texts: list[str]) -> None: ...
+
+    def check(self) -> None: ...
+
+
+@runtime_checkable
+class Encodings(Protocol):
+    """A served model asked in either encoding format ("float", "base64"), and told to ask for floats from then
+    on."""
+
+    def encoded_as(self, texts: list[str], encoding: str) -> Any: ...
+
+    def use_float(self) -> None: ...
 
 
 def follows_mteb_protocol(encoder: Any) -> bool:

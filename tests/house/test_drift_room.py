@@ -141,8 +141,18 @@ def test_a_check_that_did_not_run_shows_nothing():
 
 
 def test_drift_asks_encoders_and_names_none():
-    """No module of drift names an encoder class (it asks what an encoder can do: core.embeddings.can), and no module
-    of the package writes another object's private field."""
+    """No module of drift names an encoder class (it asks what an encoder can do: the protocols of core.embeddings,
+    which fasteval's own encoders meet), and no module of the package writes another object's private field."""
+    from fasteval.core.embeddings import Encodings, FixedTexts, Variants
+    from fasteval.models.adapters.receipt import ReceiptEncoder
+    from fasteval.models.onnx.encoder import OnnxEncoder
+    from fasteval.models.served import ServedEncoder
+
+    for kind, protocol in ((OnnxEncoder, Variants), (ReceiptEncoder, FixedTexts), (ServedEncoder, Encodings)):
+        methods = [n for n, v in vars(protocol).items() if not n.startswith("_") and (callable(v) or
+                                                                                   isinstance(v, property))]
+        assert methods and all(callable(getattr(kind, n, None)) or isinstance(getattr(kind, n, None), property)
+                               for n in methods), (kind, protocol, methods)
     named = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _python("core/runs/drift") for n in
              ast.walk(ast.parse(p.read_text())) if isinstance(n, (ast.Name, ast.alias))
              and getattr(n, "id", getattr(n, "name", None)) in ENCODER_CLASSES]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...embeddings import as_array, can
+from ...embeddings import Variants, as_array
 from ...errors import InputError
 from ...plan import plan
 from ...results.drift_findings import record_json
@@ -60,7 +60,7 @@ def _variants(planned, groups, diagnose: bool, step: Callable[[str], None]) -> d
     """What the receipt records of the reference's variants, or why it records none."""
     if not diagnose:
         return {"unavailable": "it was saved with --no-diagnose"}
-    if not can(planned.encoder, "variants"):
+    if not isinstance(planned.encoder, Variants):
         return {"unavailable": f"its reference ({planned.name}) is not a local model: no variant of it can be "
                                "embedded"}
     from .checks.diagnosis import receipt_texts, record_variants

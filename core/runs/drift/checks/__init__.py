@@ -9,15 +9,16 @@
 * ``check(run) -> Finding``: what it found, typed (``core/results/drift_findings.py``: its reasons, lines, JSON
   and JUnit cases).
 
-A check asks the encoders what they can do (``core.embeddings.can``), never their class. ``DriftRun`` is what a check
-reads: the two plans, the texts, the options, each side's embeddings and the report scored so far.
+A check asks the encoders what they can do (the protocols of ``core.embeddings``: ``Variants``, ``FixedTexts``,
+``Encodings``), never their class. ``DriftRun`` is what a check reads: the two plans, what was asked (the texts, the
+options), each side's embeddings and the report scored so far.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ....embeddings import EmbeddingTable, can
+from ....embeddings import EmbeddingTable, FixedTexts
 from ....plan import Plan, Scoring
 from ....protocol.conformance import TextGroup
 from ....results.drift import DriftReport
@@ -81,7 +82,7 @@ class DriftRun:
     @property
     def receipt(self) -> bool:
         """Whether the reference is an encoder of a fixed text set (a receipt): it embeds nothing else."""
-        return can(self.reference, "require")
+        return isinstance(self.reference, FixedTexts)
 
     @property
     def protocol_failed(self) -> bool:

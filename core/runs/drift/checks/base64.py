@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ....embeddings import can
+from ....embeddings import Encodings
 from ....errors import FastevalError, first_line
 from ....results.drift_findings import Base64
 from ..score import check_dimensions
@@ -24,7 +24,7 @@ BASE64_TOLERANCE = 1e-6
 
 def applies(run: DriftRun) -> bool:
     """A candidate that can be asked in either format, once the reference's dimension is known."""
-    return can(run.candidate, "encoded_as") and bool(run.tables) and run.tables[0].dim is not None
+    return isinstance(run.candidate, Encodings) and bool(run.tables) and run.tables[0].dim is not None
 
 
 def check(run: DriftRun) -> Base64:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .....models.onnx.variants import Variant, pairs_of
-from ....embeddings import as_array, can, normalize_rows
+from ....embeddings import Variants, as_array, normalize_rows
 from ....errors import first_line
 from ....results.drift import drifted
 from ....results.drift_findings import Diagnosis, Tried
@@ -51,7 +51,7 @@ def applies(run: DriftRun) -> bool:
     if not run.options.diagnose or run.scored.verdict != "drifts" or not run.floats or run.failed:
         return False
     return (any(drifted(c, run.options.threshold) for c in _unexplained(run).values())
-            and (run.receipt or can(run.reference, "variants")))
+            and (run.receipt or isinstance(run.reference, Variants)))
 
 
 def check(run: DriftRun) -> Diagnosis:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ....embeddings import can
+from ....embeddings import FixedTexts
 from ....results.drift_findings import SIDES, Identity, KnownDifferences, SideIdentity, VectorsKept, from_record
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def identity_of(view) -> SideIdentity:
     anything else its name. ``max_tokens``: the longest input it takes or truncates to, where it says (a local
     model's max_seq_length, vLLM's max_model_len, llama.cpp's n_ctx); ``parameters``: llama.cpp's n_params. A
     receipt says its reference's, and names the file."""
-    if can(view.encoder, "require"):  # an encoder of a fixed text set (a receipt) says its reference's identity
+    if isinstance(view.encoder, FixedTexts):  # an encoder of a fixed text set (a receipt) says its reference's identity
         return from_record(SideIdentity, dict(view.encoder.identity))
     info = view.info
     deployment = info.get("deployment")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ....embeddings import as_array, can
+from ....embeddings import Variants, as_array
 from ....results.drift_findings import NORM_TOLERANCE, Norms
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def norm_check(reference: Any, candidate: Any, texts: list[str]) -> Norms:
     if unit[0] and not unit[1]:
         out.finding = (f"the candidate's vectors are not unit vectors (norm {cn[k]:.4g} for {texts[k]!r}), the "
                        "reference's are: it does not normalise where the model does")
-        if can(reference, "variant"):  # the reference with its Normalize dropped: does the candidate embed like it?
+        if isinstance(reference, Variants):  # the reference without its Normalize: does the candidate embed like it?
             from .diagnosis import Variant
 
             off = reference.variant(Variant("normalize=off", (("normalize", False),)))
