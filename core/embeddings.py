@@ -23,8 +23,8 @@
 
 ``describe`` reads them once per run (``fasteval.core.plan``).
 
-What an encoder can do beyond embedding, which drift asks (the protocols ``Variants``, ``FixedTexts`` and
-``Encodings``) and never infers from its class:
+What an encoder can do beyond embedding, which drift asks (the protocols ``Variants``, ``FixedTexts``,
+``Encodings`` and ``ServerTokens``) and never infers from its class:
 
 * ``variants() -> list`` and ``variant(variant, load=None) -> encoder`` - the model under its usual
   misconfigurations (a local ONNX model: ``fasteval.models.onnx.variants``), for drift's diagnosis and norm gate;
@@ -129,6 +129,13 @@ class FixedTexts(Protocol):
     def require(self, texts: list[str]) -> None: ...
 
     def check(self) -> None: ...
+
+
+@runtime_checkable
+class ServerTokens(Protocol):
+    """A served model whose server says its own token ids (never a local stand-in)."""
+
+    def server_token_ids(self, texts: list[str]) -> list[list[int]] | None: ...
 
 
 @runtime_checkable

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ....embeddings import ServerTokens
 from ....errors import FastevalError, first_line
 from ....results.drift import drifted
 from ....results.drift_findings import TokenizedText, Tokenization
@@ -36,8 +37,7 @@ def check(run: DriftRun) -> Tokenization:
     texts = drifted_texts(run)
     ids = []
     for view in (p.view for p in run.plans):
-        ask = getattr(view.encoder, "server_token_ids", None)
-        ask = ask if callable(ask) else view.token_ids
+        ask = view.encoder.server_token_ids if isinstance(view.encoder, ServerTokens) else view.token_ids
         try:
             got = ask(list(texts)) if ask is not None else None
         except FastevalError as err:
