@@ -28,7 +28,7 @@ class STReference:
         return self.model.encode(list(texts), normalize_embeddings=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (a module's fixture is made again where xdist runs another module's test between)
 def real_model():
     pytest.importorskip("sentence_transformers")
     from fasteval.models.loader import load_model
@@ -53,7 +53,7 @@ def test_default_model_is_minilm(real_model):
     assert (Path(encoder.info["source"]) / "LICENSE").exists(), "the Apache licence travels with the weights"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def both_results(real_model):
     """All three exams on the ONNX path and on sentence-transformers embeddings, each text embedded once."""
     from fasteval import evaluate

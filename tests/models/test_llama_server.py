@@ -61,9 +61,18 @@ def drift(home, *args):
     return proc
 
 
-def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm_folder, home):
-    proc = drift(home, minilm_folder, llama["f32"], "--json", "--expect-model", SERVED_NAME)
-    data = json.loads(proc.stdout)
+@pytest.fixture(scope="session")
+def faithful(llama, minilm_folder, home, tmp_path_factory):
+    """One drift of the faithful f32 deployment, as a person and a CI job read it: the terminal's text and the
+    drift.json of `--out` (the tests below read it, each for what it holds; it runs once: a whole drift against a
+    real server, with its diagnosis, is the longest step of these tests)."""
+    out = tmp_path_factory.mktemp("faithful")
+    proc = drift(home, minilm_folder, llama["f32"], "--expect-model", SERVED_NAME, "--out", out / "report")
+    return proc, json.loads((out / "report" / "drift.json").read_text())
+
+
+def test_a_faithful_deployment_conforms_apart_from_what_it_reports(faithful):
+    proc, data = faithful
     groups = data["groups"]
     assert groups["protocol"]["worst"] > 0.9999, "the paper's texts embed as the reference embeds them"
     assert all(g["worst"] >= 0.9999 for name, g in groups.items() if name not in ("scripts", "length")), groups
@@ -87,6 +96,7 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     assert data["precision"] == {"reference": "f32", "candidate": "f32"} and data["identity_mismatch"] is None
     candidate = data["identity"]["candidate"]
     assert candidate["parameters"] == 22565376 and candidate["max_tokens"] == 512
+    assert data["identity"]["reference"]["provider"] == "cpu", "the provider the local side ran on"
     assert all(r["worst"] > 0.99999 for r in data["invariance"] if "worst" in r), data["invariance"]
     assert data["base64"]["endianness"] == "little", data["base64"]  # its base64 answers are its float ones
     # llama.cpp counts the tokens MiniLM's tokenizer counts ([CLS] and [SEP] included), text by text
@@ -99,26 +109,28 @@ def test_a_faithful_deployment_conforms_apart_from_what_it_reports(llama, minilm
     # ggml's and onnxruntime's last float bits differ (ggml's by instruction set too): a few near-ties flip
     assert abs(data["delta_tau"]) < 0.5 and len(data["cells_changed"]) <= 8
     # as a person reads it: the verdict first, then the reasons, and the --accept that gates the rest
-    text = drift(home, minilm_folder, llama["f32"], "--no-invariance").stdout.splitlines()
+    text = proc.stdout.splitlines()
     assert text[0] == "fasteval drift: drifts, 4 reasons (exit 1)", text[:3]
     hint = next(line for line in text if line.startswith("  hint: llama.cpp is known to differ here"))
     assert hint.endswith("add --accept scripts --accept length to gate the rest"), hint
 
 
-def test_a_deployer_accepts_what_is_known_and_still_gates_the_rest(llama, minilm_folder, home, tmp_path):
-    """llama.cpp's two known differences accepted (--accept scripts --accept length): the faithful deployment
-    conforms, both still shown; the same deployment under another expected id drifts by name."""
-    junit = tmp_path / "accepted.xml"
-    proc = drift(home, minilm_folder, llama["f32"], "--json", "--accept", "scripts", "--accept", "length",
-                 "--junit", junit)
-    data = json.loads(proc.stdout)
-    assert proc.returncode == 0 and data["verdict"] == "conforms" and data["reasons"] == []
-    assert [r.split()[0] for r in data["accepted_drift"]] == ["scripts", "length"]
-    skipped = {c.get("name"): c.find("skipped").get("message") for c in ET.parse(junit).getroot()
-               if c.find("skipped") is not None}
+def test_a_deployer_accepts_what_is_known_and_still_gates_the_rest(faithful, llama, minilm_folder, home):
+    """llama.cpp's two known differences accepted (what --accept scripts --accept length decides, on the faithful
+    deployment's drift.json): it conforms, both still shown, skipped in JUnit; the same deployment under another
+    expected id drifts by name."""
+    from fasteval.core.report.drift import drift_junit
+    from fasteval.core.results.drift import DriftReport
+
+    report = DriftReport.from_json(faithful[1])
+    report.accepted = ["scripts", "length"]
+    assert report.verdict == "conforms" and report.reasons == []
+    assert [r.split()[0] for r in report.accepted_drift] == ["scripts", "length"]
+    skipped = {c.get("name"): c.find("skipped").get("message")
+               for c in ET.fromstring(drift_junit([report]).split("?>", 1)[1]) if c.find("skipped") is not None}
     assert skipped["group scripts"].startswith("accepted (--accept): worst 0.7")
     wrong = drift(home, minilm_folder, llama["f32"], "--json", "--no-conformance", "--no-invariance",
-                  "--expect-model", "all-mpnet-base-v2")
+                  "--no-diagnose", "--expect-model", "all-mpnet-base-v2")
     assert wrong.returncode == 1 and json.loads(wrong.stdout)["reasons"] == [
         "identity: the candidate says it is 'all-MiniLM-L6-v2', expected 'all-mpnet-base-v2'"]
 

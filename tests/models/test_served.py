@@ -290,19 +290,21 @@ def test_a_tokenizer_that_lost_its_lowercasing_is_named(minilm_folder, minilm_ho
     assert d["variant"] == "lowercase=off" and d["worst"] >= 0.999 and d["reference"] < 0.9, d
 
 
-def test_a_pooling_and_a_dropped_dense_layer_are_named_on_any_cpu(minilm_folder, minilm_home, tmp_path):
+def test_a_pooling_and_a_dropped_dense_layer_are_named_on_any_cpu(infinity, minilm_folder, minilm_home, tmp_path):
     """The misconfigurations llama.cpp's server is tested with (tests/models/test_llama_server.py), served by a
     server that runs on every CPU (the prebuilt llama-server dies of SIGILL on some): infinity serving MiniLM pooled
     by its CLS token is named pooling=cls; against a Dense twin of MiniLM (MiniLM with a Dense layer added),
-    infinity serving the twin without its Dense layer, which is MiniLM itself, is named dense=off."""
+    infinity serving the twin without its Dense layer, which is MiniLM itself (the session's server), is named
+    dense=off."""
     twin = dense_twin(minilm_folder, tmp_path / "all-MiniLM-L6-v2-dense-twin")
-    cases = [(minilm_folder, pooled_copy(minilm_folder, tmp_path / "cls" / "all-MiniLM-L6-v2", "cls"), "pooling=cls"),
-             (twin, minilm_folder, "dense=off")]
-    for i, (reference, deployed, named) in enumerate(cases):
-        (tmp_path / f"work{i}").mkdir()
-        with started_or_failed(start_infinity(deployed, tmp_path / f"work{i}")) as url:
+    cls = pooled_copy(minilm_folder, tmp_path / "cls" / "all-MiniLM-L6-v2", "cls")
+    (tmp_path / "work").mkdir()
+    with contextlib.ExitStack() as stack:
+        served = {"pooling=cls": (minilm_folder, stack.enter_context(started_or_failed(start_infinity(
+            cls, tmp_path / "work")))), "dense=off": (twin, infinity)}
+        for named, (reference, url) in served.items():
             proc = run_cli(["drift", reference, url, "--json", "--provider", "cpu", "--bootstrap", "0",
                             "--no-invariance", "-q"], env={"FASTEVAL_HOME": str(minilm_home)}, timeout=900)
-        assert proc.returncode == 1, proc.stderr
-        d = json.loads(proc.stdout)["diagnosis"]
-        assert d["variant"] == named and d["worst"] >= 0.999 and d["reference"] < 0.9, d
+            assert proc.returncode == 1, proc.stderr
+            d = json.loads(proc.stdout)["diagnosis"]
+            assert d["variant"] == named and d["worst"] >= 0.999 and d["reference"] < 0.9, d
