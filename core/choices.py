@@ -84,7 +84,7 @@ OVERWRITE: tuple[str, ...] = ("only-missing", "never", "always")
 PROVIDERS: tuple[str, ...] = ("auto", "cpu", "cuda")
 # Precision of the exported graph, opt-in beyond fp32, both made from the fp32 export: fp16 by onnxscript's
 # onnxruntime fusions and onnxruntime's float16 conversion (fused for the GPU, float16 inside, float32 in and out;
-# models/onnx/export.py FP16_OPTIMIZATION), int8 by onnxruntime's dynamic quantization (weights int8 per channel,
+# models/onnx/derive.py FP16_OPTIMIZATION), int8 by onnxruntime's dynamic quantization (weights int8 per channel,
 # activations per batch; INT8_QUANTIZATION).
 DTYPES: tuple[str, ...] = ("fp32", "fp16", "int8")
 # How texts are ordered into batches inside one encode call: sentence-transformers' (by characters, longest

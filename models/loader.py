@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from ..core.choices import BATCHINGS, is_url, public_model
 from ..core.errors import ModelError
 from .onnx.encoder import OnnxEncoder
-from .onnx.export import export, export_info, load_export
+from .onnx.cached import export_info
+from .onnx.export import export, load_export
 from .sources.folder import content_hash, ModelFolder, file_hash, load_folder
 from .sources.home import usable_home
 from .sources.needs import require_fits

@@ -33,7 +33,7 @@ def bench_int8(ctx: Ctx) -> list[Line]:
 
 
 def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
-    """int8 by models/onnx/export.py's INT8_QUANTIZATION except the feed-forward down-projections (the MatMuls fed
+    """int8 by models/onnx/derive.py's INT8_QUANTIZATION except the feed-forward down-projections (the MatMuls fed
     by the GELU; in an Optimum graph of before, the BERT-style ``/encoder/layer.N/output/dense/MatMul``), which stay
     fp32: is that where the drift comes from?"""
     import logging
@@ -42,7 +42,8 @@ def _ffn_fp32_line(ctx: Ctx, name: str, fp32, int8, texts) -> Line:
     from onnxruntime.quantization import quantize_dynamic
 
     from fasteval.models.onnx.encoder import OnnxEncoder
-    from fasteval.models.onnx.export import int8_quantize_kwargs, load_export
+    from fasteval.models.onnx.derive import int8_quantize_kwargs
+    from fasteval.models.onnx.export import load_export
 
     graph = onnx.load(str(fp32.folder.onnx_file), load_external_data=False).graph
     made_by = {out: node.op_type for node in graph.node for out in node.output}

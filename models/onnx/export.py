@@ -6,7 +6,6 @@ Normalize, max length, prompts), Dense weights as ``.npz``, and ``fasteval_expor
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import json
@@ -22,9 +21,12 @@ from ...core.errors import FastevalError, ModelError, OutputError, first_line, w
 from ...core.failpoints import failpoint
 from ...core.io import staged_folder
 from .. import installed_version
-from ..sources.bounds import check_depth, read_json_file, read_tokenizer
+from ..sources.bounds import check_depth, read_tokenizer
 from ..sources.folder import ModelFolder, content_hash, file_hash, load_folder, sha256_of_file
 from ..sources.registry import export_dir
+from .cached import copied_from_cache, discard, export_info
+from .code_safety import ATTENTION, read_config, refuse_code_from_elsewhere, refuse_custom_code, safe_torch_load
+from .derive import derive, quiet_exporters
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ def _dense_to_npz(src: Path, target: Path) -> None:
             raise ModelError(f"Cannot read the Dense weights {src / 'model.safetensors'}: {first_line(err, 120)}.",
                              "repair or re-download the model folder.") from None
     elif (src / "pytorch_model.bin").exists():
-        state = _safe_torch_load(src / "pytorch_model.bin")
+        state = safe_torch_load(src / "pytorch_model.bin")
     else:
         raise ModelError(f"Dense module {src} has no weights.", "pass a complete sentence-transformers folder.")
     try:
@@ -82,105 +84,6 @@ def _dense_to_npz(src: Path, target: Path) -> None:
                          "repair or re-download the model folder.") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     np.savez(target, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as its allow_pickle
-
-
-def _safe_torch_load(path: Path):
-    """A pytorch_model.bin as torch loads it safely (weights_only); one line when it is a pickle torch refuses
-    (transformers then tried TensorFlow and printed 'No module named tensorflow')."""
-    import torch
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - UnpicklingError, RuntimeError, ...
-        raise ModelError(f"torch will not load {path} safely (weights_only): {first_line(err, 120)}",
-                         "convert the weights to model.safetensors with a trusted copy of the model, or pass an "
-                         "already exported folder (model.onnx + tokenizer.json).") from None
-
-
-def _discard(entry: Path) -> None:
-    """Remove a cache entry of ours, whatever it has become (a folder, a file, a link)."""
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry, ignore_errors=True)
-    else:
-        entry.unlink(missing_ok=True)
-
-
-def export_info(path: Path) -> dict:
-    """The ``fasteval_export.json`` of an exported folder ({} when there is none)."""
-    info = Path(path) / "fasteval_export.json"
-    try:
-        return json.loads(info.read_text()) if info.exists() else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-# config.json fields that choose an attention or experts implementation. transformers reads a Hub repository's name
-# there as a kernel to download and run (through the `kernels` package, which sentence-transformers and mteb
-# environments hold; CVE-2026-4372 ran such a kernel with trust_remote_code=False); only its built-in
-# implementations are code that ships with transformers itself.
-IMPLEMENTATION_FIELDS = ("attn_implementation", "_attn_implementation", "_attn_implementation_internal",
-                         "experts_implementation", "_experts_implementation", "_experts_implementation_internal")
-BUILT_IN_IMPLEMENTATIONS = ("eager", "sdpa")
-# fields that ask transformers to swap layers for Hub kernels
-KERNEL_FIELDS = ("use_kernels", "kernel_config")
-# What the export asks of transformers, whatever config.json says: its own attention, in float32: SDPA where the
-# architecture has it, else its eager attention (MPNet has no SDPA path in transformers 5).
-ATTENTION = ("sdpa", "eager")
-
-
-def _fields_that_load_code(config: Any, where: str = "") -> list[str]:
-    """The fields of a config.json (sub-configs included: text_config, ...) that would make transformers load code
-    from elsewhere, as 'field = value'."""
-    found: list[str] = []
-    if not isinstance(config, dict):
-        return found
-    for key, value in config.items():
-        name = f"{where}{key}"
-        if key in IMPLEMENTATION_FIELDS:
-            values = value.values() if isinstance(value, dict) else [value]
-            if any(v is not None and v not in BUILT_IN_IMPLEMENTATIONS for v in values):
-                found.append(f"{name} = {json.dumps(value)[:80]}")
-        elif key in KERNEL_FIELDS and value:
-            found.append(f"{name} = {json.dumps(value)[:80]}")
-        elif isinstance(value, dict):
-            found.extend(_fields_that_load_code(value, f"{name}."))
-    return found
-
-
-def refuse_code_from_elsewhere(folder: ModelFolder, config: dict) -> None:
-    """One line, before transformers reads the folder, for a config.json field that would make it load code from
-    elsewhere: an attention or experts implementation that is not one of transformers' own (a Hub kernel
-    repository such as ``kernels-community/flash-attn``), or a request for Hub kernels. Defence beyond the version
-    pin: the export also names its own attention to transformers, so such a field would not be obeyed, but a model
-    folder that asks for foreign code is refused rather than trusted to be ignored. ``config``: its config.json
-    (``_read_config``; transformers says what is wrong with a missing or broken one)."""
-    path = folder.transformer_path / "config.json"
-    found = _fields_that_load_code(config)
-    if found:
-        raise ModelError(f"{path} asks transformers to load code from elsewhere ({'; '.join(found)}): fasteval runs "
-                         "no code from a model's files.",
-                         f"delete {'that field' if len(found) == 1 else 'those fields'} from config.json (the "
-                         f"export runs transformers' own {' or '.join(ATTENTION)} attention), or pass an already "
-                         "exported folder (model.onnx + tokenizer.json).")
-
-
-def _refuse_custom_code(folder: ModelFolder, config: dict) -> None:
-    """One line, before any export starts, for a folder whose architecture exists only as custom code (its
-    config.json maps its classes to modules of its own, ``auto_map``, for a model type transformers does not have):
-    fasteval runs no remote code. An ``auto_map`` beside a type transformers has (nomic-embed-text's nomic_bert
-    since transformers 5) is ignored: transformers' own class runs. The route that works for the rest is a
-    server."""
-    model_type = config.get("model_type")
-    if not model_type or "auto_map" not in config:
-        return
-    from transformers import CONFIG_MAPPING
-
-    if model_type not in CONFIG_MAPPING:
-        raise ModelError(f"{folder.path.name} is a {model_type} model, whose architecture is custom code "
-                         f"(trust_remote_code) that transformers {installed_version('transformers')} does not have: "
-                         "fasteval runs no remote code.",
-                         "serve it and pass --model URL: llama.cpp serves its GGUF (llama-server -m MODEL.gguf "
-                         "--embeddings --port 8080, then --model http://127.0.0.1:8080/v1).")
 
 
 # The export's packages (the export extra); transformers below 5.3 is refused (CVE-2026-4372, and no NomicBert).
@@ -203,43 +106,6 @@ def _exporter_ready(folder: ModelFolder) -> None:
                          f"{'.'.join(map(str, MIN_TRANSFORMERS))} (older ones carry CVE-2026-4372 and lack "
                          "architectures of the paper).",
                          "install the export extra again: pip install -U 'fasteval[export]'.")
-
-
-# loggers of the exporters that speak at INFO/WARNING while they work (torch's, onnxscript's, onnx-ir's)
-_EXPORTER_LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript", "onnx_ir")
-
-
-@contextlib.contextmanager
-def _quiet_exporters():
-    """Silence torch's exporter, transformers' and onnxruntime's tools' chatter during an export (errors still
-    raise). torch and transformers are quietened where they are installed (an fp16/int8 export of an existing
-    model.onnx needs neither)."""
-    import importlib.util
-    import warnings
-
-    hf_logging = None
-    if importlib.util.find_spec("torch") is not None:
-        import torch.onnx  # noqa: F401 - torch sets its loggers' levels as it is imported: before they are changed
-    if importlib.util.find_spec("transformers") is not None:
-        from transformers.utils import logging as hf_logging
-    loggers = [logging.getLogger(name) for name in _EXPORTER_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    previous = hf_logging.get_verbosity() if hf_logging else None
-    if hf_logging:
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        if hf_logging and previous is not None:
-            hf_logging.set_verbosity(previous)
-            hf_logging.enable_progress_bar()
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 # The export is checked against the torch model it came from before it is kept: the same sample texts through both,
@@ -435,7 +301,7 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
         return derive(export(folder, cache_root, "fp32"), folder, cache_root, dtype, out)
     source_hash = content_hash(folder.path)
     dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
-    if out is not None and _copied_from_cache(export_dir(cache_root, source_hash, dtype), dest, source_hash, dtype):
+    if out is not None and copied_from_cache(export_dir(cache_root, source_hash, dtype), dest, source_hash, dtype):
         return dest
     info = export_info(dest)
     if info.get("source_sha256") == source_hash and info.get("dtype") == dtype and (dest / "model.onnx").exists():
@@ -445,17 +311,17 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
             raise ModelError(f"{dest / 'model.onnx'} does not match the sha256 its export recorded.",
                              "delete that folder and export again.")
         warn_rebuilt("ONNX export", dest, "model.onnx does not match its recorded sha256")
-        _discard(dest)
+        discard(dest)
     elif out is None and (dest.exists() or dest.is_symlink()):  # an unfinished or damaged cache entry
         warn_rebuilt("ONNX export", dest, "no readable fasteval_export.json" if dest.is_dir() else "not a folder")
-        _discard(dest)
+        discard(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ModelError(f"{dest} exists and is not an empty folder.",
                          "pass a new --out folder, or delete that one.")
     failpoint("export-checked")
-    config = _read_config(folder)
+    config = read_config(folder)
     refuse_code_from_elsewhere(folder, config)
-    _refuse_custom_code(folder, config)
+    refuse_custom_code(folder, config)
     _exporter_ready(folder)
     check_depth(folder.transformer_path, config)  # before torch builds anything (the snapshot must hash the same)
     read_tokenizer(folder.tokenizer_file)
@@ -475,8 +341,8 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
             failpoint("export-reading")
             weights = source.transformer_path
             if (weights / "pytorch_model.bin").exists() and not (weights / "model.safetensors").exists():
-                _safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle: one line, not a trace
-            with _quiet_exporters():
+                safe_torch_load(weights / "pytorch_model.bin")  # a refused pickle: one line, not a trace
+            with quiet_exporters():
                 record = _torch_export(source, staging, phases)
             _copy_st_files(source, staging)
             shutil.rmtree(staging / ".source")
@@ -498,36 +364,6 @@ def export(folder: ModelFolder, cache_root: Path, dtype: str = "fp32", out: Path
     log.info("exported %s in %.1f s (once: later runs read the cached export)", folder.path.name,
              time.perf_counter() - started)
     return dest
-
-
-def _copied_from_cache(cached: Path, dest: Path, source_hash: str, dtype: str, recipe: Any = None) -> bool:
-    """Whether an intact cache entry of this very export (the same source hash and dtype, the graph its recorded
-    sha256, the same recipe for a derived one) was copied to ``dest``, an absent or empty ``--out`` folder: an
-    export the cache holds is never made again."""
-    info = export_info(cached)
-    if not _intact(cached, info, source_hash, dtype) or (recipe is not None and _recipe(info) != recipe):
-        return False
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        return False  # the caller says what is wrong with a folder that is in the way
-    if dest.exists():
-        dest.rmdir()
-    with staged_folder(dest, replace=False, what=f"the {dtype} export") as staging:
-        shutil.copytree(cached, staging, dirs_exist_ok=True)
-    log.info("copied the cached %s export to %s (made once, from the same files)", dtype, dest)
-    return True
-
-
-def _intact(dest: Path, info: dict, source_hash: str, dtype: str) -> bool:
-    """Whether ``dest`` holds this export whole: its record names the source hash and dtype, and its graph is the
-    one the record's sha256 names."""
-    return (info.get("source_sha256") == source_hash and info.get("dtype") == dtype
-            and (dest / "model.onnx").exists() and info.get("onnx_sha256") in (None, file_hash(dest / "model.onnx")))
-
-
-def _recipe(info: dict) -> tuple[Any, Any]:
-    """The recipe a derived export was made with (older records called int8's ``quantization``) and the fp32 graph it
-    was made from (its sha256)."""
-    return info.get("recipe", info.get("quantization")), info.get("made_from")
 
 
 def _snapshot(folder: ModelFolder, source_hash: str, target: Path) -> ModelFolder:
@@ -552,122 +388,6 @@ def _snapshot(folder: ModelFolder, source_hash: str, target: Path) -> ModelFolde
 
     return dataclasses.replace(folder, path=target, transformer_path=moved(folder.transformer_path),
                                tokenizer_file=moved(folder.tokenizer_file))
-
-
-def _read_config(folder: ModelFolder) -> dict:
-    """config.json, bounded and parsed ({} where there is none: transformers says what is missing)."""
-    path = folder.transformer_path / "config.json"
-    config = read_json_file(path) if path.exists() else {}
-    return config if isinstance(config, dict) else {}
-
-
-# The recipes of the exports made from the fp32 export, recorded in fasteval_export.json: an entry made with other
-# settings is made again, never reused.
-#
-# int8 (keyword arguments of onnxruntime's quantize_dynamic). Weights int8 with one scale per output channel,
-# activations quantized per batch. 7-bit weights (reduce_range) keep the u8 x s8 products of CPUs without VNNI
-# (AVX2, AVX-512 before VNNI) from saturating their 16-bit sums, so an int8 result does not depend on the
-# instruction set; per-channel scales lift the mean cosine to fp32 from 0.947 to 0.989 on all-MiniLM-L6-v2 and from
-# 0.738 to 0.870 on all-mpnet-base-v2 at the same speed (benchmarks/RESULTS.md, int8).
-INT8_QUANTIZATION: dict[str, Any] = {"weight_type": "QInt8", "per_channel": True, "reduce_range": True}
-# fp16: onnxscript's onnxruntime fusions (the rewriter made for torch.onnx's dynamo graphs: attention into
-# Attention/MultiHeadAttention, layer and RMS norms with their residual adds into SkipLayerNormalization /
-# SkipSimplifiedLayerNormalization, GELU with its bias, rotary embeddings; onnxruntime's own transformer optimizer
-# matched the graphs of the old TorchScript exporter and fails on these), then onnxruntime's float16 conversion of
-# the weights and activations with float32 inputs and outputs. Measured on the tiny twins of BERT, NomicBert,
-# ModernBERT, Qwen3 and Gemma 3: every one fused and runs on the CPU.
-FP16_OPTIMIZATION: dict[str, Any] = {"fusions": "onnxscript.rewriter.ort_fusions", "keep_io_types": True}
-
-
-def int8_quantize_kwargs() -> dict:
-    """INT8_QUANTIZATION as quantize_dynamic's keyword arguments (the weight type as onnxruntime's enum)."""
-    from onnxruntime.quantization import QuantType
-
-    return {**INT8_QUANTIZATION, "weight_type": getattr(QuantType, INT8_QUANTIZATION["weight_type"])}
-
-
-def _quantize_int8(source: Path, dest: Path) -> None:
-    from onnxruntime.quantization import quantize_dynamic
-
-    quantize_dynamic(str(source), str(dest), **int8_quantize_kwargs())
-
-
-def _optimize_fp16(source: Path, dest: Path) -> None:
-    try:
-        import onnx_ir as ir
-        from onnxscript.rewriter.ort_fusions import optimize_for_ort
-    except ImportError:
-        raise ModelError("The fp16 export needs onnxscript (the export extra), which is not installed.",
-                         "install the export extra: pip install 'fasteval[export]', or use --dtype fp32.") from None
-    import onnx
-    from onnxruntime.transformers.float16 import convert_float_to_float16
-
-    model, _ = optimize_for_ort(ir.load(str(source)))
-    half = convert_float_to_float16(ir.to_proto(model), keep_io_types=FP16_OPTIMIZATION["keep_io_types"])
-    external = any(p.name != "model.onnx" for p in source.parent.glob("model.onnx*"))
-    onnx.save(half, str(dest), save_as_external_data=external, location=f"{dest.name}.data")
-
-
-# dtype -> (its recipe, what the log says is done, the maker)
-_DERIVED = {"int8": (INT8_QUANTIZATION, "quantizing", _quantize_int8),
-            "fp16": (FP16_OPTIMIZATION, "optimizing", _optimize_fp16)}
-
-
-def derive(fp32: Path, folder: ModelFolder, cache_root: Path, dtype: str, out: Path | None = None) -> Path:
-    """The int8 or fp16 export, made by onnxruntime from the fp32 export (int8: ``quantize_dynamic``; fp16: the
-    fusions of onnxscript and onnxruntime's float16 conversion; the recipes above), cached beside it (``<source
-    hash>-<dtype>``), its configs copied. An entry made with another recipe (an older one) is made again."""
-    recipe, doing, make = _DERIVED[dtype]
-    # the fp32 export's own source hash: the folder is not hashed a second time (it may have changed since)
-    source_hash = export_info(fp32).get("source_sha256") or content_hash(folder.path)
-    dest = Path(out).expanduser().resolve() if out is not None else export_dir(cache_root, source_hash, dtype)
-    # made with this recipe from this very fp32 graph (an fp32 export made again, fused, makes its int8 again)
-    made = (recipe, export_info(fp32).get("onnx_sha256"))
-    if out is not None and _copied_from_cache(export_dir(cache_root, source_hash, dtype), dest, source_hash, dtype,
-                                              made):
-        return dest
-    info = export_info(dest)
-    intact = _intact(dest, info, source_hash, dtype)
-    if intact and _recipe(info) == made:
-        return dest
-    if dest.exists():
-        if out is not None and any(dest.iterdir()):
-            raise ModelError(f"{dest} exists and is not an empty folder.",
-                             "pass a new --out folder, or delete that one.")
-        if out is None and not intact:
-            warn_rebuilt(f"{dtype} export", dest, "no intact record")
-        _discard(dest)
-    log.info("%s %s to %s with onnxruntime, once; written to %s", doing, folder.path.name, dtype, dest)
-    with staged_folder(dest, replace=False, what=f"the {dtype} export") as staging:
-        for item in fp32.iterdir():
-            if item.name.startswith(("model.onnx", "fasteval_export.json", ".")):
-                continue
-            (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(logging.ERROR)  # int8: its advice to pre-process is for static quantization
-        # onnxruntime writes a shape-inferred copy beside its input: work on a private copy, never the shared fp32
-        # folder (two int8 runs at once collided there, and a read-only cache failed)
-        private = staging / ".fp32-input"
-        private.mkdir()
-        for item in fp32.glob("model.onnx*"):  # the graph and any external-data file
-            shutil.copy2(item, private / item.name)
-        try:
-            with _quiet_exporters():
-                make(private / "model.onnx", staging / "model.onnx")
-        except Exception as err:  # onnxruntime raises many types
-            raise ModelError(f"onnxruntime could not make the {dtype} export of {folder.path.name}: "
-                             f"{first_line(err)}", "use --dtype fp32, or report the model's architecture.") from None
-        finally:
-            root.setLevel(level)
-            shutil.rmtree(private, ignore_errors=True)
-        import onnxruntime
-
-        record = {**export_info(fp32), "dtype": dtype, "made_from": export_info(fp32).get("onnx_sha256"),
-                  "onnxruntime": onnxruntime.__version__, "recipe": recipe,
-                  "onnx_sha256": sha256_of_file(staging / "model.onnx")}
-        (staging / "fasteval_export.json").write_text(json.dumps(record, indent=2))
-    return dest
 
 
 def load_export(path: Path) -> ModelFolder:

@@ -243,13 +243,13 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     import onnx
     from onnx import numpy_helper
 
-    from fasteval.models.onnx import export as export_module
+    from fasteval.models.onnx import derive as derive_module
     from fasteval.models.loader import load_model
 
     int8 = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
     record_file = int8.folder.path / "fasteval_export.json"
     record = json.loads(record_file.read_text())
-    assert record["recipe"] == export_module.INT8_QUANTIZATION
+    assert record["recipe"] == derive_module.INT8_QUANTIZATION
     graph = onnx.load(str(int8.folder.onnx_file)).graph
     consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     weights = [consts[n.input[1]] for n in graph.node if n.op_type == "MatMulInteger" and n.input[1] in consts]
@@ -260,7 +260,7 @@ def test_int8_uses_its_recipe_and_requantizes_an_entry_of_another(tiny_st_folder
     del record["recipe"]  # an entry of the recipe before this one
     record_file.write_text(json.dumps(record))
     again = load_model(str(tiny_st_folder), provider="cpu", dtype="int8")
-    assert json.loads(record_file.read_text())["recipe"] == export_module.INT8_QUANTIZATION
+    assert json.loads(record_file.read_text())["recipe"] == derive_module.INT8_QUANTIZATION
     assert again.info["onnx_sha256"] == int8.info["onnx_sha256"], "the same recipe gives the same graph"
 
 

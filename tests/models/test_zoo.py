@@ -352,13 +352,14 @@ def test_fp16_is_the_transformer_optimizers_made_here_from_the_fp32_export(tiny_
 
     from fasteval import drift as drift_of
     from fasteval.models.onnx import export as export_module
+    from fasteval.models.onnx import derive as derive_module
     from fasteval.models.loader import load_model
 
     fp16 = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")
     assert fp16.info["dtype"] == "fp16" and fp16.folder.path.name.endswith("-fp16")
     record_file = fp16.folder.path / "fasteval_export.json"
     record = json.loads(record_file.read_text())
-    assert record["recipe"] == export_module.FP16_OPTIMIZATION
+    assert record["recipe"] == derive_module.FP16_OPTIMIZATION
     assert record["made_from"] == tiny_encoder.info["onnx_sha256"]
     graph = onnx.load(str(fp16.folder.onnx_file)).graph
     ops = {node.op_type for node in graph.node}
@@ -380,7 +381,7 @@ def test_fp16_is_the_transformer_optimizers_made_here_from_the_fp32_export(tiny_
     record["recipe"] = {"model_type": "bert", "opt_level": 0, "use_gpu": True, "keep_io_types": True}  # the old one
     record_file.write_text(json.dumps(record))
     again = load_model(str(tiny_st_folder), provider="cpu", dtype="fp16")
-    assert json.loads(record_file.read_text())["recipe"] == export_module.FP16_OPTIMIZATION
+    assert json.loads(record_file.read_text())["recipe"] == derive_module.FP16_OPTIMIZATION
     assert again.info["onnx_sha256"] == fp16.info["onnx_sha256"], "the same recipe gives the same graph"
     proc = run_cli(["export", str(tiny_st_folder), "--dtype", "fp16", "--out", str(tmp_path / "half")],
                    env={"FASTEVAL_HOME": str(fasteval_home)})

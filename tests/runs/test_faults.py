@@ -315,7 +315,8 @@ def test_unreadable_dense_weights_and_refused_pickles_are_one_line(tmp_path):
     import numpy as np
 
     from fasteval.core.errors import ModelError
-    from fasteval.models.onnx.export import _dense_to_npz, _safe_torch_load
+    from fasteval.models.onnx.code_safety import safe_torch_load
+    from fasteval.models.onnx.export import _dense_to_npz
 
     layer = tmp_path / "2_Dense"
     layer.mkdir()
@@ -326,7 +327,7 @@ def test_unreadable_dense_weights_and_refused_pickles_are_one_line(tmp_path):
     with pytest.raises(ModelError, match="will not load .* safely"):
         _dense_to_npz(layer, tmp_path / "out" / "dense.npz")
     with pytest.raises(ModelError, match="will not load .* safely"):
-        _safe_torch_load(layer / "pytorch_model.bin")
+        safe_torch_load(layer / "pytorch_model.bin")
     from fasteval.models.sources.folder import DenseLayer, ModelFolder, PoolingConfig
 
     (tmp_path / "2_Dense" / "dense.npz").mkdir()  # a folder where the weights belong

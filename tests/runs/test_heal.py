@@ -183,7 +183,7 @@ def test_a_cached_rerun_starts_no_session_and_no_export(tiny_st_folder, tiny_enc
         raise AssertionError("a skipped model must start no session and run no export")
 
     monkeypatch.setattr(encoder_module, "open_session", forbidden)
-    monkeypatch.setattr(export_module, "_quiet_exporters", forbidden)
+    monkeypatch.setattr(export_module, "quiet_exporters", forbidden)
     again = run_sweep(jobs, out, load_model, cache_root=fasteval_home)
     assert [o.status for o in again] == ["skipped", "skipped"]
     # Another setting is another key: that one is computed (and here it needs the forbidden session).
