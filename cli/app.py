@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional, cast
+from typing import Annotated, Any, Optional, cast
 
 import typer
 
@@ -115,6 +115,10 @@ VectorQuantization = Annotated[Optional[str], typer.Option(
 Calibration = Annotated[Optional[Path], typer.Option(
     help=f"The calibration texts of {', '.join(choices.CALIBRATED_FORMS)}, one a line (default: the texts of "
          "Table 1's 20 cells).", show_default=False)]
+# ... taken by a command that scores as one ``store`` dict (``store_options``), as fasteval.evaluate takes them
+STORE_OPTIONS = {"dimensions": (Dimensions, None, "dimensions"),
+                 "vector_quantization": (VectorQuantization, None, "vector_quantization"),
+                 "calibration": (Calibration, None, "calibration")}
 
 # A served model's client options (``--model URL``), declared once for every command that takes a model.
 ApiKeyEnv = Annotated[str, typer.Option(
@@ -142,29 +146,46 @@ def served_client(*, leave_out: tuple[str, ...] = ("tokenizer",)):
     """A command that takes a served model (``--model URL``): the client options (``SERVED_OPTIONS``, less
     ``leave_out``) become its options, before ``--quiet``, and reach it as one ``served`` dict, as load_model
     takes it (local models ignore it)."""
+    return options_as("served", {n: o for n, o in SERVED_OPTIONS.items() if n not in leave_out})
+
+
+def store_options():
+    """A command that scores a model as a vector store keeps it: --dimensions, --vector-quantization and
+    --calibration (``STORE_OPTIONS``) reach it as one ``store`` dict, as fasteval.evaluate takes them."""
+    return options_as("store", STORE_OPTIONS)
+
+
+def options_as(group: str, table: dict[str, tuple[Any, Any, Any]]):
+    """A command whose options ``table`` (name -> (its annotation, its default, its key)) are declared once for
+    every command that takes them: they become its options, before ``--quiet``, and reach it as one dict, its
+    parameter ``group``: each value under its key, or, where the key is a pair (``("reference", "dtype")``), under
+    the second inside a dict of the first."""
     import functools
     import inspect
     import typing
 
-    names = [n for n in SERVED_OPTIONS if n not in leave_out]
-
     def decorate(command):
         hints = typing.get_type_hints(command, include_extras=True)
         own = [p.replace(annotation=hints.get(p.name, p.annotation))
-               for p in inspect.signature(command).parameters.values() if p.name != "served"]
-        added = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=SERVED_OPTIONS[n][1],
-                                   annotation=SERVED_OPTIONS[n][0]) for n in names]
+               for p in inspect.signature(command).parameters.values() if p.name != group]
+        added = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
+                 for n, (annotation, default, _) in table.items()]
         at = next((k for k, p in enumerate(own) if p.name == "quiet"), len(own))
         params = own[:at] + added + own[at:]
 
         @functools.wraps(command)
-        def with_client(**kwargs):
-            served = {SERVED_OPTIONS[n][2]: kwargs.pop(n) for n in names}
-            return command(served=served, **kwargs)
+        def with_group(**kwargs):
+            grouped: dict[str, Any] = {}
+            for n, (_, _, key) in table.items():
+                if isinstance(key, tuple):
+                    grouped.setdefault(key[0], {})[key[1]] = kwargs.pop(n)
+                else:
+                    grouped[key] = kwargs.pop(n)
+            return command(**{group: grouped}, **kwargs)
 
-        with_client.__dict__["__signature__"] = inspect.Signature(params)  # what typer reads (inspect.signature)
-        with_client.__annotations__ = {p.name: p.annotation for p in params}
-        return with_client
+        with_group.__dict__["__signature__"] = inspect.Signature(params)  # what typer reads (inspect.signature)
+        with_group.__annotations__ = {p.name: p.annotation for p in params}
+        return with_group
 
     return decorate
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from ..core import choices
 from .app import (
-    Calibration, DType, Provider, app, say, served_client,
+    Calibration, DType, Provider, app, options_as, say, served_client,
     set_quiet, user_errors,
 )
 
@@ -87,8 +87,31 @@ def bench_command(
             say(quiet, f"fasteval: bench: JSON written to {json_path}")
 
 
+def _side_options() -> dict[str, tuple[Any, Any, tuple[str, str]]]:
+    """What drift's options say of each side, declared once for both (``--reference-dtype``, ``--candidate-dtype``,
+    ...): its precision, its prompt, and what a store keeps of it."""
+    forms = "<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">"
+    table: dict[str, tuple[Any, Any, tuple[str, str]]] = {}
+    for side in ("reference", "candidate"):
+        kept = ("the forms of --candidate-vector-quantization" if side == "reference" else
+                f"compared as what they stand for: {choices.vector_forms_help()}")
+        table |= {
+            f"{side}_dtype": (Annotated[DType, typer.Option(help=f"The {side}'s precision (a local model).")],
+                              DType.fp32, (side, "dtype")),
+            f"{side}_prompt": (Annotated[Optional[str], typer.Option(help=f"Text put before the {side}'s inputs.")],
+                               None, (side, "prompt")),
+            f"{side}_dimensions": (Annotated[Optional[int], typer.Option(
+                min=1, help=f"The {side} as a store keeps it: its first N dimensions.", show_default=False)],
+                None, (side, "dimensions")),
+            f"{side}_vector_quantization": (Annotated[Optional[str], typer.Option(
+                metavar=forms, help=f"The {side}'s vectors as a store keeps them ({kept}).", show_default=False)],
+                None, (side, "vector_quantization"))}
+    return table
+
+
 @app.command("drift", short_help="Does a deployment embed like the reference? A CI gate.")
 @served_client()
+@options_as("sides", _side_options())
 def drift_command(
     reference: Annotated[str, typer.Argument(metavar="REFERENCE",
         help="The reference: registry name, model folder, URL[#MODEL], or a receipt (--save-receipt).")],
@@ -136,28 +159,13 @@ def drift_command(
         help="Also write drift.json, drift_groups.csv and drift_worst.csv to this folder.")] = None,
     bootstrap: Annotated[int, typer.Option(
         min=0, help="Resamples of the paired bootstrap of delta tau.")] = choices.DRIFT_RESAMPLES,
-    reference_dtype: Annotated[DType, typer.Option(help="The reference's precision (a local model).")] = DType.fp32,
-    candidate_dtype: Annotated[DType, typer.Option(help="The candidate's precision (a local model).")] = DType.fp32,
-    reference_prompt: Annotated[Optional[str], typer.Option(help="Text put before the reference's inputs.")] = None,
-    reference_dimensions: Annotated[Optional[int], typer.Option(
-        min=1, help="The reference as a store keeps it: its first N dimensions.", show_default=False)] = None,
-    reference_vector_quantization: Annotated[Optional[str], typer.Option(
-        metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
-        help="The reference's vectors as a store keeps them (the forms of --candidate-vector-quantization).",
-        show_default=False)] = None,
-    candidate_dimensions: Annotated[Optional[int], typer.Option(
-        min=1, help="The candidate as a store keeps it: its first N dimensions.", show_default=False)] = None,
-    candidate_vector_quantization: Annotated[Optional[str], typer.Option(
-        metavar="<" + "|".join(choices.VECTOR_QUANTIZATIONS) + ">",
-        help=f"The candidate's vectors as a store keeps them, compared as what they stand for: "
-             f"{choices.vector_forms_help()}.", show_default=False)] = None,
     calibration: Calibration = None,
-    candidate_prompt: Annotated[Optional[str], typer.Option(help="Text put before the candidate's inputs.")] = None,
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider (local models).")]
         = Provider.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per batch or request.")] = 32,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
     served: Optional[dict] = None,
+    sides: Optional[dict] = None,
 ) -> None:
     """Does this deployment embed like the reference? Exit 0: conforms, 1: drifts (at the default gates or those
     asked for), 2: bad input or a fault."""
@@ -171,8 +179,9 @@ def drift_command(
 
         candidates = list(candidates or [])
         # everything drift can refuse, refused before a model is loaded or a text sent: its request planned once
-        stores = gate.vector_stores(reference_dimensions, reference_vector_quantization, candidate_dimensions,
-                                    candidate_vector_quantization, calibration)
+        ref, cand = (sides or {}).get("reference", {}), (sides or {}).get("candidate", {})
+        stores = gate.vector_stores(ref.get("dimensions"), ref.get("vector_quantization"), cand.get("dimensions"),
+                                    cand.get("vector_quantization"), calibration)
         asked = gate.plan_drift(
             texts=texts, conformance=not no_conformance, fail_on_collisions=fail_on_collisions,
             resamples=bootstrap, expect_model=expect_model, expect_precision=expect_precision,
@@ -180,9 +189,9 @@ def drift_command(
             reference_vectors=stores[0], candidate_vectors=stores[1],
             **({} if fail_below is None else {"threshold": fail_below}))  # (drift's default where not given)
         check_outputs(len(candidates), out, junit)
-        def side(dtype, prompt: str | None) -> dict:  # how the one door loads a side
-            return {"provider": provider.value, "dtype": dtype.value, "prompt": prompt, "batch_size": batch_size,
-                    "served": served or {}}
+        def side(asked: dict) -> dict:  # how the one door loads a side
+            return {"provider": provider.value, "dtype": (asked.get("dtype") or DType.fp32).value,
+                    "prompt": asked.get("prompt"), "batch_size": batch_size, "served": served or {}}
 
         if save_receipt is not None:
             if candidates:
@@ -192,7 +201,7 @@ def drift_command(
             made = receipts.save_receipt(reference, save_receipt, texts=texts, conformance=not no_conformance,
                                          diagnose=not no_diagnose,
                                          on_step=lambda name: say(quiet, f"fasteval: receipt: {name}"),
-                                         **side(reference_dtype, reference_prompt))
+                                         **side(ref))
             held = (f"; {made['variants']} misconfigurations of it on {made['variant_texts']} of them, for the "
                     "diagnosis" if made["variants"] else "")
             typer.echo(f"Receipt of {made['name']} written to {save_receipt}: {made['texts']} texts in "
@@ -203,8 +212,7 @@ def drift_command(
                              "pass REFERENCE CANDIDATE... (or --save-receipt FILE REFERENCE).")
         labels = [public_model(name) for name in (reference, *candidates)]
         reports = gate.drift_candidates(
-            reference, candidates, asked, labels=labels, reference_load=side(reference_dtype, reference_prompt),
-            candidate_load=side(candidate_dtype, candidate_prompt),
+            reference, candidates, asked, labels=labels, reference_load=side(ref), candidate_load=side(cand),
             on_step_for=lambda label: (lambda name: say(quiet or json_out, f"fasteval: drift {label}: {name}")))
         data, text = write_outputs(reports, public_model(reference), out, junit)
         typer.echo(dumps(data).rstrip() if json_out else text)

@@ -8,13 +8,14 @@ import typer
 
 from ..core import choices
 from .app import (
-    Batching, Calibration, Dimensions, DType, Executor, Overwrite, Provider, QuantityArguments, SimilarityOption,
-    VectorQuantization, app, progress, say, served_client, set_quiet, user_errors,
+    Batching, DType, Executor, Overwrite, Provider, QuantityArguments, SimilarityOption, app, progress, say,
+    served_client, set_quiet, store_options, user_errors,
 )
 
 
 @app.command(short_help="Run the paper's exams on models; tables, JSON, CSV, MTEB files.")
 @served_client(leave_out=())
+@store_options()
 def sweep(
     model: Annotated[Optional[list[str]], typer.Option(metavar="NAME|PATH|URL",
         help="Registry name (see `fasteval models`), a model folder, or a served model's base URL[#MODEL] "
@@ -48,9 +49,6 @@ def sweep(
     bootstrap: Annotated[int, typer.Option(
         min=0, help="Resamples for the 95% bootstrap intervals of Exam 1 (seeded; 0 turns them off, and gives "
                     "the result key of a paper-only run).")] = choices.DEFAULT_RESAMPLES,
-    dimensions: Dimensions = None,
-    vector_quantization: VectorQuantization = None,
-    calibration: Calibration = None,
     ladder: Annotated[Optional[str], typer.Option(
         metavar="vectors", help=f"vectors: {choices.ladder_help()}.", show_default=False)] = None,
     protocol: Annotated[Optional[str], typer.Option(
@@ -72,6 +70,7 @@ def sweep(
                           "run it (--model paper: the paper's 24).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the results.")] = False,
     served: Optional[dict] = None,
+    store: Optional[dict] = None,
 ) -> None:
     """Run the paper's exams on one or more models; print the tables and write JSON, CSV and MTEB results.
 
@@ -90,9 +89,7 @@ def sweep(
         # what is asked, validated once (a bad protocol file, exam selection or ladder fails here, before anything is
         # written)
         asked: dict[str, Any] = dict(exams=exams, similarity=similarity, protocol=protocol,
-                                     normalize_quantities=normalize_quantities, bootstrap=bootstrap,
-                                     dimensions=dimensions, vector_quantization=vector_quantization,
-                                     calibration=calibration)
+                                     normalize_quantities=normalize_quantities, bootstrap=bootstrap, **(store or {}))
         planned = plan_sweep(**asked, ladder=ladder)  # a ladder's choice and exams too (no model asked anything)
         if shard is not None:
             say(quiet, f"fasteval: shard {shard.strip()}: {len(names)} of the {everyone} models")
@@ -203,6 +200,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
 
 @app.command("check", cls=QuantityArguments, short_help="Does a model order your own quantities by distance?")
 @served_client()
+@store_options()
 def check_command(
     quantities: Annotated[Optional[list[str]], typer.Argument(metavar="QUANTITY",
         help="The anchor, then one or more candidates: \"2 kilometers\" \"2000 meters\" \"2 meters\".",
@@ -219,14 +217,12 @@ def check_command(
     provider: Annotated[Provider, typer.Option(help="onnxruntime execution provider.")] = Provider.auto,
     prompt: Annotated[Optional[str], typer.Option(help="Text put before every input (the paper: none).")]
         = None,
-    dimensions: Dimensions = None,
-    vector_quantization: VectorQuantization = None,
-    calibration: Calibration = None,
     all_discordant: Annotated[bool, typer.Option(
         "--all-discordant", help="List every discordant pair (by default the 20 with the largest gaps; all "
                                  "are counted).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
     served: Optional[dict] = None,
+    store: Optional[dict] = None,
 ) -> None:
     """Does your model order your own quantities by physical distance? Exit 0 whatever the verdict. With one
     candidate: how similar the two are, and how far apart.
@@ -239,10 +235,9 @@ def check_command(
         anchor, candidates = check_inputs(quantities, file)  # bad input fails before a model is loaded
         from . import printing
 
-        result = check(model, anchor, candidates, similarity=similarity, dimensions=dimensions,
-                       vector_quantization=vector_quantization, calibration=calibration,
-                       normalize_quantities=normalize_quantities, all_discordant=all_discordant,
-                       provider=provider.value, prompt=prompt, served=served)
+        result = check(model, anchor, candidates, similarity=similarity, normalize_quantities=normalize_quantities,
+                       all_discordant=all_discordant, provider=provider.value, prompt=prompt, served=served,
+                       **(store or {}))
         if json_out:
             from ..core.io import dumps
 
