@@ -356,12 +356,12 @@ def test_an_empty_read_only_home_names_fasteval_home_not_out(tiny_st_folder, tmp
 
 
 def test_a_slow_servers_paper_calls_go_in_flight_with_the_same_numbers(servers, tmp_path):
-    """--concurrency 8 against a server that takes 0.25 s a request: the paper's calls (one a group) are sent up to 8
+    """--concurrency 8 against a server that takes 0.1 s a request: the paper's calls (one a group) are sent up to 8
     at once, not one after another, the same requests with the same texts, and the result is the sequential run's
     to the last digit (issue 45, item 6). Before, one was in flight at a time whatever --concurrency said."""
     runs = {}
     for concurrency in (1, 8):
-        server = servers(delay=0.25)
+        server = servers(delay=0.1)
         out = tmp_path / f"c{concurrency}"
         proc = run_cli(["sweep", "--model", server.url, "--exams", "1", "--bootstrap", "0", "--concurrency",
                         concurrency, "--out", out, "-q"], env={"FASTEVAL_HOME": str(tmp_path / f"home{concurrency}")})
