@@ -34,7 +34,7 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
     step = on_step or (lambda _name: None)
     asked = plan_drift(texts=texts, conformance=conformance)
     groups = list(asked.groups)
-    planned = plan(reference, asked.scorings[0], **load_options).settle()
+    planned = plan(reference, asked.scorings[0], **load_options)
     failed: dict[str, str] = {}
     refused: dict[str, list] = {}
     # What the encoder returned, before drift normalises it (a receipt gives back exactly that, so drift against
@@ -43,7 +43,7 @@ def save_receipt(reference: Any, path: str | Path, *, texts: str | Path | None =
     step(f"embed {planned.name}")
     table, _ = embed_side(replace(planned, view=replace(planned.view, encoder=recorder)), "reference", asked.calls,
                           groups[1:], failed, refused, cache_root, fresh=True)
-    planned = planned.settled()  # its identity names what ran
+    planned = planned.settled()  # its identity names what ran (embed_side settled it before any key was read)
     if failed or refused:
         what = next(iter(failed.values()), None) or f"{len(refused)} text(s) refused as too long"
         raise InputError(f"{planned.name} could not embed every text of the receipt ({what}).",
