@@ -16,12 +16,13 @@ from .sequences import _check_packed
 # Above these a call runs on the Numba kernels (numpy's cost grows where the kernels' does not: measured on a 2-core
 # AMD EPYC, numpy's row statistics take ~30 ns a pair sign against the kernels' ~2, so the bootstrap's 10,000
 # resamples of a cell (3 M pair signs, ~0.1 s numpy) are the kernels', while Exam 1's and Exam 3's rows (a few
-# thousand) take numpy ~1 ms; Exam 2's Levenshtein tables, 0.6 M cells, ~10 ms; the probe's forms, 2.4 M steps
-# over 25 fits, ~50 ms in stacks of one shape).
+# thousand) take numpy ~1 ms; Exam 2's Levenshtein tables, 0.6 M cells, ~10 ms). The probe's fits are numpy's
+# eigendecomposition up to RIDGE_EIGEN_MAX (eigh takes 2x LAPACK's tridiagonal reduction, 11-25 ms a fit at the
+# paper's 364-480 rows, but needs neither scipy's import, 0.2 s, nor the JIT kernel's load).
 LIST_MAX = 1 << 16  # values of one list's tau (numpy's O(n log n) count: ~30 ms at this length)
 ROW_PAIRS_MAX = 1 << 20  # pair signs of one row statistic's call (rows x n^2 / 2)
 LEVENSHTEIN_CELLS_MAX = 1 << 22  # pairs x table cells of the Levenshtein distances
-RIDGE_STEPS_MAX = 1 << 22  # factor rows x training rows x alphas of one ridge fit
+RIDGE_EIGEN_MAX = 512  # the order of a ridge fit's Gram or covariance matrix (min(rows, features))
 
 
 def use_numpy(work: int, limit: int) -> bool:

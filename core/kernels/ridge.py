@@ -14,21 +14,25 @@ on equal scores (to TIE_RTOL) the earliest in the given order (RidgeCV keeps a c
 is strictly better, so a NaN score never wins over the first alpha).
 
 One factorisation per fit serves every alpha. As RidgeCV, work on the smaller symmetric product:
-K = Xc Xc' (n x n) when n <= d ("Gram"), else C = Xc'Xc (d x d) ("covariance"). RidgeCV
-eigendecomposes it; we stop at the first half of that, the tridiagonal reduction S = Z T Z' (LAPACK
-dsytrd, Z formed by dorgqr): a shift keeps it, S + aI = Z (T + aI) Z', and T + aI is tridiagonal, so
-each alpha costs O(n m) instead of a new factorisation. With F the (n x m) factor (F = Z for the
-Gram, F = Xc Z for the covariance) and M = (T + aI)^-1:
+K = Xc Xc' (n x n) when n <= d ("Gram"), else C = Xc'Xc (d x d) ("covariance"), factored S = Z T Z' with Z
+orthogonal and T + aI easy to invert for every a (a shift keeps the factor: S + aI = Z (T + aI) Z'). With F the
+(n x m) factor (F = Z for the Gram, F = Xc Z for the covariance) and M = (T + aI)^-1:
 
-- quad_i = F_i M F_i' (G_ii = ((K + aI)^-1)_ii, or H_ii), from T + aI = L diag(p) L' as
-  sum_j (L^-1 F_i')_j^2 / p_j (the Numba kernel, one pass over F per alpha, O(n) memory);
-- s = F M F' yc and t = F M F' 1 (two tridiagonal solves per alpha, then one BLAS product for all alphas).
+- quad_i = F_i M F_i' (G_ii = ((K + aI)^-1)_ii, or H_ii);
+- s = F M F' yc and t = F M F' 1.
+
+Two factorisations, chosen by the order m of S (``pick.RIDGE_EIGEN_MAX``):
+
+- up to it (the paper's probe: m <= 480), RidgeCV's own: numpy's ``eigh``, T = diag(lam), so M is diagonal and
+  every alpha's forms are two BLAS products (no scipy and no JIT kernel to load);
+- above it, the first half of ``eigh``: the tridiagonal reduction (LAPACK dsytrd, Z formed by dorgqr), half the
+  work at large m (measured 2x, and 5x against RidgeCV's covariance mode, which forms a d x d inverse per alpha);
+  T + aI = L diag(p) L' is tridiagonal, quad_i = sum_j (L^-1 F_i')_j^2 / p_j (the Numba kernel, one pass over F
+  per alpha, O(n) memory) and s, t are two tridiagonal solves per alpha.
 
 Gram: c = s, g = t, LOO residual = c_i / (G_ii - g_i / n) (= the formula above, since yc - H yc = a c
 and H_ii = 1 - a G_ii; written as RidgeCV writes it); coef = Xc' c.
 Covariance: LOO residual = (yc_i - s_i) / (1 - H_ii - (1 - t_i) / n); coef = Z M Z'Xc' yc.
-The reduction skips the eigenvector stage, which is most of ``eigh``: measured 2x (Gram) to 5x
-(covariance, where RidgeCV also forms a d x d inverse per alpha) faster than RidgeCV on one thread.
 
 Like RidgeCV, the work is done in float64 and the coefficients are returned in the floating dtype
 of X (float32 embeddings give float32 ``coef``), so ``predict`` repeats RidgeCV's ``X @ coef_ +
@@ -41,8 +45,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
-
 from ..errors import InputError
 
 __all__ = ["TIE_RTOL", "RidgeFit", "fit_ridge_loo", "fit_ridge_loo_batched", "predict"]
@@ -109,64 +111,46 @@ def _check_xy(X, y, label: str = "") -> tuple[np.ndarray, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- the inverse forms
-def _inverse_forms_numpy(FT, t_diag, t_off, alphas, B):
-    """``_ridge_jit._tridiagonal_inverse_forms`` in numpy for a stack of fits of one shape (FT (f, m, n), t_diag
-    (f, m), t_off (f, m - 1), B (f, m, r)) and every alpha at once: quad (f, k, n), sol (f, k, m, r). The same
-    recurrences and the same float64 operations in the same order, so the same bits; one step of the factor per
-    Python iteration, shared by the fits and alphas."""
-    f, m, n = FT.shape
-    a = alphas[None, :]  # (1, k)
-    p = np.empty((f, alphas.shape[0], m))
-    mult = np.empty((f, alphas.shape[0], max(m - 1, 0)))
-    p[:, :, 0] = t_diag[:, :1] + a
-    for j in range(1, m):
-        mult[:, :, j - 1] = t_off[:, j - 1:j] / p[:, :, j - 1]
-        p[:, :, j] = t_diag[:, j:j + 1] + a - mult[:, :, j - 1] * t_off[:, j - 1:j]
-    inv = 1.0 / p
-    w = np.broadcast_to(FT[:, None, 0], (f, alphas.shape[0], n))  # the current row of L^-1 FT
-    quad = w * w * inv[:, :, :1]
-    for j in range(1, m):
-        w = FT[:, None, j] - mult[:, :, j - 1:j] * w
-        quad += w * w * inv[:, :, j:j + 1]
-    sol = np.empty((f, alphas.shape[0], m, B.shape[2]))
-    sol[:, :, 0] = B[:, None, 0]
-    for j in range(1, m):
-        sol[:, :, j] = B[:, None, j] - mult[:, :, j - 1, None] * sol[:, :, j - 1]
-    sol /= p[:, :, :, None]
-    for j in range(m - 2, -1, -1):
-        sol[:, :, j] -= mult[:, :, j, None] * sol[:, :, j + 1]
-    return quad, sol
+def _diagonal_inverse_forms(FT: np.ndarray, lam: np.ndarray, alphas: np.ndarray,
+                            B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse forms of an eigendecomposed fit (T = diag(lam): no off-diagonal): for every alpha at once,
+    quad (k, n) = (1 / (lam + a)) . FT^2 and sol (k, m, r) = B / (lam + a), as RidgeCV's eigen mode computes its
+    G_ii and c (two BLAS products, no loop over the factor)."""
+    inv = 1.0 / (lam[None, :] + alphas[:, None])  # (k, m)
+    return inv @ (FT * FT), inv[:, :, None] * B[None, :, :]
 
 
 def _inverse_forms(fits: list[_Reduced], alphas: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(quad, sol) of every reduced fit: by numpy, a stack per shape, for fits of the exam's size (no JIT to load
-    for the paper's probe), by the JIT kernel above ``pick.RIDGE_STEPS_MAX``."""
-    from . import pick
-
-    out: list = [None] * len(fits)
-    by_shape: dict[tuple[int, ...], list[int]] = {}
-    for i, r in enumerate(fits):
-        by_shape.setdefault(r.FT.shape, []).append(i)
-    for shape, idx in by_shape.items():
-        if pick.use_numpy(shape[0] * shape[1] * alphas.shape[0], pick.RIDGE_STEPS_MAX):
-            quad, sol = _inverse_forms_numpy(np.stack([fits[i].FT for i in idx]),
-                                             np.stack([fits[i].t_diag for i in idx]),
-                                             np.stack([fits[i].t_off for i in idx]), alphas,
-                                             np.stack([fits[i].B for i in idx]))
-            for pos, i in enumerate(idx):
-                out[i] = quad[pos], sol[pos]
+    """(quad, sol) of every reduced fit: an eigendecomposed one's by two products (numpy), a tridiagonal one's by
+    the JIT kernel (the fits above ``pick.RIDGE_EIGEN_MAX``)."""
+    out = []
+    for r in fits:
+        if r.t_off is None:
+            out.append(_diagonal_inverse_forms(r.FT, r.t_diag, alphas, r.B))
         else:
             from ._ridge_jit import _tridiagonal_inverse_forms
 
-            for i in idx:
-                r = fits[i]
-                out[i] = _tridiagonal_inverse_forms(r.FT, r.t_diag, r.t_off, alphas, r.B)
+            out.append(_tridiagonal_inverse_forms(r.FT, r.t_diag, r.t_off, alphas, r.B))
     return out
 
 
 # ----------------------------------------------------------------------------- the fit
+def _factor(S: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(t_diag, t_off, Z) with S = Z T Z', Z orthogonal: up to ``pick.RIDGE_EIGEN_MAX`` rows numpy's eigh (T
+    diagonal, t_off None: RidgeCV's own decomposition, and no scipy to import for the paper's probe), above it the
+    tridiagonal reduction (half of eigh's work; scipy's LAPACK, and the JIT kernel for the forms)."""
+    from . import pick
+
+    if pick.use_numpy(S.shape[0], pick.RIDGE_EIGEN_MAX):
+        lam, Z = np.linalg.eigh(S)
+        return lam, None, Z
+    return _tridiagonalize(S)
+
+
 def _tridiagonalize(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t_diag, t_off, Z) with S = Z T Z' (LAPACK dsytrd + dorgqr), Z orthogonal in Fortran order; S is overwritten."""
+    from scipy.linalg import lapack
+
     m = S.shape[0]
     if m == 1:
         return S[0].copy(), np.empty(0), np.ones((1, 1), order="F")
@@ -209,13 +193,13 @@ class _Reduced:
     out_dtype: np.dtype
     Z: np.ndarray
     FT: np.ndarray
-    t_diag: np.ndarray
-    t_off: np.ndarray
+    t_diag: np.ndarray  # T's diagonal (the eigenvalues where t_off is None)
+    t_off: np.ndarray | None  # T's off-diagonal; None: T is diagonal (eigendecomposed)
     B: np.ndarray
 
 
 def _reduce(X: np.ndarray, y: np.ndarray) -> _Reduced:
-    """Centre one validated (X, y) and reduce its Gram (n <= d) or covariance matrix to tridiagonal form."""
+    """Centre one validated (X, y) and factor its Gram (n <= d) or covariance matrix (``_factor``)."""
     out_dtype = X.dtype if X.dtype.kind == "f" else np.dtype(np.float64)
     X = np.array(X, dtype=np.float64, order="C")  # a copy: centred in place below
     y = np.asarray(y, dtype=np.float64)
@@ -227,11 +211,11 @@ def _reduce(X: np.ndarray, y: np.ndarray) -> _Reduced:
     targets = np.column_stack((yc, np.ones(n)))  # (n, 2): yc and the intercept column 1
     if n <= d:
         # Gram, as RidgeCV: X X' = Z T Z' (numpy hands a @ a.T to BLAS syrk). F = Z.
-        t_diag, t_off, Z = _tridiagonalize(X @ X.T)
+        t_diag, t_off, Z = _factor(X @ X.T)
         FT = np.ascontiguousarray(Z.T)
     else:
         # Covariance: X'X = Z T Z'. F = P = X Z, built transposed so its rows are contiguous.
-        t_diag, t_off, Z = _tridiagonalize(X.T @ X)
+        t_diag, t_off, Z = _factor(X.T @ X)
         FT = Z.T @ X.T
     return _Reduced(X, yc, x_mean, y_mean, out_dtype, Z, FT, t_diag, t_off, FT @ targets)
 

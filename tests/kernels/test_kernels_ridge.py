@@ -7,11 +7,14 @@ one BLAS thread, a shared 2-core box under load (absolute times inflated, ratios
 364 x 384 ours 1.0-1.5 s vs RidgeCV 2.2-3.2 s (2.0-2.1x); 480 x 384 0.8-1.5 s vs 5.7-11.3 s (6.8-7.5x);
 480 x 4096 3.3-4.4 s vs 6.6-10.3 s (2.0-2.4x). LAPACK's tridiagonal reduction is most of a fit; the
 Numba kernel (O(n m k)) takes ~0.7 ms per fit serial, and parallel=True made it slower (thread start-up).
+Both factorizations (numpy's eigh up to pick.RIDGE_EIGEN_MAX, the tridiagonal reduction and its kernel above) are
+held to every reference: the random designs draw which one runs.
 """
 
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from itertools import combinations
 
 import numpy as np
@@ -21,11 +24,12 @@ from hypothesis import strategies as st
 from sklearn.linear_model import RidgeCV
 
 from fasteval.core.errors import InputError
+from fasteval.core.kernels import pick
 from fasteval.core.kernels._ridge_jit import _tridiagonal_inverse_forms
 from fasteval.core.kernels.ridge import (
     TIE_RTOL,
     RidgeFit,
-    _inverse_forms_numpy,
+    _diagonal_inverse_forms,
     fit_ridge_loo,
     fit_ridge_loo_batched,
     predict,
@@ -37,6 +41,21 @@ RTOL = 1e-8  # the contract: predictions and coefficients equal to RidgeCV's to 
 
 # ----------------------------------------------------------------------------- references
 from naive import naive_loo_mse  # noqa: E402 (the references' section)
+
+
+FACTORIZATIONS = ("eigen", "tridiagonal")
+
+
+@contextmanager
+def factorization(kind: str):
+    """Every fit inside on one factorization: numpy's eigh ("eigen") or LAPACK's tridiagonal reduction and the JIT
+    kernel ("tridiagonal"), whatever its size."""
+    limit = pick.RIDGE_EIGEN_MAX
+    pick.RIDGE_EIGEN_MAX = (1 << 40) if kind == "eigen" else 0
+    try:
+        yield
+    finally:
+        pick.RIDGE_EIGEN_MAX = limit
 
 
 def sklearn_fit(X, y, alphas) -> RidgeCV:
@@ -117,20 +136,23 @@ def designs(draw, wide: bool):
     return X, y, alphas, X_new
 
 
-@given(designs(wide=True))
-def test_wide_matches_ridgecv(case):
-    check_against_sklearn(*case)
+@given(designs(wide=True), st.sampled_from(FACTORIZATIONS))
+def test_wide_matches_ridgecv(case, kind):
+    with factorization(kind):
+        check_against_sklearn(*case)
 
 
-@given(designs(wide=False))
-def test_tall_matches_ridgecv(case):
-    check_against_sklearn(*case)
+@given(designs(wide=False), st.sampled_from(FACTORIZATIONS))
+def test_tall_matches_ridgecv(case, kind):
+    with factorization(kind):
+        check_against_sklearn(*case)
 
 
-@given(designs(wide=True) | designs(wide=False))
-def test_loo_mse_is_the_refit_leave_one_out_error(case):
+@given(designs(wide=True) | designs(wide=False), st.sampled_from(FACTORIZATIONS))
+def test_loo_mse_is_the_refit_leave_one_out_error(case, kind):
     X, y, alphas, _ = case
-    fit = fit_ridge_loo(X, y, alphas)
+    with factorization(kind):
+        fit = fit_ridge_loo(X, y, alphas)
     assert_close(fit.loo_mse, naive_loo_mse(X, y, alphas), rtol=1e-7, scale=float(np.abs(y).max()) ** 2)
     # RidgeCV's rule: the first alpha with the smallest error (ties to TIE_RTOL go to the earlier one).
     best = fit.loo_mse[fit.alpha_index]
@@ -157,32 +179,37 @@ def test_kernel_matches_dense_inverse(m, seed, alphas):
         assert_close(sol[a], inv @ B, rtol=1e-8)
 
 
-@given(st.integers(1, 30), st.integers(1, 3), st.integers(0, 2**32 - 1),
-       st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6))
-def test_numpy_forms_equal_the_kernel_to_the_bit(m, fits, seed, alphas):
-    # the numpy forms (the paper's probe, no JIT to load) and the kernel (large fits): one arithmetic, the same bits
+@given(st.integers(1, 30), st.integers(0, 2**32 - 1), st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6))
+def test_diagonal_forms_match_dense_inverse(m, seed, alphas):
+    # an eigendecomposed fit's forms (T = diag(lam), lam >= 0 as a Gram's eigenvalues): two products, held to the
+    # dense inverse as the kernel is
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 12))
-    t_diag = rng.uniform(0.5, 5.0, (fits, m))
-    t_off = rng.uniform(-0.2, 0.2, (fits, m - 1))
-    FT, B = rng.normal(size=(fits, m, n)), rng.normal(size=(fits, m, 2))
-    quad, sol = _inverse_forms_numpy(FT, t_diag, t_off, np.array(alphas), B)
-    for f in range(fits):
-        q, x = _tridiagonal_inverse_forms(FT[f], t_diag[f], t_off[f], np.array(alphas), B[f])
-        assert np.array_equal(quad[f], q) and np.array_equal(sol[f], x)
+    lam = rng.uniform(0.0, 5.0, m)
+    lam[rng.random(m) < 0.2] = 0.0  # a rank-deficient Gram's zero eigenvalues
+    FT, B = rng.normal(size=(m, n)), rng.normal(size=(m, 2))
+    quad, sol = _diagonal_inverse_forms(FT, lam, np.array(alphas), B)
+    for a, alpha in enumerate(alphas):
+        inv = np.diag(1.0 / (lam + alpha))
+        assert_close(quad[a], np.einsum("ji,jk,ki->i", FT, inv, FT), rtol=1e-12)
+        assert_close(sol[a], inv @ B, rtol=1e-12)
 
 
-def test_large_fits_take_the_kernel_and_give_what_numpy_gives(monkeypatch):
-    # one fit above pick.RIDGE_STEPS_MAX runs on the kernel; under a raised limit numpy gives the same fit
-    from fasteval.core.kernels import pick
-
-    rng = np.random.default_rng(5)
-    X, y = rng.normal(size=(40, 30)), rng.normal(size=40)
-    monkeypatch.setattr(pick, "RIDGE_STEPS_MAX", 0)
-    jit = fit_ridge_loo(X, y, PROBE_ALPHAS)
-    monkeypatch.setattr(pick, "RIDGE_STEPS_MAX", 1 << 40)
-    np_fit = fit_ridge_loo(X, y, PROBE_ALPHAS)
-    assert np.array_equal(jit.coef, np_fit.coef) and np.array_equal(jit.loo_mse, np_fit.loo_mse)
+@pytest.mark.parametrize("n", [364, 480])
+def test_the_two_factorizations_give_one_probe_on_the_exam_shapes(n):
+    # the paper's fits (364 and 480 rows of 384 float32 features: Gram and covariance) are eigh's; the tridiagonal
+    # reduction with its kernel, forced, gives the same alpha and coefficients to 1e-10
+    rng = np.random.default_rng(n)
+    X = np.abs(rng.normal(size=(n, 384)) - rng.normal(size=(n, 384))).astype(np.float32)
+    y = np.log1p(rng.uniform(0, 100, n))
+    assert pick.use_numpy(min(X.shape), pick.RIDGE_EIGEN_MAX)
+    eigen = fit_ridge_loo(X, y, PROBE_ALPHAS)
+    with factorization("tridiagonal"):
+        tri = fit_ridge_loo(X, y, PROBE_ALPHAS)
+    assert eigen.alpha_index == tri.alpha_index
+    assert_close(eigen.loo_mse, tri.loo_mse, rtol=1e-10)
+    assert_close(eigen.coef, tri.coef, rtol=1e-6)  # float32 coefficients (RidgeCV's dtype): one float32 ulp
+    assert_close(predict(eigen, X), predict(tri, X), rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------- fixed cases
