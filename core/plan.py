@@ -290,7 +290,8 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     result.exams = score(planned, table, on_step, result.timings)
     if planned.view.usage is not None:  # a served model: what it sent and got
         result.usage = planned.view.usage.as_dict()
-    result.machine = machine_of(planned.settled())
+    ran = planned.settled()  # the GPU it was offered may have fallen back to the CPU: the result records what ran
+    result.settings, result.machine = dict(ran.settings), machine_of(ran)
     result.hf_id = hf_id_of(planned.name)
     return result
 

@@ -204,7 +204,7 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
         ran = planned.settled()  # the GPU it was offered fell back to the CPU: the numbers go under what ran
         if len(table) > saved[0]:
             cache.save(ran.embedding_key, table)
-    result.settings = {**ran.settings, "key": ran.key}
+    result.settings["key"] = ran.key  # run() recorded the settings that ran
     folder = folders.write(folders.folder(ran.name, ran.key), result, ran.key)
     return Outcome(ran.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",
                    time.perf_counter() - start, result)

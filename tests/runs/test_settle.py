@@ -197,3 +197,12 @@ def test_drifts_identity_names_the_provider_each_side_ran_on(tmp_path):
     assert sides["reference"]["dtype"] == "fp32" and sides["reference"]["kind"] == "local"
     line = next(ln for ln in drift_text(report).splitlines() if "identity:" in ln)
     assert "'org/falls-back' (local, f32, on cpu" in line and "'org/also-falls-back' (local, f32, on cuda" in line
+
+
+def test_a_library_evaluation_that_fell_back_records_what_ran():
+    # fasteval.evaluate plans for CUDA; the session falls back: the result's settings and machine both say cpu
+    from fasteval.core.plan import evaluate
+
+    result = evaluate(FallsBack("org/falls-back"), exams=[1], bootstrap=0)
+    assert result.settings["provider"] == "cpu"
+    assert result.machine["provider"] == "cpu", result.machine
