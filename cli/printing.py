@@ -118,7 +118,13 @@ def print_needs(needs) -> None:
     def params(n):
         return "?" if n is None else (f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M")
 
-    echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'cached':<13} "
+    def export(n):
+        if n.export_seconds is None:
+            return "-" if n.exported or n.static or n.source == "served" else "?"
+        seconds = n.export_seconds
+        return f"~{seconds:.0f} s" if seconds < 90 else f"~{seconds / 60:.0f} min"
+
+    echo(f"{'model':<39} {'source':<7} {'params':>6} {'weights GB':>10} {'peak GB':>8} {'export':>7} {'cached':<13} "
          f"{'this machine':<24} notes")
     for n in needs:
         if n.source == "served":  # nothing is fetched or cached for it, and a dry run does not call it
@@ -132,11 +138,14 @@ def print_needs(needs) -> None:
                                       f"prompts: {n.prompts} (none used, as in the paper; --prompt or "
                                       "--prompt-name picks one)" if n.prompts else "") if x)
         echo(f"{n.model[:39]:<39} {n.source:<7} {params(n.params):>6} {gb(n.weights_bytes):>10} "
-             f"{gb(n.peak_bytes):>8} {cached:<13} {here:<24} {notes}")
+             f"{gb(n.peak_bytes):>8} {export(n):>7} {cached:<13} {here:<24} {notes}")
     memory = next((n.memory for n in needs if n.memory), None)
     echo(f"\nPeak: the memory an export takes (about 3x the {needs[0].dtype if needs else 'fp32'} weights), or the "
          f"weights' when the export is cached; this machine has {gb(memory)} GB. 'needs more mem': more memory "
          "than this machine has.")
+    if any(n.export_seconds is not None for n in needs):
+        echo("Export: about how long each export takes on a 2-core machine (measured from 23M to 560M parameters; "
+             "within about 2x, less with more cores), once: the export is cached for every later run.")
     if any(n.source == "served" for n in needs):
         echo("A served model: nothing is fetched or cached here for it; whether it answers is not checked by a "
              "dry run.")

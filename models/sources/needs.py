@@ -20,6 +20,14 @@ from pathlib import Path
 from ...core.errors import ModelError
 
 EXPORT_PEAK_PER_WEIGHT_BYTE = 3.1  # peak resident memory of an export per byte of fp32 weights (measured)
+# About how long an export takes on a 2-core machine (torch's import, the model's load, torch.onnx.export, the fusions,
+# the validations, the hashes), a line through fasteval's own exports into an empty home on 2-core machines:
+# all-MiniLM-L6-v2 (23M parameters) 17 s and all-mpnet-base-v2 (109M) 26 s on an AMD EPYC, a random 560M
+# XLM-RoBERTa 49 s (its session and a first encode included) on a Xeon (benchmarks/RESULTS.md: round 4, "memory").
+# A rough guide (within about 2x; a busy machine takes longer, more cores less), for planning a first sweep: the
+# export, not the exams, is most of it.
+EXPORT_SECONDS_FIXED = 15.0
+EXPORT_SECONDS_PER_MILLION_PARAMS = 0.06
 BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "int8": 4}  # as a session holds them (int8: budgeted as fp32)
 GIB = 1024 ** 3
 MEMORY_WAYS_OUT = ("serve it (llama.cpp, TEI, vLLM) and pass --model URL, or export it on a machine with more memory "
@@ -64,6 +72,14 @@ class Needs:
         if weights is None or export is None or self.source == "served":
             return None
         return weights if self.exported else int(export * EXPORT_PEAK_PER_WEIGHT_BYTE)
+
+    @property
+    def export_seconds(self) -> float | None:
+        """About how long its export takes here (``EXPORT_SECONDS_*``); None where nothing is exported (cached,
+        static, served) or its size is not known before the download."""
+        if self.params is None or self.exported or self.static or self.source == "served":
+            return None
+        return EXPORT_SECONDS_FIXED + EXPORT_SECONDS_PER_MILLION_PARAMS * self.params / 1e6
 
     @property
     def fits(self) -> bool | None:

@@ -30,6 +30,9 @@ def test_a_registry_model_is_sized_from_its_card_before_the_download(tmp_path, m
     assert half.weights_bytes == eight.weights_bytes // 2, "an fp16 export runs in half the weights"
     assert half.peak_bytes == eight.peak_bytes and half.fits is False, "it is made from the fp32 export"
     assert needs_of("all-MiniLM-L6-v2", memory=24 * GIB).fits is True
+    # its export's time, about: the measured line (17 s at 23M, 26 s at 109M, 49 s at 560M, within 2x) at 7.6B
+    assert eight.export_seconds == pytest.approx(15.0 + 0.06 * 7567, rel=1e-3)
+    assert 12 < needs_of("all-mpnet-base-v2", memory=24 * GIB).export_seconds < 40
     assert needs_of("http://127.0.0.1:1/v1", memory=GIB).fits is None, "a served model needs no export here"
 
 
@@ -54,6 +57,7 @@ def test_dry_run_prints_the_papers_24_and_writes_nothing(tmp_path):
     assert len(rows) == 24 and "Qwen3-Embedding-8B" in rows and "DenseOn" in rows
     assert "87.4" in rows["Qwen3-Embedding-8B"] and "remote code" not in rows["nomic-embed-text-v1.5"]
     assert "gated" in rows["embeddinggemma-300m"]
+    assert rows["Qwen3-Embedding-8B"].split()[5:7] == ["~8", "min"] and "~51 s" in rows["Qwen3-Embedding-0.6B"]
     too_small = (machine_memory() or 0) < 87.4 * GIB
     assert ("left out: Qwen3-Embedding-8B needs about 87.4 GB" in proc.stdout) == too_small
     assert not (tmp_path / "out").exists() and not (tmp_path / "home" / "models").exists()
