@@ -187,8 +187,25 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def truncate(x: np.ndarray, dimensions: int) -> np.ndarray:
+    """The first ``dimensions`` of each row, L2-normalised (float32): a Matryoshka model's shorter vectors
+    (``SentenceTransformer(truncate_dim=N)`` with ``normalize_embeddings=True``; ``core.vectors``' truncation)."""
+    return normalize_rows(np.ascontiguousarray(np.asarray(x, dtype=np.float32)[:, :dimensions]))
+
+
 class EmbeddingTable:
     """text -> float32 embedding row; ``table[texts]`` gives the (len(texts), dim) matrix."""
+
+    @classmethod
+    def of(cls, texts: Sequence[str], vectors: np.ndarray, who: str = "encode()") -> EmbeddingTable:
+        """A table of ``texts`` and their rows (``add``'s checks, ``who`` named in its errors)."""
+        table = cls()
+        table.add(texts, vectors, who=who)
+        return table
+
+    def texts(self) -> list[str]:
+        """Every text of the table, in the order they were added."""
+        return list(self._index)
 
     def __init__(self, dim: int | None = None):
         self._index: dict[str, int] = {}

@@ -118,9 +118,14 @@ class Scoring:
         extra = [t for t in self.calibration_texts() if t not in seen]
         return groups + ([extra] if extra else [])
 
+    def calibration_set(self) -> list[str]:
+        """What a calibrated vector form is calibrated on, as it weighs them (Table 1's texts, one a cell it is in,
+        or a file's); none for other vectors."""
+        return self.vectors.calibration_of(self.table1_texts()) if self.vectors else []
+
     def calibration_texts(self) -> list[str]:
-        """The texts int8 vectors are calibrated on (Table 1's, or a file's), once each; none for other vectors."""
-        return list(dict.fromkeys(self.vectors.calibration_of(self.table1_texts()))) if self.vectors else []
+        """The calibration set's texts once each (what is embedded for it)."""
+        return list(dict.fromkeys(self.calibration_set()))
 
     def table1_texts(self) -> list[str]:
         """The texts of Table 1's cells of this protocol (int8's calibration set unless a file is given)."""
@@ -251,8 +256,9 @@ def score(planned: Plan, table: EmbeddingTable, on_step: Callable[[str], None] |
     chosen = planned.scoring
     timed = step_timer(on_step, timings if timings is not None else {})
     if chosen.vectors is not None:  # what a vector store keeps, made from the float table (cached as it is)
+        calibration = chosen.calibration_set()
         with timed("vectors"):
-            table = chosen.vectors.apply(table, chosen.table1_texts())
+            table = chosen.vectors.apply(table, calibration)
     inputs = ExamInputs(table, chosen.similarity, chosen.protocol, chosen.resamples,
                         planned.view.token_ids, chosen.rewrite)
     exams = selected(chosen.exams)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .choices import FORMS, VECTOR_QUANTIZATIONS, Quantization, check_choice
-from .embeddings import EmbeddingTable, normalize_rows
+from .embeddings import EmbeddingTable, truncate
 from .errors import InputError
 
 # What int8 (and every calibrated form) is calibrated on when no file is given (a result records it): the texts of
@@ -53,11 +53,6 @@ ASYMMETRIC_SIMILARITY = "query-dot"
 def calibrated(quantization: str | None) -> bool:
     """Whether a quantization takes a calibration set (int8, int4, binary-centred)."""
     return quantization is not None and FORMS[quantization].calibrated
-
-
-def truncate(x: np.ndarray, dimensions: int) -> np.ndarray:
-    """The first ``dimensions`` of each row, L2-normalised (float32)."""
-    return normalize_rows(np.ascontiguousarray(np.asarray(x, dtype=np.float32)[:, :dimensions]))
 
 
 def int8_ranges(calibration: np.ndarray) -> np.ndarray:
@@ -144,43 +139,42 @@ class VectorForm:
         kept = min(dim, self.dimensions or dim)
         return -(-kept * self.bits // 8)
 
-    def apply(self, table: EmbeddingTable, table1_texts: Sequence[str]) -> EmbeddingTable:
+    def apply(self, table: EmbeddingTable, calibration_texts: Sequence[str]) -> EmbeddingTable:
         """The table of these vectors: every text's row truncated, then quantized (an int8 vector as its integers
-        in float32; a binary one as its 0/1 bits, whose sign bits are the packed ones). InputError when
-        ``dimensions`` is not below the model's dimension."""
-        texts = [t for t, _ in table.items()]
-        rows = table[texts]
+        in float32; a binary one as its 0/1 bits, whose sign bits are the packed ones). ``calibration_texts``: what
+        a calibrated form is calibrated on, as it weighs them (``calibration_of``, ``Scoring.calibration_set``; a
+        text given twice counts twice in binary-centred's mean; ignored by another form). The float table is read
+        once, and the form's table made once. InputError when ``dimensions`` is not below the model's dimension."""
+        texts = table.texts()
+        rows, calibration = self.kept_rows(table, texts, calibration_texts)
+        if self.asymmetric and self.quantization is not None:
+            return stored_table(texts, rows, FORMS[self.quantization])
+        if self.quantization is not None:
+            rows = self.quantized(rows, calibration)
+        return EmbeddingTable.of(texts, rows, who="the vector form")
+
+    def kept_rows(self, table: EmbeddingTable, texts: Sequence[str],
+                  calibration_texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """The rows of ``texts`` and of a calibrated form's calibration texts (None for another form), both at the
+        dimensions this form keeps (truncated and renormalised). InputError where ``dimensions`` is not below the
+        model's, or where an integer form's calibration gives a dimension no range."""
+        rows = table[list(texts)]
+        calibration = table[list(calibration_texts)] if calibrated(self.quantization) else None
         if self.dimensions is not None:
             if self.dimensions >= rows.shape[1]:
                 raise InputError(f"--dimensions {self.dimensions} is not below the model's dimension "
                                  f"{rows.shape[1]}.", f"pass fewer than {rows.shape[1]} dimensions, or leave "
                                                       "--dimensions out for all of them.")
             rows = truncate(rows, self.dimensions)
-        if self.asymmetric and self.quantization is not None:
-            return stored_table(texts, rows, FORMS[self.quantization])
-        if self.quantization is not None:
-            rows = self.quantized(rows, self.calibration_rows(table, table1_texts))
-        out = EmbeddingTable()
-        out.add(texts, rows, who="the vector form")
-        return out
-
-
-    def calibration_rows(self, table: EmbeddingTable, table1_texts: Sequence[str]) -> np.ndarray | None:
-        """The calibration set's rows as this form keeps them (truncated), None for a form without one; InputError
-        where an integer form's calibration gives a dimension no range."""
-        if not calibrated(self.quantization):
-            return None
-        calibration = table[self.calibration_of(table1_texts)]
-        if self.dimensions is not None:
-            calibration = truncate(calibration, self.dimensions)
-        flat = np.flatnonzero(np.ptp(calibration, axis=0) == 0)
-        if self.bits > 1 and flat.size:
+            calibration = None if calibration is None else truncate(calibration, self.dimensions)
+        flat = np.flatnonzero(np.ptp(calibration, axis=0) == 0) if calibration is not None else np.empty(0, int)
+        if self.bits > 1 and calibration is not None and flat.size:
             source = self.calibration_source or "Table 1's texts"
             raise InputError(f"{self.quantization}'s calibration on {source} gives {flat.size} of "
                              f"{calibration.shape[1]} dimensions no range (dimension {int(flat[0])} is the same in "
                              f"every text): nothing to cut into {1 << self.bits} levels.",
                              "calibrate on texts that differ (a few hundred of your own, say).")
-        return calibration
+        return rows, calibration
 
     def quantized(self, rows: np.ndarray, calibration: np.ndarray | None) -> np.ndarray:
         """``rows`` (truncated already) as the store keeps them, in float32: an integer form's integers, a one-bit
@@ -335,28 +329,21 @@ def comparable(tables: Sequence[EmbeddingTable], forms: Sequence[VectorForm | No
     shared = None  # a binary-centred side's centre, which a side of another form is centred by too
     for table, form in zip(tables, forms):
         if form is not None and form.family == "sign" and calibrated(form.quantization):
-            calibration = VectorForm(dims, form.quantization, form.calibration_texts).calibration_rows(
-                table, table1_texts)
+            centred = VectorForm(dims, form.quantization, form.calibration_texts)
+            _, calibration = centred.kept_rows(table, [], centred.calibration_of(table1_texts))
             shared = None if calibration is None else calibration.mean(axis=0)
             break
     out = []
     for table, form in zip(tables, forms):
-        texts = [t for t, _ in table.items()]
-        rows = table[texts]
-        if dims is not None:
-            if dims >= rows.shape[1]:
-                raise InputError(f"--dimensions {dims} is not below the model's dimension {rows.shape[1]}.",
-                                 f"pass fewer than {rows.shape[1]} dimensions.")
-            rows = truncate(rows, dims)
         # each side's own form at the dimensions both keep: with one bit on either side, every side's signs (a
         # binary-centred side's of its centred rows); else an integer side's bucket centres, a float side's floats
         mine = VectorForm(dims, form.quantization if form is not None else None,
                           form.calibration_texts if form is not None else None)
+        texts = table.texts()
+        rows, calibration = mine.kept_rows(table, texts, mine.calibration_of(table1_texts))
         if mine.family == "sign" or (mine.quantization is not None and not one_bit):
-            rows = mine.stands_for(rows, mine.calibration_rows(table, table1_texts))
+            rows = mine.stands_for(rows, calibration)
         elif one_bit:
             rows = np.where(rows - (0.0 if shared is None else shared) > 0, 1.0, -1.0).astype(np.float32)
-        same = EmbeddingTable()
-        same.add(texts, rows, who="the vector form")
-        out.append(same)
+        out.append(EmbeddingTable.of(texts, rows, who="the vector form"))
     return out

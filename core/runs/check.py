@@ -62,13 +62,12 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
         load_registry_in_background()
     texts = list(dict.fromkeys([anchor, *candidates]))
     rewrite = canonical_text if normalize_quantities else None
-    table1 = chosen.table1_texts() if chosen.vectors is not None else []
-    calibration_texts = [t for t in chosen.calibration_texts() if t not in texts]
-    table = embed_groups(view.encoder, [texts] + ([calibration_texts] if calibration_texts else []), rewrite=rewrite)
+    extra = [t for t in chosen.calibration_texts() if t not in texts]
+    table = embed_groups(view.encoder, [texts] + ([extra] if extra else []), rewrite=rewrite)
     if not read_first:
         parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     if chosen.vectors is not None:
-        table = chosen.vectors.apply(table, table1)
+        table = chosen.vectors.apply(table, chosen.calibration_set())
     sims = table.similarities(list(candidates), [anchor], metric)[:, 0]
     encoded = [rewrite(t) if rewrite else t for t in candidates]
     words = vector_words(chosen.vectors.keyed()) if chosen.vectors is not None else ""
