@@ -129,7 +129,7 @@ def _texts_of(data) -> list[str]:
 
 def canary_texts(table: EmbeddingTable, n: int = CANARIES) -> list[str]:
     """The cached texts embedded afresh to check a cache: the first, the middle and the last one."""
-    texts = [t for t, _ in table.items()]
+    texts = table.texts()
     picks = sorted({0, len(texts) // 2, len(texts) - 1})[:n] if texts else []
     return [texts[i] for i in picks]
 
