@@ -142,14 +142,9 @@ class _StageLines:
             typer.echo(f"fasteval:   {self.name} {self.clock() - self.start:.2f} s", err=True)
         self.name = None
 
-    def next_model(self, result=None) -> None:
-        """The last stage's line, then what was one-time work (numba compiling the kernels a bootstrap needs: the
-        first run after an install) apart from the steps."""
+    def next_model(self) -> None:
+        """The last stage's line; the next model's stages follow."""
         self.done()
-        compiled = result.one_time_seconds if result is not None else None
-        if self.on and compiled:
-            typer.echo(f"fasteval:   (one-time: numba compiled the kernels in {compiled:.2f} s, once per install; "
-                       "later runs load them from its cache)", err=True)
         self.model += 1
 
 
@@ -176,7 +171,7 @@ def _run_jobs(jobs: list, out: Path, overwrite: str, executor: str, address: str
                 bars.update(steps_bar, description=f"  embed {done}/{total} texts")
 
         def on_model(o) -> None:
-            stages.next_model(o.result)
+            stages.next_model()
             if bars:
                 bars.update(models_bar, advance=1)
                 bars.reset(steps_bar, total=steps)

@@ -29,7 +29,7 @@ from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice
 from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
 from .errors import InputError
 from .protocol.spec import Protocol
-from .results.model import ONE_TIME_COMPILATION, ModelResult
+from .results.model import ModelResult
 from .vectors import VectorForm, vector_form
 
 # Settings that change an embedding (the embedding cache key) ...
@@ -279,20 +279,13 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     embeddings from an earlier run and is filled in place), then score. ``on_step(name)`` is told each step;
     ``checkpoint(table)`` after each encode call (a sweep saves what was embedded now and then)."""
     from .. import __version__
-    from .kernels import warm_up_in_background
 
     result = ModelResult(model=planned.name, model_id=P.model_id(planned.name), settings=dict(planned.settings),
                          protocol=planned.scoring.protocol.key, fasteval_version=__version__)
     timed = step_timer(on_step, result.timings)
-    # the kernels a run reaches beyond numpy's small grids (the bootstrap's resamples), loaded beside the encoder
-    # where a core is spare, else after it
-    warming = warm_up_in_background(("kendall",) if planned.scoring.resamples else ())
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
                              concurrency=planned.view.concurrency, name=planned.name, on_added=checkpoint)
-    warming.join()
-    if warming.compiled:  # the first run after an install: numba compiled the kernels (beside or after the embedding)
-        result.timings[ONE_TIME_COMPILATION] = warming.seconds
     result.exams = score(planned, table, on_step, result.timings)
     if planned.view.usage is not None:  # a served model: what it sent and got
         result.usage = planned.view.usage.as_dict()
@@ -345,11 +338,6 @@ def evaluate(encoder: Any, *, exams: Iterable[int | str] | None = None, similari
                      bootstrap=bootstrap, dimensions=dimensions, vector_quantization=vector_quantization,
                      calibration=calibration)
     return run(plan(encoder, chosen, name=name, batching=batching), table, on_step)
-
-
-def step_timings(timings: dict[str, float]) -> dict[str, float]:
-    """A result's timings less the one-time work recorded beside its steps: what each step itself took."""
-    return {k: v for k, v in timings.items() if k != ONE_TIME_COMPILATION}
 
 
 def step_timer(on_step: Callable[[str], None] | None, timings: dict[str, float]):

@@ -6,7 +6,6 @@ import sys
 
 from ..harness import Ctx, Line, fasteval_cmd, med, run_budget, run_wall
 
-from fasteval.core.plan import step_timings
 
 
 def bench_startup(ctx: Ctx) -> list[Line]:
@@ -27,7 +26,7 @@ def bench_startup(ctx: Ctx) -> list[Line]:
         print("  startup: warm sweep", file=sys.stderr)
         walls.append(run_wall(cmd, env)[0])
         timings = json.loads(next(out.glob("*/*/results.json")).read_text())["timings"]
-        computes.append(sum(step_timings(timings).values()))
+        computes.append(sum(timings.values()))
     wall, compute = med(walls), med(computes)
     lines.append(Line("startup", "warm `fasteval sweep` (embeddings cached): process wall less the exams' compute",
                       wall - compute, None, "",
@@ -85,7 +84,7 @@ import onnxruntime; mark("onnxruntime import")
 enc = load_model(MODEL, provider="cpu"); mark("model load (cached export, hashes remembered, tokenizer)")
 enc.session; mark("onnxruntime session (graph optimised)")
 from fasteval.core.kernels import warm_up
-warm_up(); mark("numba kernels (loaded from numba's cache; only a run with a bootstrap loads them)")
+warm_up(); mark("numba kernels (loaded from numba's cache; only large work loads them: a paper sweep never does)")
 from fasteval.core.protocol.loading import load_protocol; load_protocol("paper"); mark("protocol file")
 from fasteval.core.quantities import registry; registry(); mark("pint registry (only check and --normalize-quantities)")
 """

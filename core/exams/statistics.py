@@ -50,12 +50,11 @@ def bootstrap_indices(n: int, resamples: int, cell: int, seed: int = BOOTSTRAP_S
 
 
 def resampled_cell(values: np.ndarray, anchor_sims: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(τ-b, PACC) of every resample ``idx`` of one cell (its values and the similarities to its anchor)."""
-    from ..kernels.kendall import kendall_tau_b_rows, pairwise_accuracy_rows
+    """(τ-b, PACC) of every resample ``idx`` of one cell (its values and the similarities to its anchor): from each
+    resample's counts of the cell's items in numpy at the paper's size, no JIT to load (``kernels.pick``)."""
+    from ..kernels.pick import bootstrap_rows
 
-    x = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[idx])
-    s = np.ascontiguousarray(np.asarray(anchor_sims, dtype=np.float64)[idx])
-    return kendall_tau_b_rows(x, -s), pairwise_accuracy_rows(x, s, "skip")
+    return bootstrap_rows(values, anchor_sims, idx)
 
 
 def percentile_interval(samples: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:

@@ -1,20 +1,14 @@
 """Numba kernels behind validating wrappers. Importing a submodule imports numba; this package does not.
 
-The exams call ``pick``, which runs the paper's small grids in numpy (``small``) and large work on the kernels; a
-run that will reach the kernels (a bootstrap, drift's paired resamples) loads them with ``warm_up_in_background``
-while the encoder works, where a core is spare."""
+The exams call ``pick``, which runs the paper's work in numpy (``small``: its grids, and the bootstrap's resamples
+by their draws' counts) and large work on the kernels (dense grids, long custom lists, large bootstraps), which load
+at their first call. A sweep of the paper's protocol, its bootstrap included, never imports numba."""
 from __future__ import annotations
 
 import os
-import threading
-import time
 
 # The kernel modules warm_up loads, by name (ridge's one kernel is in _ridge_jit).
 KERNELS = ("kendall", "levenshtein", "_ridge_jit", "similarity")
-# With this many usable cores or fewer the kernels load after the embedding, not beside it: onnxruntime's threads
-# have the cores, and numba's import and loading (0.5-1.7 s of CPU, most of it holding the GIL) slowed a 2-core
-# sweep's embedding by 20-30% while it saved no wall time.
-SPARE_CORE_ABOVE = 2
 
 
 def usable_cores() -> int:
@@ -55,35 +49,3 @@ def warm_up(kernels: tuple[str, ...] = KERNELS) -> int:
                    for d in vars(m).values() if hasattr(d, "stats") and hasattr(d.stats, "cache_misses"))
     except Exception:  # noqa: BLE001 - an optimisation only
         return 0
-
-
-class WarmUp(threading.Thread):
-    """warm_up(kernels) in a daemon thread (e.g. while the encoder runs), or, where no core is spare, in
-    ``join()``; after ``join()``, ``compiled`` (kernel signatures compiled, not loaded from numba's cache) and
-    ``seconds`` (how long it took)."""
-
-    def __init__(self, kernels: tuple[str, ...]) -> None:
-        super().__init__(name="fasteval-kernel-warm-up", daemon=True)
-        self.kernels = kernels
-        self.compiled, self.seconds = 0, 0.0
-
-    def run(self) -> None:
-        start = time.perf_counter()
-        self.compiled = warm_up(self.kernels)
-        self.seconds = time.perf_counter() - start
-
-    def join(self, timeout: float | None = None) -> None:
-        if self.ident is None:  # never started: the kernels (if any) load now
-            if self.kernels:
-                self.run()
-            return
-        super().join(timeout)
-
-
-def warm_up_in_background(kernels: tuple[str, ...] = KERNELS) -> WarmUp:
-    """Start loading ``kernels`` beside the caller's work where a core is spare (more than SPARE_CORE_ABOVE usable);
-    else they load at ``join()``. Join it before the work that calls them. No kernels: nothing happens."""
-    thread = WarmUp(kernels)
-    if kernels and usable_cores() > SPARE_CORE_ABOVE:
-        thread.start()
-    return thread

@@ -260,3 +260,50 @@ def gaussian_smooth(values, sigma: float, truncate: float = 4.0) -> np.ndarray:
     for j in range(radius, 0, -1):
         out += (padded[radius - j:radius - j + n] + padded[radius + j:radius + j + n]) * weights[radius - j]
     return out
+
+
+def _sign_matrix(a: np.ndarray) -> np.ndarray:
+    """(n, n) float64: sign(a[j] - a[i]) by comparison (as ``_row_signs``), 0 on the diagonal and for NaN."""
+    return (a[None, :] > a[:, None]).astype(np.float64) - (a[None, :] < a[:, None]).astype(np.float64)
+
+
+def _quadratic(counts: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """c' M c for every row c of ``counts``: integers held exactly in float64 (|entries| <= rows' n^2 < 2^53)."""
+    return np.einsum("ri,ri->r", counts @ matrix, counts)
+
+
+def bootstrap_rows(values, scores, idx) -> tuple[np.ndarray, np.ndarray]:
+    """``(kendall_tau_b_rows(V, -S), pairwise_accuracy_rows(V, S, "skip"))`` of the resampled rows ``V =
+    values[idx]``, ``S = scores[idx]`` (a bootstrap's draws of n items, ``idx`` (rows, size)), without the rows: a
+    drawn row is its items' counts c, and every pair count the statistics take is a quadratic form of c over an n
+    x n matrix of the items' pair signs (a pair of two draws of one item ties on both sides) —
+
+    - S = c'(Sv * Sy)c / 2 with Sy the signs of -scores, tx = (c'[Sv = 0]c - N) / 2, ty likewise, of N(N-1)/2 pairs;
+    - PACC's right pairs c'[Sv * Ss < 0]c / 2 of the N(N-1)/2 - tx pairs whose values differ —
+
+    then the same float64 formulas as ``_tau_b`` and ``_pacc``, so the same bits as the row statistics (and so the
+    kernels), NaN where a drawn item is NaN. O(rows n^2) multiply-adds in BLAS, no pair signs held: the paper's
+    10,000 resamples of a 21-item cell in about a millisecond, where numpy's row statistics take 0.1 s and the
+    kernels' need numba loaded (0.5-1.7 s)."""
+    v = np.asarray(values, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    idx = np.asarray(idx)
+    rows, size = idx.shape
+    n = v.shape[0]
+    counts = np.bincount((idx + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n)
+    counts = counts.reshape(rows, n).astype(np.float64)
+    sv, ss = _sign_matrix(v), _sign_matrix(s)
+    total = size * (size - 1) // 2
+    tx = (_quadratic(counts, (sv == 0).astype(np.float64)) - size) / 2
+    ty = (_quadratic(counts, (ss == 0).astype(np.float64)) - size) / 2
+    concordance = _quadratic(counts, -sv * ss) / 2
+    right = _quadratic(counts, (sv * ss < 0).astype(np.float64)) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = concordance / np.sqrt(total - tx) / np.sqrt(total - ty)
+        pairs = total - tx
+        pacc = right / np.maximum(pairs, 1)
+    tau = np.where((tx == total) | (ty == total), np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
+    pacc = np.where(pairs == 0, np.nan, pacc)
+    unusable = np.full(rows, True) if size < 2 else counts[:, np.isnan(v) | np.isnan(s)].any(axis=1)
+    tau[unusable], pacc[unusable] = np.nan, np.nan
+    return tau, pacc

@@ -6,11 +6,6 @@ from typing import Any
 
 from ..io import RESULT_FILE  # noqa: F401 (re-exported: the results room's file name)
 
-# The timing of one-time work done beside the steps (numba compiling the kernels a bootstrap needs, once per
-# install), kept apart from the steps' own so a first run's "embed" is not read as the embedding's speed.
-ONE_TIME_COMPILATION = "kernel_compilation_once"
-
-
 @dataclass
 class ModelResult:
     """Everything one model's sweep produced, plus what it was computed under."""
@@ -66,12 +61,6 @@ class ModelResult:
 
         words = vector_words(self.settings)
         return display_name(self.model) + (f" [{words}]" if words else "")
-
-    @property
-    def one_time_seconds(self) -> float | None:
-        """The seconds of one-time work done beside the steps (numba compiling the kernels, once per
-        install), None where there was none."""
-        return self.timings.get(ONE_TIME_COMPILATION)
 
     @property
     def on_paper_protocol(self) -> bool:

@@ -149,7 +149,7 @@ def run_bench(loader: Callable[..., Any] | None = None, model: str | None = None
     client options in ``served``), and ``reference``, a local model, is timed beside it as a local model is.
     """
     from ..exams import parse_exams
-    from ..plan import evaluate, step_timings
+    from ..plan import evaluate
     from ..choices import is_url, public_model
 
     step = on_step or (lambda _name: None)
@@ -188,9 +188,9 @@ def run_bench(loader: Callable[..., Any] | None = None, model: str | None = None
         encoder = loader(model, provider=provider)
         result.provider = getattr(encoder, "provider", provider)
         step("exams (cold)")
-        result.exam_cold = step_timings(evaluate(encoder, exams=result.exams).timings)
+        result.exam_cold = evaluate(encoder, exams=result.exams).timings
         step("exams (warm)")
-        result.exam_warm = step_timings(evaluate(encoder, exams=result.exams).timings)
+        result.exam_warm = evaluate(encoder, exams=result.exams).timings
     return result
 
 

@@ -37,6 +37,29 @@ def test_pacc_is_the_kernels_to_the_bit(pair, value_ties):
                 kendall.pairwise_accuracy(values, scores, value_ties))
 
 
+@given(pair=vector_pairs(max_n=30), resamples=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
+def test_bootstrap_counts_are_the_kernels_rows_to_the_bit(pair, resamples, seed):
+    # a bootstrap's statistics from each draw's item counts (numpy, no pair signs held) against the kernels on the
+    # drawn rows themselves: items drawn twice, tied values and scores, NaN and infinities, n of 0 and 1 included
+    values, scores = pair
+    n = len(values)
+    idx = np.random.default_rng(seed).integers(0, max(n, 1), size=(resamples, n))
+    x, s = np.ascontiguousarray(values[idx]), np.ascontiguousarray(scores[idx])
+    tau, pacc = small.bootstrap_rows(values, scores, idx)
+    assert np.array_equal(tau, kendall.kendall_tau_b_rows(x, -s), equal_nan=True)
+    assert np.array_equal(pacc, kendall.pairwise_accuracy_rows(x, s, "skip"), equal_nan=True)
+
+
+def test_a_large_bootstrap_takes_the_kernels_and_gives_what_the_counts_give(monkeypatch):
+    rng = np.random.default_rng(3)
+    values, scores = rng.integers(0, 6, 25).astype(float), rng.normal(size=25)
+    idx = rng.integers(0, 25, size=(300, 25))
+    counts = pick.bootstrap_rows(values, scores, idx)
+    monkeypatch.setattr(pick, "BOOTSTRAP_WORK_MAX", 0)
+    rows = pick.bootstrap_rows(values, scores, idx)
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(counts, rows))
+
+
 @given(pair=long_pairs(min_n=small.SIGNS_MAX_N + 1, max_n=3000))
 def test_long_tau_b_by_knights_count_is_the_kernels_to_the_bit(pair):
     x, y = pair

@@ -64,15 +64,11 @@ def drift_planned(sides: list[Plan], asked: DriftPlan, *, labels: tuple[str, str
     """``drift`` of two planned sides (the reference first, each planned for ``asked.scorings``' own) under a
     request planned once. The report's identity reads each side's plan as it ran (settled: a GPU that fell back
     to the CPU says cpu)."""
-    from ...kernels import warm_up_in_background
-
     timings: dict[str, float] = {}
     names = list(labels) if labels else [p.name for p in sides]
     run = DriftRun(list(sides), names, asked, step_timer(on_step, timings))
     if run.receipt:
         _check_receipt(run)
-    # the paired resamples of delta tau run on the kernels: loaded beside the encoders where a core is spare
-    warming = warm_up_in_background(("kendall",) if asked.options.resamples else ())
     found = []
     for i, side in enumerate(SIDES):
         if side == "candidate":  # what the candidate is asked before its vectors are read
@@ -83,7 +79,6 @@ def drift_planned(sides: list[Plan], asked: DriftPlan, *, labels: tuple[str, str
             table, run.plans[i] = embed_side(run.plans[i], side, run.calls, list(run.groups[1:]), run.failed,
                                              run.refused, cache_root, fresh=side == "candidate", like=like)
             run.tables.append(table)
-    warming.join()
     with run.timed("score"):
         run.report = _score(run)
     for finding in found:
