@@ -126,7 +126,8 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None 
               on_model: Callable[[Outcome], None] | None = None,
               on_step: Callable[[str], None] | None = None, executor: str = "local",
               address: str | None = None, memory_of: Callable[[Job], int | None] | None = None,
-              on_request: Callable[[int, int], None] | None = None) -> list[Outcome]:
+              on_request: Callable[[int, int], None] | None = None,
+              export_ahead: bool | None = None) -> list[Outcome]:
     """Run ``jobs`` into ``out`` and return their outcomes in job order. ``executor``: "local" (one model after
     another in this process; a failing model is reported and skipped over when ``keep_going``) or "ray" (one
     Ray task per model, ``address`` naming the cluster; ``ray_executor.py``). ``cache_root``: the embedding cache's
@@ -135,7 +136,8 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None 
     ``on_step`` (local only) before each step of a model, ``on_request(done, total)`` (local only) as a served
     model's requests come back (its texts embedded so far); ``memory_of(job)`` (Ray only) the memory a job's model
     needs, which its task asks of Ray. ``loader``: what makes a job's encoder (default ``load_model``; on Ray a
-    module-level function)."""
+    module-level function). ``export_ahead`` (local only, ``ahead.ExportsAhead``): None exports the next model on
+    the CPU while the one before it runs on a GPU; True whatever it runs on; False never."""
     check_choice(executor, EXECUTORS, "executor", "--executor")
     loader = loader if loader is not None else _load_model()
     if on_request is not None and executor == "local":  # a callback does not travel to Ray workers
@@ -146,16 +148,23 @@ def run_sweep(jobs: Sequence[Job], out: Path, loader: Callable[..., Any] | None 
 
         return run_sweep_ray(jobs, out, loader, overwrite, cache_root, address=address, on_model=on_model,
                              memory_of=memory_of)
+    from .ahead import ExportsAhead
+
     folders = ResultFolders(prepare_out(out, overwrite))
     outcomes = []
-    for job in jobs:
-        try:
-            outcome = run_job(job, folders, loader, overwrite, cache_root, on_step)
-        except FastevalError as err:
-            if not keep_going or len(jobs) == 1:
-                raise
-            outcome = Outcome(public_model(job.model), "failed", None, str(err))
-        outcomes.append(outcome)
-        if on_model:
-            on_model(outcome)
+    ahead = ExportsAhead(jobs, export_ahead)
+    try:
+        for index, job in enumerate(jobs):
+            ahead.wait(index)  # its export, where one ran ahead: never two exports of one model
+            try:
+                outcome = run_job(job, folders, ahead.loader(index, loader), overwrite, cache_root, on_step)
+            except FastevalError as err:
+                if not keep_going or len(jobs) == 1:
+                    raise
+                outcome = Outcome(public_model(job.model), "failed", None, str(err))
+            outcomes.append(outcome)
+            if on_model:
+                on_model(outcome)
+    finally:  # an interrupted sweep ends the exports it started
+        ahead.stop()
     return outcomes
