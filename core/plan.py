@@ -281,7 +281,8 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     from .. import __version__
 
     result = ModelResult(model=planned.name, model_id=P.model_id(planned.name), settings=dict(planned.settings),
-                         protocol=planned.scoring.protocol.key, fasteval_version=__version__)
+                         protocol=planned.scoring.protocol.key, fasteval_version=__version__,
+                         hf_id=hf_id_of(planned.name))
     timed = step_timer(on_step, result.timings)
     with timed("embed"):
         table = embed_groups(planned.encoder, planned.groups(), table, rewrite=planned.scoring.rewrite,
@@ -291,7 +292,6 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
         result.usage = planned.view.usage.as_dict()
     ran = planned.settled()  # the GPU it was offered may have fallen back to the CPU: the result records what ran
     result.settings, result.machine = dict(ran.settings), machine_of(ran)
-    result.hf_id = hf_id_of(planned.name)
     return result
 
 

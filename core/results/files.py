@@ -14,11 +14,11 @@ def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
     """Every file of a model's result folder: results.json, each exam's CSVs, and MTEB-shaped JSON."""
     from .mteb import mteb_files
 
+    published = result.beside_published().to_json()
     mteb = mteb_files(result)
     payload = {"key": key, **to_jsonable(result)}
     for name, exam in result.exams.items():
         payload["exams"][name]["summary"] = exam.summary()
-    published = result.beside_published().to_json()
     if published:
         payload["published"] = published
     files = {RESULT_FILE: dumps(payload)}
