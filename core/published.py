@@ -163,17 +163,9 @@ def reproduction(result: Any) -> Reproduction | str | None:
     model = published_model(result.model)
     if model is None:
         return None
-    from .vectors import vector_words
-
     if not result.on_paper_protocol:
         return (f"the authors published {model.name} under the paper's protocol only; a run of the "
                 f"{result.protocol} protocol has no published numbers to meet")
-    # what the run changed of the paper's setting: the count then measures what that moves
-    settings = result.settings
-    dtype = settings.get("dtype")
-    label = ", ".join(w for w in (f"{dtype} weights" if dtype not in (None, "fp32") else "",
-                                  vector_words(settings),
-                                  "normalized quantities" if settings.get("normalize_quantities") else "") if w)
     exam1 = result.exams.get("exam1")
     differing: list[dict[str, Any]] = []
     equal = 0
@@ -191,8 +183,19 @@ def reproduction(result: Any) -> Reproduction | str | None:
                                   "pairs_apart": abs(mine - k) // FLIPPED_PAIR_K or 1})
     flipped = (differing[0]["cell"] if len(differing) == 1 and abs(differing[0]["k"] - differing[0]["published_k"])
                == FLIPPED_PAIR_K else None)
-    return Reproduction(model.name, label, equal, len(model.cells) if exam1 is not None else 0, differing, flipped,
-                        _exam2_diff(result, model), _exam3_diff(result, model))
+    exam2, exam3 = _exam2_diff(result, model), _exam3_diff(result, model)
+    return Reproduction(model.name, _changed(result.settings), equal, len(model.cells) if exam1 is not None else 0,
+                        differing, flipped, exam2, exam3)
+
+
+def _changed(settings: dict[str, Any]) -> str:
+    """What a run changed of the paper's setting, in words ("" for none): the count of equal cells then measures
+    what that moves."""
+    from .vectors import vector_words
+
+    dtype = settings.get("dtype")
+    return ", ".join(w for w in (f"{dtype} weights" if dtype not in (None, "fp32") else "", vector_words(settings),
+                                 "normalized quantities" if settings.get("normalize_quantities") else "") if w)
 
 
 def _exam2_diff(result: Any, model: PublishedModel) -> float | None:
@@ -246,15 +249,15 @@ class Beside:
 
 
 def beside(result: Any) -> Beside:
-    """``result`` (a ModelResult) beside the published 24."""
-    found = reproduction(result)
-    said = Beside(reproduction=found if isinstance(found, Reproduction) else None,
-                  none=found if isinstance(found, str) else None)
+    """``result`` (a ModelResult) beside the published 24: its place among them, its reproduction of its own."""
     exam1 = result.exams.get("exam1")
+    among = None
     if exam1 is not None and result.on_paper_protocol and exam1.cells:
         own = published_model(result.model)
-        said.place = place(exam1.summary()["tau"], exclude=own.model_id if own else None)
-    return said
+        among = place(exam1.summary()["tau"], exclude=own.model_id if own else None)
+    found = reproduction(result)
+    return Beside(reproduction=found if isinstance(found, Reproduction) else None,
+                  none=found if isinstance(found, str) else None, place=among)
 
 
 LEADERBOARD_BEGIN, LEADERBOARD_END = "<!-- leaderboard: generated from core.published -->", "<!-- /leaderboard -->"
