@@ -1,7 +1,7 @@
 """fasteval against the tools a user would otherwise use, side by side, with the numbers shown equal.
 
     .venv/bin/python -m benchmarks [--quick]
-        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,int8,vectors,served,drift,static]
+        [--only e2e,encode,gpu,kernels,scale,startup,statistics,check,export,ahead,int8,vectors,served,drift,static]
         [--model all-MiniLM-L6-v2] [--provider cpu|cuda]
 
 Writes benchmarks/RESULTS.md (machine, versions, medians, ratios, fidelity, targets) and
@@ -21,6 +21,9 @@ Sections:
 - startup: `fasteval --help`, and a warm `fasteval sweep` less its compute;
 - statistics: 10,000 bootstrap resamples of one model's 20 cells, and `fasteval compare` over 24 models;
 - check: `fasteval check` on a cached model, start-up included, and where its time goes;
+- export: `fasteval export` of the default model into an empty home against a bare torch.onnx export;
+- ahead: a two-model sweep whose second export is made while the first model runs, against the same without (the
+  default on a GPU; forced on a CPU, where a sweep leaves it off);
 - int8: fp32 against int8 on Exam 1 and throughput (the drift report), for MiniLM and mpnet;
 - served: fasteval's HTTP client against MTEB's OpenAI-compatible wrapper on a real infinity server;
 - drift: `fasteval drift` of the default model's folder against infinity, its int8 export and sentence-transformers,

@@ -7,8 +7,8 @@ import importlib
 from collections.abc import Callable
 
 # In RESULTS.md's order.
-SECTIONS = ("e2e", "encode", "gpu", "kernels", "scale", "startup", "statistics", "check", "export", "int8", "vectors",
-            "served", "drift", "parity", "evaluator", "memory", "static")
+SECTIONS = ("e2e", "encode", "gpu", "kernels", "scale", "startup", "statistics", "check", "export", "ahead", "int8",
+            "vectors", "served", "drift", "parity", "evaluator", "memory", "static")
 # What `python -m benchmarks` runs unless told: every section but gpu, which benchmarks/gpu/run.sh runs on a GPU
 # machine (and the kit's dry run on the CPU).
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "gpu")
