@@ -67,10 +67,10 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
     ref_cmd = [sys.executable, str(HERE / "reference" / "sweep.py"), str(ctx.folder), "--json", str(ref_json),
                "--device", ctx.peer_device]
 
-    def fasteval_once(extra_env: dict[str, str] | None = None) -> float:
+    def fasteval_once(extra_env: dict[str, str] | None = None, cmd: list[str] = sweep_cmd) -> float:
         shutil.rmtree(ctx.home / "embeddings", ignore_errors=True)  # cold: nothing embedded before
         shutil.rmtree(out, ignore_errors=True)
-        return run_wall(sweep_cmd, {**env, **(extra_env or {})})[0]
+        return run_wall(cmd, {**env, **(extra_env or {})})[0]
 
     def reference_once() -> float:
         return run_wall(ref_cmd, env)[0]
@@ -112,6 +112,15 @@ def bench_e2e(ctx: Ctx) -> list[Line]:
                       f"cold sweep <= {SWEEP_OVER_EMBEDDING}x its embedding ({SWEEP_OVER_EMBEDDING * embed:.2f} s)",
                       {"embed": embed, "on_top": on_top, "rest": rest}, limit_s=SWEEP_OVER_EMBEDDING * embed))
     lines.append(embedding_against_st(ctx, [p["embed"] for p in phases_f], runs))
+    # A user's default sweep: the same cold run with Exam 1's intervals (10,000 resamples, by their draws' counts in
+    # numpy: no numba to load), against the runs above without them
+    print("  e2e: the default sweep (its bootstrap on)", file=sys.stderr)
+    at = sweep_cmd.index("--bootstrap")
+    default = [fasteval_once(cmd=sweep_cmd[:at] + sweep_cmd[at + 2:]) for _ in range(runs)]
+    lines.append(Line("e2e", "the default sweep (Exam 1's intervals: 10,000 resamples), cold, against the same sweep "
+                             "without a bootstrap (the runs above)", med(default), med(tf), "--bootstrap 0",
+                      f"the intervals cost {med(default) - med(tf):+.2f} s", None, None, "",
+                      {"fasteval": default, "peer": tf}))
     if ctx.args.provider != "cpu":
         lines.append(cells_against_cpu(ctx))
     return lines
