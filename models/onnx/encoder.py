@@ -47,8 +47,6 @@ class OnnxEncoder:
             raise ModelError(f"Unknown batch order {order!r}.", f"use one of {', '.join(BATCH_ORDERS)}.")
         if batch_size < 1:
             raise ModelError(f"batch_size must be >= 1, got {batch_size}.", "pass a positive batch size.")
-        from ..sources.bounds import read_tokenizer
-
         self.folder = folder
         self.batching = check_choice(batching, BATCHINGS, "batching", "--batching")
         if batch_tokens < 1:
@@ -60,7 +58,9 @@ class OnnxEncoder:
         self.prompt_name = prompt_name or ""
         self.name = name or folder.path.name
         self.identity = dict(identity or {})
-        self.tokenizer = self.configured(tokenizer or read_tokenizer(folder.tokenizer_file))
+        # the folder's tokenizer.json is parsed at first use (a finished model a rerun skips never reads it); one
+        # given (a variant's) is configured now
+        self._tokenizer = self.configured(tokenizer) if tokenizer is not None else None
         self.do_lower_case = folder.do_lower_case if lowercase is None else lowercase
         self.dense_weights = [folder.dense_weights(layer) for layer in folder.dense]
         self._prompt_length = self._count_prompt_tokens() if self.prompt else 0
@@ -73,20 +73,32 @@ class OnnxEncoder:
         self._graph_head: bool | None = None  # asked for (None: on CUDA); what runs is self._head_in_graph
         self._head_in_graph = False
 
+    @property
+    def tokenizer(self):
+        """The tokenizer as this model runs it (``configured``), the folder's read at first use."""
+        if self._tokenizer is None:
+            from ..sources.bounds import read_tokenizer
+
+            self._tokenizer = self.configured(read_tokenizer(self.folder.tokenizer_file))
+        return self._tokenizer
+
+    @cached_property
+    def padding_side(self) -> str:
+        """The side its tokenizer pads (the folder's tokenizer_config.json; right unless it says left)."""
+        return "left" if self.folder.tokenizer_config().get("padding_side") == "left" else "right"
+
     def configured(self, tokenizer):
         """``tokenizer`` as this model runs it: truncated at the folder's max_seq_length on its side, padded with
         its pad token on its side (the folder's tokenizer, or a variant of it: drift's diagnosis)."""
         tokenizer.no_padding()
         tokenizer.no_truncation()
         config = self.folder.tokenizer_config()
-        self.padding_side = "left" if config.get("padding_side") == "left" else "right"
         if self.folder.max_seq_length:
             tokenizer.enable_truncation(
                 max_length=self.folder.max_seq_length,
                 direction="left" if config.get("truncation_side") == "left" else "right")
-        self.tokenizer = tokenizer
-        self.pad_id, pad_token = self._pad()
-        tokenizer.enable_padding(pad_id=self.pad_id, pad_token=pad_token, direction=self.padding_side)
+        pad_id, pad_token = self._pad(tokenizer)
+        tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token, direction=self.padding_side)
         return tokenizer
 
     @property
@@ -203,12 +215,12 @@ class OnnxEncoder:
         self._io_binding = bool(value)
 
     # --- folder details -------------------------------------------------------------------------------------
-    def _pad(self) -> tuple[int, str]:
+    def _pad(self, tokenizer) -> tuple[int, str]:
         declared = self.folder.padding()
         if declared is not None:
             return declared
         for token in ("[PAD]", "<pad>", "<|endoftext|>", "<|end_of_text|>", "</s>"):
-            token_id = self.tokenizer.token_to_id(token)
+            token_id = tokenizer.token_to_id(token)
             if token_id is not None:
                 return int(token_id), token
         return 0, ""

@@ -162,8 +162,12 @@ def test_cli_two_models_resume(tiny_st_folder, tiny_encoder, fasteval_home, tmp_
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     assert first.stdout.count("Results written") == 2 and "status" in first.stdout
-    again = subprocess.run(cmd[:-1], capture_output=True, text=True, env=env, timeout=600)
+    # the rerun skips both from their hashes: no session started, no tokenizer read
+    probe = ("import atexit, sys; atexit.register(lambda: print('loaded:', [m for m in ('onnxruntime', 'tokenizers') "
+             "if m in sys.modules], file=sys.stderr)); from fasteval.cli.main import main; main()")
+    again = subprocess.run([cmd[0], "-c", probe, *cmd[3:-1]], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and again.stderr.count("skipped") == 2, again.stderr
+    assert "loaded: []" in again.stderr, again.stderr
 
 
 def test_a_models_file_keeps_a_served_models_name_after_the_hash(tmp_path):
