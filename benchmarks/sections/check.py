@@ -27,7 +27,7 @@ import numpy; mark("numpy")
 from fasteval.core.quantities import parse_quantity, registry; registry(); parse_quantity("2 km"); mark("pint registry")
 import onnxruntime; mark("onnxruntime import")
 from fasteval.models.loader import load_model
-enc = load_model(MODEL, provider="cpu"); mark("model load (cached export, tokenizer)")
+enc = load_model(MODEL, provider="cpu"); mark("model load (cached export; its tokenizer is read at the first encode)")
 enc.session; mark("onnxruntime session")
 import fasteval
 r = fasteval.check(enc, "2 kilometers", ["2000 meters", "2 meters"]); mark("embed + score (numpy, no JIT)")
