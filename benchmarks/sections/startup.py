@@ -81,7 +81,7 @@ import typer, fasteval.cli.main; mark("python, typer, the CLI")
 import numpy; mark("numpy")
 from fasteval.models.loader import load_model; mark("fasteval modules")
 import onnxruntime; mark("onnxruntime import")
-enc = load_model(MODEL, provider="cpu"); mark("model load (cached export, hashes remembered; the tokenizer is read at the first encode)")
+enc = load_model(MODEL, provider="cpu"); mark("model load (cached export, hashes kept; tokenizer at 1st encode)")
 enc.session; mark("onnxruntime session (graph optimised)")
 from fasteval.core.kernels import warm_up
 warm_up(); mark("numba kernels (loaded from numba's cache; only large work loads them: a paper sweep never does)")
