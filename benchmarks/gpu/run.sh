@@ -26,5 +26,5 @@ case $code in
     2) echo "benchmarks/gpu/run.sh: skipped: ${state#skip: }"; exit 0 ;;
     *) echo "benchmarks/gpu/run.sh: CUDA is here but onnxruntime cannot use it: ${state#broken: }" >&2; exit 1 ;;
 esac
-exec "$PY" -m benchmarks --provider cuda --only encode,e2e,gpu,ahead \
+exec "$PY" -m benchmarks --provider cuda --only encode,e2e,gpu \
     --results benchmarks/RESULTS-gpu.md --json benchmarks/results-gpu.json "$@"
