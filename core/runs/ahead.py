@@ -53,11 +53,13 @@ class ExportsAhead:
             return
         if self.when is None and getattr(running, "provider", None) != "cuda":
             return  # on the CPU the export would take the encoder's cores
+        from ..choices import public_model
+
         job = self.jobs[index]
         dtype = str(job.options.get("dtype", "fp32"))
         reason = _not_ahead(job.model, dtype, self.jobs[index - 1].model if index else None)
-        if reason:
-            log.debug("%s: not exported ahead (%s)", job.model, reason)
+        if reason:  # a served model is named without the credentials its URL may hold
+            log.debug("%s: not exported ahead (%s)", public_model(job.model), reason)
             return
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the export is the CPU's work; the GPU is the run's
         self.running[index] = subprocess.Popen([sys.executable, "-c", _EXPORT, job.model, dtype], env=env,

@@ -38,3 +38,15 @@ def test_the_next_model_is_exported_while_the_one_before_runs(tiny_st_folder, ti
         assert json.loads((first.path / "results.json").read_text())["exams"] == \
             json.loads((again.path / "results.json").read_text())["exams"]
         assert first.path.name == again.path.name, "the same key: the same export"
+
+
+def test_a_served_model_is_never_exported_ahead_nor_its_credentials_logged(caplog):
+    from fasteval.core.runs.ahead import ExportsAhead
+
+    url = "http://user:PW9secret@127.0.0.1:1/v1?api_key=QS9secret#some-model"
+    ahead = ExportsAhead([Job("all-MiniLM-L6-v2", bootstrap=0), Job(url, bootstrap=0)], when=True)
+    caplog.set_level(logging.DEBUG, logger="fasteval")
+    ahead.start(1, running=None)
+    assert ahead.running == {}, "nothing to export for a served model"
+    assert "not exported ahead (a served model)" in caplog.text
+    assert "PW9secret" not in caplog.text and "QS9secret" not in caplog.text, caplog.text
