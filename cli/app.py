@@ -15,8 +15,24 @@ import typer
 
 from ..core import choices
 from ..core.errors import FastevalError, first_line
+from .coercion import plain_coercion
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _Commands(typer.core.TyperGroup):
+    """fasteval's commands: the app's options and the command called read their plain values without pydantic
+    (``cli.coercion``)."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        plain_coercion(self, ctx)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        plain_coercion(command, ctx)
+        return name, command, rest
+
+
+app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,  # plain help: rendering it with rich doubles the start-up time
                   help="fasteval: how text-embedding models measure physical quantities "
                        "(Opitz & Michail, 'Embedding Models Measure in Peculiar Ways').")

@@ -165,7 +165,10 @@ def test_drift_asks_encoders_and_names_none():
             written += [f"{p.relative_to(ROOT)}:{n.lineno} {ast.unparse(t)}" for t in targets
                         if isinstance(t, ast.Attribute) and t.attr.startswith("_") and not t.attr.startswith("__")
                         and not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls"))]
-    assert not written, written
+    # the one private field written, where its owner offers no public way: typer's coercion of a parameter
+    # (cli/coercion.py says why; tests/cli/test_coercion.py holds it to typer's own)
+    assert [w for w in written if not w.startswith("cli/coercion.py:") or not w.endswith(" param._runtime_param")] \
+        == [], written
 
 
 @pytest.mark.parametrize("folder", ["core", "cli", "models", "benchmarks"])
