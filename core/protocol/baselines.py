@@ -27,11 +27,14 @@ def surface_baselines(protocol: str = "paper", similarity: str = "cos") -> list[
     file does not hold."""
     from .loading import builtin_names, builtin_protocol
 
-    # the built-ins themselves (a file named "paper" in the working folder is not the paper's protocol here)
-    key = next((p.key for p in map(builtin_protocol, builtin_names()) if protocol in (p.key, p.name)), None)
-    if key is None:
+    shipped = _shipped()["protocols"]
+    # a key is looked up as it is (a finished rerun parses no other protocol); a name is a built-in's (a file named
+    # "paper" in the working folder is not the paper's protocol here), and its key the one shipped
+    key = protocol if protocol in shipped else (builtin_protocol(protocol).key if protocol in builtin_names()
+                                                 else None)
+    if key is None or key not in shipped:
         raise KeyError(protocol)
-    return [dict(row) for row in _shipped()["protocols"][key][similarity]]
+    return [dict(row) for row in shipped[key][similarity]]
 
 
 def baselines_of(result: Any) -> list[dict[str, Any]]:
