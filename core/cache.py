@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,9 +58,19 @@ def embedding_cache(settings, cache_root: Path | None) -> EmbeddingCache:
     return EmbeddingCache(cache_root if known else None)
 
 
+# While a model embeds, what it embedded is saved to the embedding cache at most this often (and whenever it stops,
+# an interrupt and a failure included): a process killed outright loses at most this much of its embedding.
+CHECKPOINT_S = 30.0
+
+
 class EmbeddingCache:
     def __init__(self, root: Path | None):
         self.root = root
+
+    def saver(self, key: Callable[[], str], table: EmbeddingTable) -> Saver:
+        """What a run embeds into ``table``, saved under ``key()`` (asked at each save: the key of what runs) now
+        and then while it embeds and once when it stops."""
+        return Saver(self, key, len(table))
 
     def path(self, key: str) -> Path | None:
         return None if self.root is None else self.root / "embeddings" / f"{key}.npz"
@@ -118,6 +129,25 @@ class EmbeddingCache:
             atomic_write(path, buf.getvalue())
         except OSError as err:
             log.info("embeddings not cached (%s: %s); results are unaffected", path.parent, err.strerror or err)
+
+
+class Saver:
+    """A run's embeddings saved as they grow: ``checkpoint`` (told after each encode call) saves at most every
+    ``CHECKPOINT_S`` seconds, so a process killed outright (SIGKILL, the OOM killer) loses little; ``save`` whatever
+    is new when the run stops (done, failed or interrupted)."""
+
+    def __init__(self, cache: EmbeddingCache, key: Callable[[], str], rows: int):
+        self.cache, self.key = cache, key
+        self.rows, self.at = rows, time.monotonic()  # the rows in the cache, and when they were saved
+
+    def checkpoint(self, table: EmbeddingTable) -> None:
+        if time.monotonic() - self.at >= CHECKPOINT_S:
+            self.save(table)
+
+    def save(self, table: EmbeddingTable) -> None:
+        if len(table) > self.rows:
+            self.cache.save(self.key(), table)
+            self.rows, self.at = len(table), time.monotonic()
 
 
 def _texts_of(data) -> list[str]:

@@ -29,9 +29,6 @@ from ..results.read import finished_key
 from ..cache import embedding_cache, embedding_cache_root, verified
 
 log = logging.getLogger(__name__)
-# While a model embeds, what it embedded is saved to the embedding cache at most this often (and whenever it stops,
-# an interrupt and a failure included): a process killed outright loses at most this much of its embedding.
-CHECKPOINT_S = 30.0
 
 
 @dataclass
@@ -191,19 +188,13 @@ def run_job(job: Job, folders: ResultFolders, loader: Callable[..., Any], overwr
     elif exists:
         log.warning("%s is missing or corrupt; redoing it", folder / RESULT_FILE)
     cached = len(table)
-    saved = [cached, time.monotonic()]  # rows in the cache, and when they were saved
-
-    def checkpoint(filled) -> None:  # what was embedded, now and then: a kill (SIGKILL, the OOM killer) loses little
-        if len(filled) > saved[0] and time.monotonic() - saved[1] >= CHECKPOINT_S:
-            cache.save(planned.settled().embedding_key, filled)
-            saved[:] = [len(filled), time.monotonic()]
-
+    # what runs is keyed: the GPU it was offered may fall back to the CPU, and the numbers go under what ran
+    saver = cache.saver(lambda: planned.settled().embedding_key, table)
     try:
-        result = run(planned, table, on_step, checkpoint)
+        result = run(planned, table, on_step, saver.checkpoint)
     finally:  # what was embedded, a failed or interrupted run's too (a server that died, Ctrl-C, SIGTERM)
-        ran = planned.settled()  # the GPU it was offered fell back to the CPU: the numbers go under what ran
-        if len(table) > saved[0]:
-            cache.save(ran.embedding_key, table)
+        saver.save(table)
+    ran = planned.settled()
     result.settings["key"] = ran.key  # run() recorded the settings that ran
     folder = folders.write(folders.folder(ran.name, ran.key), result, ran.key)
     return Outcome(ran.name, "done", folder, f"{len(table) - cached} texts embedded, {cached} from the cache",

@@ -568,11 +568,11 @@ def test_a_killed_sweep_keeps_its_last_checkpoint(tmp_path):
 import os, sys
 sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
 from fakes import CountingEncoder
-import fasteval.core.runs.job as job_module
+import fasteval.core.cache as cache_module
 from fasteval.core.runs.job import Job
 from fasteval.core.runs.sweep import run_sweep
 
-job_module.CHECKPOINT_S = 0.0
+cache_module.CHECKPOINT_S = 0.0
 
 class Killed(CountingEncoder):
     calls = 0
