@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -156,6 +156,13 @@ def protocol_groups(exams: Iterable[int | str], protocol=None) -> list[list[str]
 def task_exams() -> dict[str, Exam]:
     """Task name -> the exam it runs, in registry order."""
     return {e.mteb_task: e for e in registry()}
+
+
+def task_scores(results: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Each PhysScore task whose exam a result ran (``results``: its exams, key -> result) -> its MTEB scores (0-1,
+    non-finite as None, with its ``main_score``), in the registry's order: the one derivation the MTEB files, the
+    Every Eval Ever records and the Hugging Face entries read."""
+    return {task: scores_of(exam, results[exam.key]) for task, exam in task_exams().items() if exam.key in results}
 
 
 def scores_of(exam: Exam, result) -> dict[str, float | None]:

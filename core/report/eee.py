@@ -95,13 +95,13 @@ def model_info(result: Any) -> dict[str, Any]:
 def task_results(result: Any, retrieved: str) -> list[dict[str, Any]]:
     """One evaluation result per metric of each task the result ran: the main score first, then each sub-metric.
     ValueError where a task's main score is not the sub-metric it names."""
-    from ..exams import task_exams
+    from ..exams import task_exams, task_scores
 
     similarity = result.settings.get("similarity", "cos")
     protocol = result.protocol
     exams = task_exams()
     out = []
-    for task, scores in result.task_scores().items():
+    for task, scores in task_scores(result.exams).items():
         exam = exams[task]
         exam_result = result.exams[exam.key]
         main = scores.pop("main_score")

@@ -24,6 +24,7 @@ SOURCE = {"url": "https://arxiv.org/abs/2609.20821", "name": "fasteval"}
 
 def hf_entries(entry: Any) -> list[dict[str, Any]]:
     """The community-eval entries of one result a report read (none for another protocol's or another run's)."""
+    from ..exams import task_scores
     from ..protocol.paper import PROTOCOL_VERSION
 
     result = entry.result
@@ -32,7 +33,7 @@ def hf_entries(entry: Any) -> list[dict[str, Any]]:
     similarity = result.settings.get("similarity", "cos")
     date = time.strftime("%Y-%m-%d", time.gmtime(Path(entry.path).stat().st_mtime))
     out = []
-    for task, scores in result.task_scores().items():
+    for task, scores in task_scores(result.exams).items():
         value = scores["main_score"]
         if value is None or not math.isfinite(value):
             continue

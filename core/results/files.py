@@ -12,10 +12,11 @@ from .model import RESULT_FILE, ModelResult
 
 def result_files(result: ModelResult, key: str | None = None) -> dict[str, str]:
     """Every file of a model's result folder: results.json, each exam's CSVs, and MTEB-shaped JSON."""
+    from ..published import beside
     from .mteb import mteb_files
 
-    published = result.beside_published().to_json()
     mteb = mteb_files(result)
+    published = beside(result).to_json()
     payload = {"key": key, **to_jsonable(result)}
     for name, exam in result.exams.items():
         payload["exams"][name]["summary"] = exam.summary()

@@ -44,13 +44,18 @@ class ModelResult:
                 "machine": "; ".join(str(machine[k]) for k in ("cpu", "gpu") if machine.get(k)) or None}
 
     def task_scores(self) -> dict[str, dict[str, float | None]]:
-        """Each PhysScore task this result ran -> its MTEB scores (0-1, non-finite as None, with its
-        ``main_score``), in the registry's order: the one derivation the MTEB files, the Every Eval Ever records and
-        the Hugging Face entries read."""
-        from ..exams import scores_of, task_exams
+        """Each PhysScore task this result ran -> its MTEB scores (``core.exams.task_scores``: 0-1, non-finite as None,
+        with its ``main_score``)."""
+        from ..exams import task_scores
 
-        return {task: scores_of(exam, self.exams[exam.key]) for task, exam in task_exams().items()
-                if exam.key in self.exams}
+        return task_scores(self.exams)
+
+    def beside_published(self):
+        """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
+        reproduction where it is one of them, its place among them."""
+        from ..published import beside
+
+        return beside(self)
 
     @property
     def display_name(self) -> str:
@@ -68,13 +73,6 @@ class ModelResult:
         from ..protocol.paper import PROTOCOL_VERSION
 
         return self.protocol in ("", PROTOCOL_VERSION)
-
-    def beside_published(self):
-        """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
-        reproduction where it is one of them, its place among them."""
-        from ..published import beside
-
-        return beside(self)
 
     def printouts(self) -> list[tuple[str, str]]:
         """Each exam's printout (the notebook's), in the exams' registry order: (title, text)."""

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import InputError
-from ..exams import task_exams
+from ..exams import task_exams, task_scores
 from ..io import dumps
 from .model import ModelResult
 
@@ -78,8 +78,8 @@ def mteb_files(result: ModelResult) -> dict[str, str]:
     if result.protocol and result.protocol == _paper_version():  # the tasks are the paper protocol's, not another's
         version = _mteb_version()
         exams = task_exams()
-        for task, task_scores in result.task_scores().items():
-            scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v) for k, v in task_scores.items()}
+        for task, unrounded in task_scores(result.exams).items():
+            scores = {k: (round(v, MTEB_DIGITS) if isinstance(v, float) else v) for k, v in unrounded.items()}
             payloads[f"mteb/{task}.json"] = {
                 "dataset_revision": result.protocol, "task_name": task, "mteb_version": version,
                 "scores": {SPLIT: [{**scores, "hf_subset": SUBSET, "languages": LANGUAGES, "mteb_version": version}]},
