@@ -148,6 +148,15 @@ class Encodings(Protocol):
     def use_float(self) -> None: ...
 
 
+@runtime_checkable
+class OpensAhead(Protocol):
+    """A model whose first encode waits for something it can start beforehand (a local ONNX model's onnxruntime
+    session, which loads and optimises its graph without the GIL): a run that will embed asks it to start, and
+    reads its tokenizer and makes its texts meanwhile."""
+
+    def open_ahead(self) -> None: ...
+
+
 def follows_mteb_protocol(encoder: Any) -> bool:
     """MTEB's encoder protocol: ``encode(DataLoader, task_metadata=..., hf_split=..., hf_subset=...)``."""
     import inspect

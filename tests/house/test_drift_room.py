@@ -143,13 +143,13 @@ def test_a_check_that_did_not_run_shows_nothing():
 def test_drift_asks_encoders_and_names_none():
     """No module of drift names an encoder class (it asks what an encoder can do: the protocols of core.embeddings,
     which fasteval's own encoders meet), and no module of the package writes another object's private field."""
-    from fasteval.core.embeddings import Encodings, FixedTexts, ServerTokens, Variants
+    from fasteval.core.embeddings import Encodings, FixedTexts, OpensAhead, ServerTokens, Variants
     from fasteval.models.adapters.receipt import ReceiptEncoder
     from fasteval.models.onnx.encoder import OnnxEncoder
     from fasteval.models.served import ServedEncoder
 
-    for kind, protocol in ((OnnxEncoder, Variants), (ReceiptEncoder, FixedTexts), (ServedEncoder, Encodings),
-                            (ServedEncoder, ServerTokens)):
+    for kind, protocol in ((OnnxEncoder, Variants), (OnnxEncoder, OpensAhead), (ReceiptEncoder, FixedTexts),
+                           (ServedEncoder, Encodings), (ServedEncoder, ServerTokens)):
         methods = [n for n, v in vars(protocol).items() if not n.startswith("_") and (callable(v) or
                                                                                    isinstance(v, property))]
         assert methods and all(callable(getattr(kind, n, None)) or isinstance(getattr(kind, n, None), property)

@@ -375,3 +375,74 @@ def test_export_out_copies_an_export_the_cache_holds(tiny_st_folder, tiny_encode
     (tmp_path / "empty").mkdir()  # an empty --out folder takes the copy too
     assert run_cli(["export", tiny_st_folder, "--out", tmp_path / "empty"], env=env).returncode == 0
     assert (tmp_path / "empty" / "model.onnx").read_bytes() == (cached / "model.onnx").read_bytes()
+
+
+TEXTS = ["2 kilometers", "2000 meters", "2 meters", "five liters"]
+
+
+def test_a_session_opened_ahead_is_the_one_that_runs(tiny_encoder):
+    """``open_ahead`` opens the session in a thread of its own; the first encode waits for it and runs it, giving the
+    bits a session opened at the first encode gives; asking again changes nothing."""
+    from fasteval.models.loader import load_model
+
+    ahead = load_model(str(tiny_encoder.folder.path), provider="cpu")
+    ahead.open_ahead()
+    opening = ahead._opening
+    assert opening is not None and opening.name == "fasteval-session"
+    vectors = ahead.encode(TEXTS)
+    assert not opening.is_alive() and ahead._opening is None
+    session = ahead.session
+    ahead.open_ahead()
+    assert ahead._opening is None and ahead.session is session
+    assert np.array_equal(vectors, tiny_encoder.encode(TEXTS))
+    assert ahead.provider == "cpu" and not ahead.graph_head
+
+
+def test_a_session_that_fails_ahead_fails_at_the_first_encode(tiny_encoder, tmp_path):
+    """What the thread raised is raised where the session is asked for, in one line naming the file."""
+    from fasteval.models.loader import load_model
+
+    copy = tmp_path / "broken"
+    shutil.copytree(tiny_encoder.folder.path, copy)
+    encoder = load_model(str(copy), provider="cpu")
+    (copy / "model.onnx").write_bytes(b"not a graph")
+    encoder.open_ahead()
+    with pytest.raises(ModelError, match="onnxruntime cannot load .*model.onnx"):
+        encoder.encode(TEXTS)
+
+
+def test_a_head_asked_for_after_open_ahead_gets_its_own_session(tiny_encoder):
+    """Setting ``graph_head`` while a session opens ahead drops that session: the next one runs the head."""
+    from fasteval.models.loader import load_model
+
+    encoder = load_model(str(tiny_encoder.folder.path), provider="cpu")
+    encoder.open_ahead()
+    encoder.graph_head = True
+    vectors = encoder.encode(TEXTS)
+    assert encoder.graph_head and encoder._head_in_graph
+    np.testing.assert_allclose(vectors, tiny_encoder.encode(TEXTS), rtol=1e-5, atol=1e-6)
+
+
+def test_a_run_opens_its_model_ahead_before_its_first_encode():
+    """A run asks a model that can open ahead to do so before it makes its texts and embeds them."""
+    import fasteval
+    from fasteval.core.embeddings import OpensAhead
+
+    from fakes import CountingEncoder
+
+    class Ahead(CountingEncoder):
+        def __init__(self):
+            super().__init__("org/ahead")
+            self.events: list[str] = []
+
+        def open_ahead(self) -> None:
+            self.events.append("open_ahead")
+
+        def encode(self, texts):
+            self.events.append("encode")
+            return super().encode(texts)
+
+    model = Ahead()
+    assert isinstance(model, OpensAhead)
+    fasteval.evaluate(model, exams=[1], bootstrap=0)
+    assert model.events[0] == "open_ahead" and model.events.count("open_ahead") == 1 and "encode" in model.events
