@@ -151,8 +151,8 @@ class Encodings(Protocol):
 @runtime_checkable
 class OpensAhead(Protocol):
     """A model whose first encode waits for something it can start beforehand (a local ONNX model's onnxruntime
-    session, which loads and optimises its graph without the GIL): a run that will embed asks it to start, and
-    reads its tokenizer and makes its texts meanwhile."""
+    session, which loads and optimises its graph without the GIL): ``embed_groups``, once it knows it will encode,
+    asks it to start, and the first call reads its tokenizer meanwhile."""
 
     def open_ahead(self) -> None: ...
 
@@ -299,6 +299,8 @@ def embed_groups(encoder: Encoder, groups: Iterable[Sequence[str]], table: Embed
         if new:
             calls.append(new)
             seen.update(new)
+    if calls and isinstance(encoder, OpensAhead):  # its session opens while the first call reads its tokenizer
+        encoder.open_ahead()
 
     def one(new: list[str]) -> np.ndarray:
         vectors = as_array(encoder.encode([rewrite(t) for t in new] if rewrite else new), who)

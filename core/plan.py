@@ -26,7 +26,7 @@ from typing import Any
 from . import protocol as P
 from . import choices
 from .choices import BATCHINGS, DEFAULT_RESAMPLES, check_choice
-from .embeddings import EmbeddingTable, EncoderView, OpensAhead, describe, embed_groups
+from .embeddings import EmbeddingTable, EncoderView, describe, embed_groups
 from .errors import InputError
 from .protocol.spec import Protocol
 from .results.model import ModelResult
@@ -280,8 +280,6 @@ def run(planned: Plan, table: EmbeddingTable | None = None,
     ``checkpoint(table)`` after each encode call (a sweep saves what was embedded now and then)."""
     from .. import __version__
 
-    if isinstance(planned.encoder, OpensAhead):  # its session opens while its texts are made and its tokenizer read
-        planned.encoder.open_ahead()
     result = ModelResult(model=planned.name, model_id=P.model_id(planned.name), settings=dict(planned.settings),
                          protocol=planned.scoring.protocol.key, fasteval_version=__version__,
                          hf_id=hf_id_of(planned.name))

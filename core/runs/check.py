@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..embeddings import Encoder, OpensAhead, embed_groups
+from ..embeddings import Encoder, embed_groups
 from ..errors import InputError
 from ..exams.quantity_check import CheckResult, parse_check_inputs, score_check
 from ..vectors import vector_words
@@ -58,8 +58,6 @@ def check(encoder: Encoder | str | None, anchor: str, candidates: list[str], *, 
     if read_first:
         parsed_anchor, parsed = parse_check_inputs(anchor, list(candidates))
     view = plan(encoder, chosen, name=name, **load_options).view
-    if isinstance(view.encoder, OpensAhead):  # its session opens while pint and the tokenizer load
-        view.encoder.open_ahead()
     if not read_first:
         load_registry_in_background()
     texts = list(dict.fromkeys([anchor, *candidates]))

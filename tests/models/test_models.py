@@ -423,10 +423,11 @@ def test_a_head_asked_for_after_open_ahead_gets_its_own_session(tiny_encoder):
     np.testing.assert_allclose(vectors, tiny_encoder.encode(TEXTS), rtol=1e-5, atol=1e-6)
 
 
-def test_a_run_opens_its_model_ahead_before_its_first_encode():
-    """A run asks a model that can open ahead to do so before it makes its texts and embeds them."""
+def test_a_run_opens_its_model_ahead_before_its_first_encode_and_only_then():
+    """A run asks a model that can open ahead to do so before its first encode call, once; a run whose every text
+    is in the embedding table (a rerun from the cache) never asks (no session for nothing)."""
     import fasteval
-    from fasteval.core.embeddings import OpensAhead
+    from fasteval.core.embeddings import EmbeddingTable, OpensAhead
 
     from fakes import CountingEncoder
 
@@ -444,5 +445,9 @@ def test_a_run_opens_its_model_ahead_before_its_first_encode():
 
     model = Ahead()
     assert isinstance(model, OpensAhead)
-    fasteval.evaluate(model, exams=[1], bootstrap=0)
+    table = EmbeddingTable()
+    fasteval.evaluate(model, exams=[1], bootstrap=0, table=table)
     assert model.events[0] == "open_ahead" and model.events.count("open_ahead") == 1 and "encode" in model.events
+    again = Ahead()
+    fasteval.evaluate(again, exams=[1], bootstrap=0, table=table)
+    assert again.events == []
