@@ -50,13 +50,6 @@ class ModelResult:
 
         return task_scores(self.exams)
 
-    def beside_published(self):
-        """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
-        reproduction where it is one of them, its place among them."""
-        from ..published import beside
-
-        return beside(self)
-
     @property
     def display_name(self) -> str:
         """The model's name as the paper's tables show it, and the vector form it was scored in where it was not
@@ -73,6 +66,13 @@ class ModelResult:
         from ..protocol.paper import PROTOCOL_VERSION
 
         return self.protocol in ("", PROTOCOL_VERSION)
+
+    def beside_published(self):
+        """This run beside the authors' published numbers for the paper's 24 (``core.published.beside``): its
+        reproduction where it is one of them, its place among them."""
+        from ..published import beside
+
+        return beside(self)
 
     def printouts(self) -> list[tuple[str, str]]:
         """Each exam's printout (the notebook's), in the exams' registry order: (title, text)."""
