@@ -97,10 +97,15 @@ def plain_coercion(command: Any, ctx: Any) -> None:
     """Give ``command``'s parameters (its help option included) whose type the plain reading knows that reading
     (once; idempotent)."""
     plain = _plain_param()
-    for param in command.get_params(ctx) if plain is not None else ():
-        descriptor = getattr(param, "type_descriptor", None)
-        if (descriptor is None or getattr(param, "_runtime_param", False) is not None
-                or descriptor.file_annotation is not None or descriptor.parameter_info.parser is not None
-                or not _covered(descriptor.annotation)):
-            continue
-        param._runtime_param = plain(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
+    if plain is None:
+        return
+    try:
+        for param in command.get_params(ctx):
+            descriptor = getattr(param, "type_descriptor", None)
+            if (descriptor is None or getattr(param, "_runtime_param", False) is not None
+                    or descriptor.file_annotation is not None or descriptor.parameter_info.parser is not None
+                    or not _covered(descriptor.annotation)):
+                continue
+            param._runtime_param = plain(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
+    except (TypeError, AttributeError):  # a typer made otherwise than 0.29's: its own reading for what is left
+        return

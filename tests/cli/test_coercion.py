@@ -16,6 +16,7 @@ from fakes import run_cli
 
 if tuple(int(p) for p in typer.__version__.split(".")[:2]) < (0, 29):
     pytest.skip("typer before 0.29 coerces with click, without pydantic", allow_module_level=True)
+pytest.importorskip("typer._coercion", reason="a typer without 0.29's coercion: cli/coercion.py leaves it alone")
 
 from typer._click import Context  # noqa: E402
 from typer._click.exceptions import BadParameter  # noqa: E402
