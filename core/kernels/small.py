@@ -64,13 +64,24 @@ def _rows_statistic(X, Y, names: tuple[str, str], statistic) -> np.ndarray:
 
 
 def _tau_b(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """tau-b of rows of pair signs, from the exact integer counts and the kernels' float64 formula."""
+    """tau-b of rows of pair signs, from the exact integer counts (``_tau_b_of_counts``)."""
     total = dx.shape[1]
     s = np.einsum("ij,ij->i", dx, dy, dtype=np.int64)
-    tx, ty = (dx == 0).sum(axis=1), (dy == 0).sum(axis=1)
+    return _tau_b_of_counts(s, (dx == 0).sum(axis=1), (dy == 0).sum(axis=1), total)
+
+
+def _tau_b_of_counts(s: np.ndarray, tx: np.ndarray, ty: np.ndarray, total: int) -> np.ndarray:
+    """tau-b of rows from their pair counts (s: concordant less discordant, tx / ty: pairs tied in x / y, of
+    ``total``; integers, exact in float64 too), by the kernels' float64 formula; NaN where one side is all ties."""
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = s / np.sqrt((total - tx).astype(np.float64)) / np.sqrt((total - ty).astype(np.float64))
     return np.where((tx == total) | (ty == total), np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
+
+
+def _pacc_of_counts(correct: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """PACC of rows from their counts of right pairs and scored pairs; NaN where no pair is scored."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs == 0, np.nan, correct / np.maximum(pairs, 1))
 
 
 def _pacc(code: int):
@@ -80,8 +91,7 @@ def _pacc(code: int):
         scored_greater = dv < 0 if code != VALUE_TIES["as_greater"] else dv <= 0
         correct = ((dv > 0) & (ds < 0)).sum(axis=1) + (scored_greater & (ds > 0)).sum(axis=1)
         pairs = (dv != 0).sum(axis=1) + ((dv == 0).sum(axis=1) if code != VALUE_TIES["skip"] else 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(pairs == 0, np.nan, correct / np.maximum(pairs, 1))
+        return _pacc_of_counts(correct, pairs)
     return pacc
 
 
@@ -281,10 +291,10 @@ def bootstrap_rows(values, scores, idx) -> tuple[np.ndarray, np.ndarray]:
     - S = c'(Sv * Sy)c / 2 with Sy the signs of -scores, tx = (c'[Sv = 0]c - N) / 2, ty likewise, of N(N-1)/2 pairs;
     - PACC's right pairs c'[Sv * Ss < 0]c / 2 of the N(N-1)/2 - tx pairs whose values differ —
 
-    then the same float64 formulas as ``_tau_b`` and ``_pacc``, so the same bits as the row statistics (and so the
-    kernels), NaN where a drawn item is NaN. O(rows n^2) multiply-adds in BLAS, no pair signs held: the paper's
-    10,000 resamples of a 21-item cell in about a millisecond, where numpy's row statistics take 0.1 s and the
-    kernels' need numba loaded (0.5-1.7 s)."""
+    then the row statistics' own formulas (``_tau_b_of_counts``, ``_pacc_of_counts``), so the same bits as they
+    give (and so the kernels), NaN where a drawn item is NaN. O(rows n^2) multiply-adds in BLAS, no pair signs
+    held: the paper's 10,000 resamples of a 21-item cell in about a millisecond, where numpy's row statistics take
+    0.1 s and the kernels' need numba loaded (0.5-1.7 s)."""
     v = np.asarray(values, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
     idx = np.asarray(idx)
@@ -298,12 +308,8 @@ def bootstrap_rows(values, scores, idx) -> tuple[np.ndarray, np.ndarray]:
     ty = (_quadratic(counts, (ss == 0).astype(np.float64)) - size) / 2
     concordance = _quadratic(counts, -sv * ss) / 2
     right = _quadratic(counts, (sv * ss < 0).astype(np.float64)) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = concordance / np.sqrt(total - tx) / np.sqrt(total - ty)
-        pairs = total - tx
-        pacc = right / np.maximum(pairs, 1)
-    tau = np.where((tx == total) | (ty == total), np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
-    pacc = np.where(pairs == 0, np.nan, pacc)
+    tau = _tau_b_of_counts(concordance, tx, ty, total)
+    pacc = _pacc_of_counts(right, total - tx)
     unusable = np.full(rows, True) if size < 2 else counts[:, np.isnan(v) | np.isnan(s)].any(axis=1)
     tau[unusable], pacc[unusable] = np.nan, np.nan
     return tau, pacc
